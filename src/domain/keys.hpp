@@ -1,0 +1,49 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace herald::domain {
+
+/// One business event for one user; unique per tenant.
+struct message_key {
+  std::string tenant;
+  std::string biz_type;
+  std::string biz_id;
+  std::string user_id;
+
+  friend bool operator==(const message_key& a, const message_key& b) {
+    return a.tenant == b.tenant && a.biz_type == b.biz_type && a.biz_id == b.biz_id &&
+           a.user_id == b.user_id;
+  }
+};
+
+/// One message on one channel: the idempotency key of a task, unique for ever.
+struct task_key {
+  message_key message;
+  std::string channel;
+
+  friend bool operator==(const task_key& a, const task_key& b) {
+    return a.message == b.message && a.channel == b.channel;
+  }
+};
+
+/// Unambiguous text form: every field length-prefixed, so ("a:b","c") and ("a","b:c") differ.
+std::string encode(const message_key& key);
+std::string encode(const task_key& key);
+
+/// Deterministic ids: the same key gives the same id on every retry, restart and node.
+std::string message_id_for(const message_key& key);
+std::string task_id_for(const task_key& key);
+
+/// The id sent to providers as request id / idempotency key; the same on every attempt.
+std::string provider_request_id_for(const task_key& key);
+
+/// Stable 64-bit hash of an encoded key (not std::hash: it must agree across builds and nodes).
+std::uint64_t stable_hash(const std::string& encoded_key);
+
+/// Which of `shard_count` shards owns the key.
+std::size_t shard_of(const message_key& key, std::size_t shard_count);
+
+} // namespace herald::domain

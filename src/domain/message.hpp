@@ -1,0 +1,97 @@
+#pragma once
+
+#include "domain/keys.hpp"
+#include "domain/task_state.hpp"
+#include "domain/time.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace herald::domain {
+
+/// Send order inside a channel: high before normal before low.
+enum class priority { high, normal, low };
+std::string_view to_string(priority value);
+std::optional<priority> parse_priority(std::string_view text);
+
+/// Why the message is sent; policy (quiet hours, opt-outs) will treat these differently.
+enum class category { transactional, marketing, system };
+std::string_view to_string(category value);
+std::optional<category> parse_category(std::string_view text);
+
+/// Literal title and body, given instead of a template.
+struct content {
+  std::string title;
+  std::string body;
+};
+
+/// A POST /v1/messages body after JSON decoding, before any business rule was applied.
+struct message_request {
+  std::string tenant = "default";
+  std::string biz_type;
+  std::string biz_id;
+  std::string user_id;
+  std::vector<std::string> channels;           ///< empty: the route for biz_type decides
+  std::map<std::string, std::string> to;       ///< channel -> recipient address
+  std::string template_name;                   ///< empty when `body` is given
+  std::map<std::string, std::string> params;   ///< template parameters, scalars as text
+  std::optional<content> body;                 ///< literal content instead of a template
+  domain::category category = domain::category::transactional;
+  domain::priority priority = domain::priority::normal;
+  std::optional<timestamp> send_at;
+  std::optional<timestamp> expire_at;
+};
+
+/// The message row as stored.
+struct message_record {
+  std::string id;
+  message_key key;
+  std::string template_name;
+  std::map<std::string, std::string> params;
+  std::string title; ///< rendered once at acceptance, so every attempt sends the same text
+  std::string body;
+  domain::category category = domain::category::transactional;
+  domain::priority priority = domain::priority::normal;
+  std::optional<timestamp> send_at;
+  std::optional<timestamp> expire_at;
+  std::string trace_id;
+  timestamp created_at;
+};
+
+/// One task row as first written (state PENDING).
+struct task_record {
+  std::string id;
+  std::string channel;
+  std::string recipient;
+  std::string provider_request_id;
+};
+
+/// An accepted request: the message and one task per resolved channel, ready to be claimed.
+struct message_plan {
+  message_record message;
+  std::vector<task_record> tasks;
+};
+
+/// Everything a channel needs to send one task; built at claim time and by recovery.
+struct delivery {
+  std::string task_id;
+  std::string message_id;
+  std::string channel;
+  std::string recipient;
+  std::string provider_request_id;
+  std::string title;
+  std::string body;
+  std::string trace_id;
+  domain::priority priority = domain::priority::normal;
+  task_state state = task_state::pending;
+  std::uint32_t attempts = 0; ///< provider calls already made
+  std::optional<timestamp> send_at;
+  std::optional<timestamp> expire_at;
+  timestamp accepted_at;
+};
+
+} // namespace herald::domain

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace herald::domain {
+
+/// Where a task stands (design.md §3). Transitions only move forward.
+enum class task_state {
+  pending,     ///< accepted, not yet handed to a provider
+  sending,     ///< committed before the provider call: found after a crash, the outcome is ambiguous
+  sent,        ///< the provider accepted it
+  delivered,   ///< the provider's receipt says it arrived
+  read,        ///< the user opened it
+  clicked,     ///< the user acted on it
+  retry_wait,  ///< a retryable failure; waits for next_attempt_at
+  failed,      ///< a permanent provider error
+  dead,        ///< attempts exhausted
+  expired,     ///< expire_at passed before it could be sent
+  suppressed,  ///< policy decided not to send (with a reason)
+  unconfirmed, ///< sent, but the reconciler never got a receipt
+};
+
+/// Upper-case wire and database name, e.g. "RETRY_WAIT".
+std::string_view to_string(task_state state);
+
+/// Inverse of to_string; nullopt for anything else.
+std::optional<task_state> parse_task_state(std::string_view text);
+
+/// Whether design.md §3 allows moving from `from` to `to`.
+bool can_transition(task_state from, task_state to);
+
+/// Whether no further provider call will be made for a task in this state.
+bool is_terminal(task_state state);
+
+} // namespace herald::domain

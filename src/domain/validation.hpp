@@ -1,0 +1,61 @@
+#pragma once
+
+#include "domain/message.hpp"
+
+#include <map>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace herald::domain {
+
+/// Why a request was refused; maps 1:1 onto the HTTP error body of design.md §7.
+struct validation_error {
+  int status = 400;   ///< 400 invalid_request, 422 unknown_channel / no_route / ...
+  std::string code;   ///< e.g. "invalid_request", "unknown_channel"
+  std::string message;
+  std::string field;  ///< JSON path of the offending field; empty when none applies
+};
+
+/// Size limits on request fields; generous for real traffic, tight enough to bound a row.
+struct request_limits {
+  std::size_t max_id_length = 128;        ///< biz_id, user_id
+  std::size_t max_biz_type_length = 64;
+  std::size_t max_channels = 16;
+  std::size_t max_recipient_length = 320; ///< an email address may be 320 characters
+  std::size_t max_template_name_length = 64;
+  std::size_t max_params = 64;
+  std::size_t max_param_value_length = 1024;
+  std::size_t max_title_length = 256;
+  std::size_t max_body_length = 4096;
+};
+
+/// Title and body with `{{name}}` placeholders.
+struct message_template {
+  std::string title;
+  std::string body;
+};
+
+/// What the configuration says about channels, routes and templates.
+struct routing_rules {
+  std::set<std::string> channels;                            ///< configured channel names
+  std::map<std::string, std::vector<std::string>> routes;    ///< biz_type -> channels
+  std::vector<std::string> default_route;                    ///< when biz_type has no route
+  std::map<std::string, message_template> templates;
+  request_limits limits;
+};
+
+/// Applies every business rule to a decoded request: field limits, channel resolution
+/// (explicit list or route; duplicates dropped, order kept), recipients, template rendering,
+/// time window. On success the plan carries deterministic ids and PENDING tasks.
+std::variant<message_plan, validation_error> plan_message(const message_request& request,
+                                                          const routing_rules& rules,
+                                                          timestamp now,
+                                                          const std::string& trace_id);
+
+/// Replaces `{{name}}` with params[name]; the error names the first missing parameter.
+std::variant<std::string, validation_error>
+render_template(const std::string& text, const std::map<std::string, std::string>& params);
+
+} // namespace herald::domain

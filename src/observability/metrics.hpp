@@ -1,0 +1,46 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace prometheus {
+class Registry;
+}
+
+namespace herald {
+
+/// Outcome label of herald_provider_calls_total.
+enum class call_outcome { success, retryable, permanent, timeout, throttled };
+std::string_view to_string(call_outcome outcome);
+
+/// herald's Prometheus metrics (design.md §7 names; stable). Thread-safe; one per process,
+/// shared by the actors and the HTTP server, rendered by GET /metrics.
+class metrics {
+public:
+  metrics();
+  ~metrics();
+  metrics(const metrics&) = delete;
+  metrics& operator=(const metrics&) = delete;
+
+  void message_received();
+  void task_created(const std::string& channel);
+  void task_duplicate(const std::string& channel);
+  void provider_call(const std::string& channel, call_outcome outcome);
+  void ambiguous_resend(const std::string& channel);
+  void retry_queue_depth(double depth);
+  void ingest_latency(double seconds);
+  void delivery_latency(const std::string& channel, double seconds);
+
+  /// Prometheus text exposition format.
+  std::string render() const;
+
+  prometheus::Registry& registry();
+
+private:
+  struct families;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<families> families_;
+};
+
+} // namespace herald

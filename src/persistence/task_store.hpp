@@ -1,0 +1,136 @@
+#pragma once
+
+#include "domain/message.hpp"
+#include "domain/task_state.hpp"
+#include "domain/time.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace herald::persistence {
+
+/// A store failure (connection lost, disk full): the batch was rolled back, nothing committed.
+class store_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// What claiming one task answered.
+struct claim_outcome {
+  std::string task_id;
+  std::string channel;
+  domain::task_state state = domain::task_state::pending; ///< current state in the database
+  bool created = false;                                   ///< false: the task already existed
+};
+
+/// What claiming one message answered: one outcome per planned task, in plan order.
+struct claim_result {
+  std::string message_id;
+  std::vector<claim_outcome> tasks;
+};
+
+/// A guarded state change: applied only if the row is still in `from`.
+struct state_change {
+  std::string task_id;
+  domain::task_state from = domain::task_state::pending;
+  domain::task_state to = domain::task_state::pending;
+  std::uint32_t attempts = 0;                   ///< provider calls made so far, after this change
+  std::optional<domain::timestamp> next_attempt_at;
+  std::string last_error;                       ///< empty keeps none
+  domain::timestamp at;
+};
+
+/// One provider call, as recorded.
+struct attempt_record {
+  std::string task_id;
+  std::uint32_t attempt_no = 0; ///< 1-based
+  std::string provider_request_id;
+  std::string outcome;          ///< success | retryable | permanent | timeout | throttled
+  std::string detail;           ///< provider message id on success, error text otherwise
+  domain::timestamp started_at;
+  domain::timestamp finished_at;
+};
+
+/// A task as GET /v1/messages/{id} shows it.
+struct task_view {
+  std::string task_id;
+  std::string channel;
+  std::string recipient;
+  domain::task_state state = domain::task_state::pending;
+  std::uint32_t attempts = 0;
+  std::optional<domain::timestamp> next_attempt_at;
+  std::string last_error;
+  std::string provider_request_id;
+  domain::timestamp created_at;
+  domain::timestamp updated_at;
+  std::vector<attempt_record> attempt_log;
+};
+
+/// A message with its tasks, as GET /v1/messages/{id} shows it.
+struct message_view {
+  domain::message_record message;
+  std::vector<task_view> tasks;
+};
+
+/// Counts of tasks per state, for accounting checks.
+struct state_count {
+  domain::task_state state = domain::task_state::pending;
+  std::uint64_t count = 0;
+};
+
+/// The database behind herald. Every call is one transaction and blocks: callers run it off
+/// the actor scheduler's threads (store actors are detached). One instance is one connection
+/// and is used by one thread at a time.
+class task_store {
+public:
+  virtual ~task_store() = default;
+
+  /// Inserts the messages and their tasks in one transaction; a task whose key exists is
+  /// answered as "existing" with its current state, never as an error. Results in input order.
+  /// The same key twice in one batch: the first is created, the later ones are duplicates.
+  virtual std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans) = 0;
+
+  /// Applies the changes and appends the attempts in one transaction. Returns the ids of the
+  /// tasks whose change applied (the row was still in `from`); the others were left alone.
+  virtual std::vector<std::string> apply(const std::vector<state_change>& changes,
+                                         const std::vector<attempt_record>& attempts) = 0;
+
+  /// The message, its tasks and their attempts; nullopt if unknown.
+  virtual std::optional<message_view> find_message(const std::string& message_id) = 0;
+
+  /// Non-terminal tasks (PENDING, SENDING, RETRY_WAIT), oldest first, after `after_task_id`
+  /// in task-id order for paging (empty: from the start); for recovery at start.
+  virtual std::vector<domain::delivery> load_unfinished(const std::string& after_task_id,
+                                                        std::size_t limit) = 0;
+
+  /// Task counts per state.
+  virtual std::vector<state_count> count_by_state() = 0;
+
+  /// Cheap round trip proving the database answers; throws store_error if not.
+  virtual void ping() = 0;
+};
+
+/// Where the database is: "sqlite:PATH" or "postgresql://user@host:port/db".
+struct database_url {
+  enum class kind { sqlite, postgresql };
+  kind backend = kind::sqlite;
+  std::string sqlite_path;       ///< for sqlite
+  std::string connection_string; ///< for postgresql: what SOCI/libpq is given
+  std::string text;              ///< as given, for logs (password masked)
+};
+
+/// Parses the --db argument; throws std::invalid_argument with a one-line reason.
+database_url parse_database_url(const std::string& text);
+
+/// Opens one connection. Applies pending migrations first when `migrate` is set.
+/// Throws store_error when the database cannot be reached or migrated.
+std::unique_ptr<task_store> open_task_store(const database_url& url, bool migrate);
+
+/// Applies every pending migration; returns the schema version now in force.
+int migrate(const database_url& url);
+
+} // namespace herald::persistence

@@ -1,0 +1,3 @@
+// The one Boost.Test entry point every test binary links.
+#define BOOST_TEST_MODULE herald
+#include <boost/test/unit_test.hpp>
