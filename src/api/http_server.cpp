@@ -1,0 +1,535 @@
+#include "api/http_server.hpp"
+
+#include "api/json_codec.hpp"
+#include "api/trace_context.hpp"
+#include "observability/log.hpp"
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace herald::api {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+/// Requests in flight, shared with every token so it outlives the server if it must.
+struct in_flight_counter {
+  std::atomic<std::size_t> count{0};
+  std::mutex mutex;
+  std::condition_variable idle;
+};
+
+/// Held while one request is in flight: from dispatch until its response is written (or the
+/// connection is gone). Releasing the last one wakes wait_idle().
+class in_flight_token {
+public:
+  explicit in_flight_token(std::shared_ptr<in_flight_counter> counter)
+      : counter_(std::move(counter)) {}
+  ~in_flight_token() {
+    if (counter_->count.fetch_sub(1) == 1) {
+      std::lock_guard<std::mutex> lock(counter_->mutex);
+      counter_->idle.notify_all();
+    }
+  }
+  in_flight_token(const in_flight_token&) = delete;
+  in_flight_token& operator=(const in_flight_token&) = delete;
+
+private:
+  std::shared_ptr<in_flight_counter> counter_;
+};
+
+constexpr std::size_t max_discard_bytes = 1 << 20;
+constexpr auto linger_timeout = std::chrono::seconds(2);
+
+bool is_http_parse_error(const beast::error_code& ec) {
+  return ec.category() == beast::error_code(http::error::bad_method).category();
+}
+
+http_response json_error_response(http::status status, std::string_view code,
+                                  std::string_view message, const std::string& trace_id) {
+  http_response response{status, 11};
+  response.set(http::field::content_type, "application/json");
+  response.set("X-Trace-Id", trace_id);
+  response.body() = encode_error(code, message);
+  return response;
+}
+
+class session;
+
+} // namespace
+
+struct http_server::core {
+  core(http_options opts, request_handler h)
+      : options(std::move(opts)), handler(std::move(h)),
+        ioc(std::make_shared<asio::io_context>(
+            static_cast<int>(options.io_threads == 0 ? 1 : options.io_threads))),
+        acceptor(asio::make_strand(*ioc)), accept_retry(acceptor.get_executor()) {}
+
+  /// A token when under max_in_flight, else nullptr.
+  std::shared_ptr<in_flight_token> enter() {
+    if (counter->count.fetch_add(1) >= options.max_in_flight) {
+      counter->count.fetch_sub(1);
+      return nullptr;
+    }
+    return std::make_shared<in_flight_token>(counter);
+  }
+
+  void do_accept();
+  void track(const std::shared_ptr<session>& s);
+  void close_sessions();
+
+  http_options options;
+  request_handler handler;
+  std::shared_ptr<asio::io_context> ioc; // shared with responders, which may outlive us
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  tcp::acceptor acceptor;
+  asio::steady_timer accept_retry;
+  std::vector<std::thread> threads;
+  std::shared_ptr<in_flight_counter> counter = std::make_shared<in_flight_counter>();
+  std::atomic<bool> draining{false};
+  std::atomic<std::uint16_t> bound_port{0};
+
+  std::mutex lifecycle;
+  bool started = false;
+  bool stopped = false;
+
+  std::mutex sessions_mutex;
+  std::vector<std::weak_ptr<session>> sessions;
+  std::size_t prune_at = 64;
+};
+
+namespace {
+
+/// What a responder hands over on its first call: the session and the in-flight token.
+struct responder_state {
+  std::mutex mutex;
+  std::shared_ptr<session> target;
+  std::shared_ptr<in_flight_token> token;
+};
+
+/// The respond_fn given to the handler. Posts the response to the connection's strand; the
+/// io_context is kept alive so posting stays valid even after the server stopped.
+struct responder {
+  std::shared_ptr<asio::io_context> ioc; // declared first: destroyed after the session
+  std::shared_ptr<responder_state> state;
+
+  void operator()(http_response response) const;
+};
+
+/// One connection: reads a request, hands it to the handler, writes the answer, repeats while
+/// keep-alive holds. Every member is touched only on the connection's strand.
+class session : public std::enable_shared_from_this<session> {
+public:
+  session(tcp::socket socket, http_server::core& core) : stream_(std::move(socket)), core_(core) {}
+
+  void run() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
+  }
+
+  /// Closes the connection from outside (server stop); runs on the strand.
+  void shutdown() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->close(); });
+  }
+
+  tcp::socket::executor_type executor() { return stream_.get_executor(); }
+
+  /// Writes the handler's answer; on the strand.
+  void deliver(http_response response, std::shared_ptr<in_flight_token> token) {
+    if (closed_)
+      return; // the connection went away meanwhile; the token is released on return
+    token_ = std::move(token);
+    response_ = std::move(response);
+    write(!keep_alive_);
+  }
+
+private:
+  void read_header() {
+    if (closed_)
+      return;
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(core_.options.max_header_bytes));
+    parser_->body_limit(static_cast<std::uint64_t>(core_.options.max_body_bytes));
+    keep_alive_ = false;
+    version_ = 11;
+    trace_id_.clear();
+    stream_.expires_after(core_.options.idle_timeout);
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+  }
+
+  void on_header(beast::error_code ec) {
+    if (ec)
+      return on_read_error(ec);
+    auto& request = parser_->get();
+    version_ = request.version();
+    keep_alive_ = request.keep_alive();
+    trace_id_ = choose_trace_id(request["traceparent"], request["X-Request-Id"]);
+    if (parser_->is_done())
+      return dispatch_request();
+    auto expect = request[http::field::expect];
+    if (beast::iequals(expect, "100-continue")) {
+      continue_ = http::response<http::empty_body>{http::status::continue_, version_};
+      http::async_write(stream_, continue_,
+                        [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                          if (ec)
+                            return self->close();
+                          self->read_body();
+                        });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    stream_.expires_after(core_.options.idle_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       if (ec)
+                         return self->on_read_error(ec);
+                       self->dispatch_request();
+                     });
+  }
+
+  void on_read_error(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == asio::error::operation_aborted || ec == http::error::partial_message || closed_)
+      return close();
+    if (trace_id_.empty())
+      trace_id_ =
+          parser_ && parser_->is_header_done()
+              ? choose_trace_id(parser_->get()["traceparent"], parser_->get()["X-Request-Id"])
+              : log::new_trace_id();
+    if (ec == http::error::body_limit) {
+      log::info("http_request_rejected",
+                {{"trace_id", trace_id_}, {"status", "413"}, {"reason", "body too large"}});
+      return send_error(http::status::payload_too_large, "payload_too_large",
+                        "request body larger than " + std::to_string(core_.options.max_body_bytes) +
+                            " bytes");
+    }
+    if (ec == http::error::header_limit) {
+      log::info("http_request_rejected",
+                {{"trace_id", trace_id_}, {"status", "431"}, {"reason", "headers too large"}});
+      return send_error(http::status::request_header_fields_too_large, "headers_too_large",
+                        "request headers larger than " +
+                            std::to_string(core_.options.max_header_bytes) + " bytes");
+    }
+    if (is_http_parse_error(ec)) {
+      log::info("http_request_rejected",
+                {{"trace_id", trace_id_}, {"status", "400"}, {"reason", ec.message()}});
+      return send_error(http::status::bad_request, "invalid_request",
+                        "malformed HTTP request: " + ec.message());
+    }
+    close(); // a socket error: nobody to answer
+  }
+
+  /// Answers a request the server refuses by itself and closes the connection afterwards.
+  void send_error(http::status status, std::string_view code, const std::string& message) {
+    response_ = json_error_response(status, code, message, trace_id_);
+    write(true);
+  }
+
+  void dispatch_request() {
+    auto token = core_.enter();
+    if (!token) {
+      log::warn("http_overloaded",
+                {{"trace_id", trace_id_},
+                 {"max_in_flight", std::to_string(core_.options.max_in_flight)}});
+      response_ = json_error_response(http::status::service_unavailable, "overloaded",
+                                      "too many requests in flight; retry later", trace_id_);
+      response_.set(http::field::retry_after, "1");
+      return write(!keep_alive_);
+    }
+    auto state = std::make_shared<responder_state>();
+    state->target = shared_from_this();
+    state->token = std::move(token);
+    respond_fn respond = responder{core_.ioc, state};
+    try {
+      core_.handler(parser_->release(), respond);
+    } catch (const std::exception& e) {
+      log::error("http_handler_failed", {{"trace_id", trace_id_}, {"error", e.what()}});
+      respond(json_error_response(http::status::internal_server_error, "internal_error",
+                                  "internal error", trace_id_));
+    } catch (...) {
+      log::error("http_handler_failed", {{"trace_id", trace_id_}, {"error", "unknown exception"}});
+      respond(json_error_response(http::status::internal_server_error, "internal_error",
+                                  "internal error", trace_id_));
+    }
+  }
+
+  void write(bool close_after) {
+    if (core_.draining.load())
+      close_after = true;
+    response_.version(version_);
+    response_.keep_alive(!close_after);
+    response_.prepare_payload();
+    stream_.expires_after(core_.options.idle_timeout);
+    http::async_write(stream_, response_,
+                      [self = shared_from_this(), close_after](beast::error_code ec, std::size_t) {
+                        self->token_.reset();
+                        if (ec)
+                          return self->close();
+                        if (close_after)
+                          return self->linger_close();
+                        self->read_header();
+                      });
+  }
+
+  /// Half-closes and drains what the client still sends, so our last response is not lost to
+  /// a TCP reset caused by unread data (e.g. the rest of an oversized body).
+  void linger_close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec)
+      return close();
+    stream_.expires_after(linger_timeout);
+    drain();
+  }
+
+  void drain() {
+    stream_.async_read_some(asio::buffer(discard_),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              self->discarded_ += n;
+                              if (ec || self->discarded_ > max_discard_bytes)
+                                return self->close();
+                              self->drain();
+                            });
+  }
+
+  void close() {
+    if (closed_)
+      return;
+    closed_ = true;
+    token_.reset();
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  http_server::core& core_; // valid while IO threads run, the only time it is used
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http_response response_;
+  http::response<http::empty_body> continue_;
+  std::shared_ptr<in_flight_token> token_;
+  std::string trace_id_;
+  unsigned version_ = 11;
+  bool keep_alive_ = false;
+  bool closed_ = false;
+  std::array<char, 4096> discard_{};
+  std::size_t discarded_ = 0;
+};
+
+void responder::operator()(http_response response) const {
+  std::shared_ptr<session> target;
+  std::shared_ptr<in_flight_token> token;
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    target = std::move(state->target);
+    token = std::move(state->token);
+  }
+  if (!target)
+    return; // answered already
+  auto executor = target->executor();
+  asio::post(executor, [target = std::move(target), token = std::move(token),
+                        response = std::move(response)]() mutable {
+    target->deliver(std::move(response), std::move(token));
+  });
+}
+
+} // namespace
+
+void http_server::core::track(const std::shared_ptr<session>& s) {
+  std::lock_guard<std::mutex> lock(sessions_mutex);
+  if (sessions.size() >= prune_at) {
+    sessions.erase(std::remove_if(sessions.begin(), sessions.end(),
+                                  [](const std::weak_ptr<session>& w) { return w.expired(); }),
+                   sessions.end());
+    prune_at = std::max<std::size_t>(64, sessions.size() * 2);
+  }
+  sessions.push_back(s);
+}
+
+void http_server::core::close_sessions() {
+  std::vector<std::weak_ptr<session>> all;
+  {
+    std::lock_guard<std::mutex> lock(sessions_mutex);
+    all.swap(sessions);
+  }
+  for (auto& weak : all)
+    if (auto s = weak.lock())
+      s->shutdown();
+}
+
+void http_server::core::do_accept() {
+  acceptor.async_accept(asio::make_strand(*ioc), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor.is_open())
+      return;
+    if (ec) {
+      // E.g. out of file descriptors: back off briefly instead of spinning.
+      log::warn("http_accept_failed", {{"error", ec.message()}});
+      accept_retry.expires_after(std::chrono::milliseconds(50));
+      accept_retry.async_wait([this](beast::error_code wait_ec) {
+        if (!wait_ec && acceptor.is_open())
+          do_accept();
+      });
+      return;
+    }
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    auto s = std::make_shared<session>(std::move(socket), *this);
+    track(s);
+    s->run();
+    do_accept();
+  });
+}
+
+http_server::http_server(http_options options, request_handler handler)
+    : core_(std::make_shared<core>(std::move(options), std::move(handler))) {}
+
+http_server::~http_server() {
+  stop();
+}
+
+void http_server::start() {
+  std::lock_guard<std::mutex> lock(core_->lifecycle);
+  if (core_->started)
+    throw std::logic_error("http_server::start called twice");
+  const auto& options = core_->options;
+  const std::string where = options.host + ":" + std::to_string(options.port);
+
+  beast::error_code ec;
+  tcp::endpoint endpoint;
+  auto address = asio::ip::make_address(options.host, ec);
+  if (!ec) {
+    endpoint = tcp::endpoint(address, options.port);
+  } else {
+    tcp::resolver resolver(*core_->ioc);
+    auto results =
+        resolver.resolve(options.host, std::to_string(options.port), tcp::resolver::passive, ec);
+    if (ec || results.empty())
+      throw std::system_error(ec ? std::error_code(ec)
+                                 : std::make_error_code(std::errc::invalid_argument),
+                              "cannot resolve listen host " + options.host);
+    endpoint = results.begin()->endpoint();
+  }
+
+  auto& acceptor = core_->acceptor;
+  auto fail = [&](const char* what) {
+    beast::error_code ignored;
+    acceptor.close(ignored);
+    throw std::system_error(ec, std::string("cannot listen on ") + where + " (" + what + ")");
+  };
+  acceptor.open(endpoint.protocol(), ec);
+  if (ec)
+    fail("open");
+  acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (ec)
+    fail("reuse_address");
+  acceptor.bind(endpoint, ec);
+  if (ec)
+    fail("bind");
+  acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    fail("listen");
+  core_->bound_port = acceptor.local_endpoint().port();
+
+  core_->work.emplace(core_->ioc->get_executor());
+  core_->do_accept();
+  unsigned count = options.io_threads == 0 ? 1 : options.io_threads;
+  for (unsigned i = 0; i < count; ++i) {
+    core_->threads.emplace_back([ioc = core_->ioc] {
+      for (;;) {
+        try {
+          ioc->run();
+          return;
+        } catch (const std::exception& e) {
+          log::error("http_io_thread_exception", {{"error", e.what()}});
+        } catch (...) {
+          log::error("http_io_thread_exception", {{"error", "unknown exception"}});
+        }
+      }
+    });
+  }
+  core_->started = true;
+  log::info("http_listening",
+            {{"host", options.host}, {"port", std::to_string(core_->bound_port.load())}});
+}
+
+std::uint16_t http_server::port() const {
+  return core_->bound_port.load();
+}
+
+void http_server::stop_accepting() {
+  core_->draining = true;
+  {
+    std::lock_guard<std::mutex> lock(core_->lifecycle);
+    if (!core_->started || core_->stopped)
+      return;
+  }
+  auto done = std::make_shared<std::promise<void>>();
+  auto future = done->get_future();
+  asio::post(core_->acceptor.get_executor(), [c = core_.get(), done] {
+    beast::error_code ignored;
+    c->acceptor.close(ignored);
+    c->accept_retry.cancel();
+    done->set_value();
+  });
+  future.wait_for(std::chrono::seconds(5));
+}
+
+bool http_server::wait_idle(std::chrono::milliseconds timeout) {
+  auto& counter = *core_->counter;
+  std::unique_lock<std::mutex> lock(counter.mutex);
+  return counter.idle.wait_for(lock, timeout, [&] { return counter.count.load() == 0; });
+}
+
+std::size_t http_server::in_flight() const {
+  return core_->counter->count.load();
+}
+
+void http_server::stop() {
+  if (!core_)
+    return;
+  stop_accepting();
+  std::lock_guard<std::mutex> lock(core_->lifecycle);
+  if (!core_->started || core_->stopped)
+    return;
+  core_->stopped = true;
+  core_->close_sessions();
+  core_->work.reset();
+  // The closes above let run() return on its own once every connection is gone; stop() makes
+  // sure a straggler cannot hold shutdown up.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!core_->ioc->stopped() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  core_->ioc->stop();
+  for (auto& thread : core_->threads)
+    if (thread.joinable())
+      thread.join();
+  core_->threads.clear();
+  log::info("http_stopped");
+}
+
+} // namespace herald::api

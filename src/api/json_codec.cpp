@@ -1,0 +1,326 @@
+#include "api/json_codec.hpp"
+
+#include "domain/masking.hpp"
+#include "domain/task_state.hpp"
+#include "domain/time.hpp"
+
+#include <charconv>
+#include <optional>
+#include <utility>
+
+#include <boost/json.hpp>
+
+namespace herald::api {
+namespace json = boost::json;
+
+namespace {
+
+domain::validation_error invalid(std::string message, std::string field = {}) {
+  return domain::validation_error{400, "invalid_request", std::move(message), std::move(field)};
+}
+
+std::string_view kind_name(const json::value& value) {
+  switch (value.kind()) {
+  case json::kind::null:
+    return "null";
+  case json::kind::bool_:
+    return "a boolean";
+  case json::kind::int64:
+  case json::kind::uint64:
+  case json::kind::double_:
+    return "a number";
+  case json::kind::string:
+    return "a string";
+  case json::kind::array:
+    return "an array";
+  case json::kind::object:
+    return "an object";
+  }
+  return "unknown";
+}
+
+domain::validation_error wrong_type(const std::string& field, std::string_view expected,
+                                    const json::value& got) {
+  return invalid(
+      field + " must be " + std::string(expected) + ", not " + std::string(kind_name(got)), field);
+}
+
+/// A number as text in its shortest round-trip form: 20260907 -> "20260907", 1.5 -> "1.5".
+std::string number_text(const json::value& value) {
+  if (value.is_int64())
+    return std::to_string(value.get_int64());
+  if (value.is_uint64())
+    return std::to_string(value.get_uint64());
+  char buffer[64];
+  auto result = std::to_chars(buffer, buffer + sizeof buffer, value.get_double());
+  if (result.ec != std::errc{})
+    return json::serialize(value);
+  return std::string(buffer, result.ptr);
+}
+
+using decode_error = std::optional<domain::validation_error>;
+
+decode_error read_string(const json::value& value, const std::string& field, std::string& out) {
+  if (!value.is_string())
+    return wrong_type(field, "a string", value);
+  out.assign(value.get_string().data(), value.get_string().size());
+  return std::nullopt;
+}
+
+decode_error read_channels(const json::value& value, std::vector<std::string>& out) {
+  if (!value.is_array())
+    return wrong_type("channels", "an array of strings", value);
+  const auto& array = value.get_array();
+  out.reserve(array.size());
+  for (std::size_t i = 0; i < array.size(); ++i) {
+    if (!array[i].is_string())
+      return invalid("channels[" + std::to_string(i) + "] must be a string, not " +
+                         std::string(kind_name(array[i])),
+                     "channels");
+    out.emplace_back(array[i].get_string().data(), array[i].get_string().size());
+  }
+  return std::nullopt;
+}
+
+decode_error read_recipients(const json::value& value, std::map<std::string, std::string>& out) {
+  if (!value.is_object())
+    return wrong_type("to", "an object of channel to recipient", value);
+  for (const auto& entry : value.get_object()) {
+    std::string channel(entry.key());
+    if (auto error = read_string(entry.value(), "to." + channel, out[channel]))
+      return error;
+  }
+  return std::nullopt;
+}
+
+decode_error read_params(const json::value& value, std::map<std::string, std::string>& out) {
+  if (!value.is_object())
+    return wrong_type("params", "an object", value);
+  for (const auto& entry : value.get_object()) {
+    std::string name(entry.key());
+    const auto& param = entry.value();
+    switch (param.kind()) {
+    case json::kind::string:
+      out[name].assign(param.get_string().data(), param.get_string().size());
+      break;
+    case json::kind::int64:
+    case json::kind::uint64:
+    case json::kind::double_:
+      out[name] = number_text(param);
+      break;
+    case json::kind::bool_:
+      out[name] = param.get_bool() ? "true" : "false";
+      break;
+    default:
+      return invalid("params." + name + " must be a string, number or boolean, not " +
+                         std::string(kind_name(param)),
+                     "params." + name);
+    }
+  }
+  return std::nullopt;
+}
+
+decode_error read_content(const json::value& value, std::optional<domain::content>& out) {
+  if (!value.is_object())
+    return wrong_type("content", "an object", value);
+  domain::content content;
+  bool has_body = false;
+  for (const auto& entry : value.get_object()) {
+    if (entry.key() == "title") {
+      if (auto error = read_string(entry.value(), "content.title", content.title))
+        return error;
+    } else if (entry.key() == "body") {
+      if (auto error = read_string(entry.value(), "content.body", content.body))
+        return error;
+      has_body = true;
+    } else {
+      std::string field = "content." + std::string(entry.key());
+      return invalid("unknown field " + field, field);
+    }
+  }
+  if (!has_body)
+    return invalid("content.body is required", "content.body");
+  out = std::move(content);
+  return std::nullopt;
+}
+
+decode_error read_time(const json::value& value, const std::string& field,
+                       std::optional<domain::timestamp>& out) {
+  if (!value.is_string())
+    return wrong_type(field, "an RFC 3339 timestamp string", value);
+  const auto& text = value.get_string();
+  auto parsed = domain::parse_rfc3339(std::string_view(text.data(), text.size()));
+  if (!parsed)
+    return invalid(field + " must be an RFC 3339 timestamp, e.g. 2026-12-02T10:00:00Z", field);
+  out = *parsed;
+  return std::nullopt;
+}
+
+template <typename T, typename Parse>
+decode_error read_enum(const json::value& value, const std::string& field, Parse parse,
+                       std::string_view allowed, T& out) {
+  if (!value.is_string())
+    return wrong_type(field, "a string", value);
+  const auto& text = value.get_string();
+  auto parsed = parse(std::string_view(text.data(), text.size()));
+  if (!parsed)
+    return invalid(field + " must be one of " + std::string(allowed), field);
+  out = *parsed;
+  return std::nullopt;
+}
+
+decode_error read_field(std::string_view key, const json::value& value,
+                        domain::message_request& request) {
+  // Optional fields accept null as "not given"; required strings do not.
+  if (key == "biz_type")
+    return read_string(value, "biz_type", request.biz_type);
+  if (key == "biz_id")
+    return read_string(value, "biz_id", request.biz_id);
+  if (key == "user_id")
+    return read_string(value, "user_id", request.user_id);
+  if (key == "tenant")
+    return value.is_null() ? std::nullopt : read_string(value, "tenant", request.tenant);
+  if (value.is_null() && (key == "channels" || key == "to" || key == "template" ||
+                          key == "params" || key == "content" || key == "category" ||
+                          key == "priority" || key == "send_at" || key == "expire_at"))
+    return std::nullopt;
+  if (key == "channels")
+    return read_channels(value, request.channels);
+  if (key == "to")
+    return read_recipients(value, request.to);
+  if (key == "template")
+    return read_string(value, "template", request.template_name);
+  if (key == "params")
+    return read_params(value, request.params);
+  if (key == "content")
+    return read_content(value, request.body);
+  if (key == "category")
+    return read_enum(
+        value, "category", [](std::string_view t) { return domain::parse_category(t); },
+        "transactional, marketing, system", request.category);
+  if (key == "priority")
+    return read_enum(
+        value, "priority", [](std::string_view t) { return domain::parse_priority(t); },
+        "high, normal, low", request.priority);
+  if (key == "send_at")
+    return read_time(value, "send_at", request.send_at);
+  if (key == "expire_at")
+    return read_time(value, "expire_at", request.expire_at);
+  std::string field(key);
+  return invalid("unknown field " + field, field);
+}
+
+json::string_view sv(std::string_view text) {
+  return json::string_view(text.data(), text.size());
+}
+
+} // namespace
+
+std::variant<domain::message_request, domain::validation_error>
+decode_message_request(std::string_view body, unsigned max_depth) {
+  json::parse_options options;
+  options.max_depth = max_depth;
+  options.allow_comments = false;
+  options.allow_trailing_commas = false;
+  options.allow_invalid_utf8 = false;
+  json::error_code ec;
+  json::monotonic_resource memory;
+  json::value document = json::parse(sv(body), ec, &memory, options);
+  if (ec == json::error::too_deep)
+    return invalid("JSON nested too deep (more than " + std::to_string(max_depth) + " levels)");
+  if (ec)
+    return invalid("malformed JSON: " + ec.message());
+  if (!document.is_object())
+    return invalid(std::string("the request body must be a JSON object, not ") +
+                   std::string(kind_name(document)));
+
+  domain::message_request request;
+  for (const auto& entry : document.get_object()) {
+    if (auto error = read_field(std::string_view(entry.key().data(), entry.key().size()),
+                                entry.value(), request))
+      return *error;
+  }
+  const auto& object = document.get_object();
+  for (const char* required : {"biz_type", "biz_id", "user_id"}) {
+    if (!object.contains(required))
+      return invalid(std::string(required) + " is required", required);
+  }
+  return request;
+}
+
+std::string encode_claim_result(const persistence::claim_result& result,
+                                const std::string& trace_id) {
+  json::array tasks;
+  tasks.reserve(result.tasks.size());
+  for (const auto& task : result.tasks) {
+    tasks.push_back(json::object{{"task_id", task.task_id},
+                                 {"channel", task.channel},
+                                 {"status", sv(domain::to_string(task.state))},
+                                 {"duplicate", !task.created}});
+  }
+  json::object body{{"message_id", result.message_id}, {"trace_id", trace_id}};
+  body["tasks"] = std::move(tasks);
+  return json::serialize(body);
+}
+
+std::string encode_message_view(const persistence::message_view& view) {
+  const auto& message = view.message;
+  json::object body;
+  body["message_id"] = message.id;
+  body["biz_type"] = message.key.biz_type;
+  body["biz_id"] = message.key.biz_id;
+  body["user_id"] = message.key.user_id;
+  body["tenant"] = message.key.tenant;
+  body["trace_id"] = message.trace_id;
+  body["created_at"] = domain::format_rfc3339(message.created_at);
+  body["category"] = sv(domain::to_string(message.category));
+  body["priority"] = sv(domain::to_string(message.priority));
+  body["title"] = message.title;
+  body["body"] = message.body;
+  json::array tasks;
+  tasks.reserve(view.tasks.size());
+  for (const auto& task : view.tasks) {
+    json::object item;
+    item["task_id"] = task.task_id;
+    item["channel"] = task.channel;
+    item["recipient"] = domain::mask_recipient(task.recipient);
+    item["status"] = sv(domain::to_string(task.state));
+    item["attempts"] = task.attempts;
+    if (task.next_attempt_at)
+      item["next_attempt_at"] = domain::format_rfc3339(*task.next_attempt_at);
+    if (!task.last_error.empty())
+      item["last_error"] = task.last_error;
+    item["provider_request_id"] = task.provider_request_id;
+    item["created_at"] = domain::format_rfc3339(task.created_at);
+    item["updated_at"] = domain::format_rfc3339(task.updated_at);
+    json::array attempts;
+    attempts.reserve(task.attempt_log.size());
+    for (const auto& attempt : task.attempt_log) {
+      attempts.push_back(
+          json::object{{"attempt_no", attempt.attempt_no},
+                       {"outcome", attempt.outcome},
+                       {"detail", attempt.detail},
+                       {"started_at", domain::format_rfc3339(attempt.started_at)},
+                       {"finished_at", domain::format_rfc3339(attempt.finished_at)}});
+    }
+    item["attempt_log"] = std::move(attempts);
+    tasks.push_back(std::move(item));
+  }
+  body["tasks"] = std::move(tasks);
+  return json::serialize(body);
+}
+
+std::string encode_error(std::string_view code, std::string_view message, std::string_view field) {
+  json::object error{{"code", sv(code)}, {"message", sv(message)}};
+  if (!field.empty())
+    error["field"] = sv(field);
+  json::object body;
+  body["error"] = std::move(error);
+  return json::serialize(body);
+}
+
+std::string encode_error(const domain::validation_error& error) {
+  return encode_error(error.code, error.message, error.field);
+}
+
+} // namespace herald::api

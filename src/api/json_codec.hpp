@@ -1,0 +1,36 @@
+#pragma once
+
+#include "domain/message.hpp"
+#include "domain/validation.hpp"
+#include "persistence/task_store.hpp"
+
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace herald::api {
+
+/// Deepest JSON nesting a request body may have; deeper bodies are refused before decoding.
+inline constexpr unsigned default_max_json_depth = 32;
+
+/// Turns a POST /v1/messages body into a request. Checks only the JSON contract (syntax,
+/// nesting, types, known fields); business rules are domain::plan_message's. Every refusal is
+/// a 400 invalid_request naming the offending field where one applies.
+std::variant<domain::message_request, domain::validation_error>
+decode_message_request(std::string_view body, unsigned max_depth = default_max_json_depth);
+
+/// `{"message_id","trace_id","tasks":[{"task_id","channel","status","duplicate"}]}`.
+std::string encode_claim_result(const persistence::claim_result& result,
+                                const std::string& trace_id);
+
+/// The body of GET /v1/messages/{id}; recipients are masked.
+std::string encode_message_view(const persistence::message_view& view);
+
+/// `{"error":{"code","message","field"?}}`.
+std::string encode_error(const domain::validation_error& error);
+
+/// An error body built from its parts; `field` is left out when empty.
+std::string encode_error(std::string_view code, std::string_view message,
+                         std::string_view field = {});
+
+} // namespace herald::api

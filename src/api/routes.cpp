@@ -1,0 +1,302 @@
+#include "api/routes.hpp"
+
+#include "api/trace_context.hpp"
+#include "domain/validation.hpp"
+#include "observability/log.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <memory>
+#include <utility>
+
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+namespace herald::api {
+namespace http = boost::beast::http;
+
+namespace {
+
+constexpr std::string_view messages_path = "/v1/messages";
+constexpr std::string_view message_prefix = "/v1/messages/";
+constexpr std::size_t max_logged_path = 200;
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
+    text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
+    text.remove_suffix(1);
+  return text;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+/// Message ids are derived from keys; anything else cannot name a message.
+bool is_plausible_message_id(std::string_view id) {
+  if (id.empty() || id.size() > 128)
+    return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+           c == ':';
+  });
+}
+
+/// A status a service or validation error may carry; anything else is a bug, answered as 503.
+http::status error_status(int status) {
+  if (status < 400 || status > 599)
+    return http::status::service_unavailable;
+  return static_cast<http::status>(status);
+}
+
+/// One request's way back: builds the response, adds the trace id, logs the outcome and, for
+/// POST /v1/messages, records the ingest latency. Sends at most once.
+class exchange {
+public:
+  exchange(respond_fn respond, std::string trace_id, std::string method, std::string path,
+           metrics* latency_metrics)
+      : respond_(std::move(respond)), trace_id_(std::move(trace_id)), method_(std::move(method)),
+        path_(std::move(path)), latency_metrics_(latency_metrics),
+        started_(std::chrono::steady_clock::now()) {
+    if (path_.size() > max_logged_path)
+      path_.resize(max_logged_path);
+  }
+
+  const std::string& trace_id() const { return trace_id_; }
+
+  void json(http::status status, std::string body) {
+    http_response response{status, 11};
+    response.set(http::field::content_type, "application/json");
+    response.body() = std::move(body);
+    send(std::move(response));
+  }
+
+  void error(http::status status, std::string_view code, std::string_view message,
+             std::string_view field = {}) {
+    http_response response{status, 11};
+    response.set(http::field::content_type, "application/json");
+    if (status == http::status::service_unavailable)
+      response.set(http::field::retry_after, "1");
+    response.body() = encode_error(code, message, field);
+    send(std::move(response), code);
+  }
+
+  void error(const domain::validation_error& failure) {
+    error(error_status(failure.status), failure.code.empty() ? "invalid_request" : failure.code,
+          failure.message, failure.field);
+  }
+
+  void method_not_allowed(std::string_view allow) {
+    http_response response{http::status::method_not_allowed, 11};
+    response.set(http::field::content_type, "application/json");
+    response.set(http::field::allow, allow);
+    response.body() = encode_error(
+        "method_not_allowed", method_ + " is not allowed here; allowed: " + std::string(allow));
+    send(std::move(response), "method_not_allowed");
+  }
+
+  /// The only 500: something threw that should not have.
+  void internal_error(std::string_view what) noexcept {
+    try {
+      log::error("http_internal_error", {{"trace_id", trace_id_},
+                                         {"method", method_},
+                                         {"path", path_},
+                                         {"error", std::string(what)}});
+      http_response response{http::status::internal_server_error, 11};
+      response.set(http::field::content_type, "application/json");
+      response.body() = encode_error("internal_error", "internal error");
+      send(std::move(response), "internal_error", false);
+    } catch (...) {
+      // Nothing left to try; the connection closes when the responder is dropped.
+    }
+  }
+
+  void send(http_response response, std::string_view code = {}, bool log_outcome = true) {
+    if (sent_.exchange(true))
+      return;
+    response.set("X-Trace-Id", trace_id_);
+    auto status = response.result_int();
+    auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_);
+    if (latency_metrics_)
+      latency_metrics_->ingest_latency(elapsed.count());
+    if (log_outcome) {
+      auto micros = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
+      std::initializer_list<log::field> fields{{"trace_id", trace_id_},
+                                               {"method", method_},
+                                               {"path", path_},
+                                               {"status", std::to_string(status)},
+                                               {"code", std::string(code)},
+                                               {"duration_us", std::to_string(micros)}};
+      if (status >= 500)
+        log::write(log::level::warn, "http_request", fields);
+      else if (status >= 400)
+        log::write(log::level::info, "http_request", fields);
+      else
+        log::write(log::level::debug, "http_request", fields);
+    }
+    respond_(std::move(response));
+  }
+
+private:
+  respond_fn respond_;
+  std::string trace_id_;
+  std::string method_;
+  std::string path_;
+  metrics* latency_metrics_;
+  std::chrono::steady_clock::time_point started_;
+  std::atomic<bool> sent_{false};
+};
+
+using exchange_ptr = std::shared_ptr<exchange>;
+
+std::string status_body(std::string_view status) {
+  return std::string(R"({"status":")") + std::string(status) + "\"}";
+}
+
+/// A 500 built without anything that could throw again.
+http_response bare_internal_error() {
+  http_response response{http::status::internal_server_error, 11};
+  response.set(http::field::content_type, "application/json");
+  response.body() = R"({"error":{"code":"internal_error","message":"internal error"}})";
+  return response;
+}
+
+} // namespace
+
+bool is_json_content_type(std::string_view content_type) {
+  auto media_type = trim(content_type.substr(0, content_type.find(';')));
+  return iequals(media_type, "application/json");
+}
+
+routes::routes(service& service, metrics& metrics, const domain::clock& clock,
+               routes_options options)
+    : service_(service), metrics_(metrics), clock_(clock), options_(options) {}
+
+request_handler routes::handler() {
+  return [this](http_request request, respond_fn respond) {
+    handle(std::move(request), std::move(respond));
+  };
+}
+
+void routes::handle(http_request request, respond_fn respond) {
+  exchange_ptr ex;
+  try {
+    std::string_view target = request.target();
+    std::string_view path = target.substr(0, target.find_first_of("?#"));
+    bool ingest = path == messages_path && request.method() == http::verb::post;
+    ex = std::make_shared<exchange>(
+        respond, choose_trace_id(request["traceparent"], request["X-Request-Id"]),
+        std::string(request.method_string()), std::string(path), ingest ? &metrics_ : nullptr);
+
+    if (path == messages_path) {
+      if (request.method() != http::verb::post)
+        return ex->method_not_allowed("POST");
+      if (!is_json_content_type(request[http::field::content_type]))
+        return ex->error(http::status::unsupported_media_type, "unsupported_media_type",
+                         "Content-Type must be application/json");
+      auto decoded = decode_message_request(request.body(), options_.max_json_depth);
+      if (auto* failure = std::get_if<domain::validation_error>(&decoded))
+        return ex->error(*failure);
+      auto planned = domain::plan_message(std::get<domain::message_request>(decoded),
+                                          service_.rules(), clock_.now(), ex->trace_id());
+      if (auto* failure = std::get_if<domain::validation_error>(&planned))
+        return ex->error(*failure);
+      metrics_.message_received();
+      service_.submit(std::move(std::get<domain::message_plan>(planned)),
+                      [ex](std::variant<persistence::claim_result, service_error> result) {
+                        try {
+                          if (auto* failure = std::get_if<service_error>(&result))
+                            return ex->error(*failure);
+                          const auto& claim = std::get<persistence::claim_result>(result);
+                          bool created = std::any_of(claim.tasks.begin(), claim.tasks.end(),
+                                                     [](const auto& task) { return task.created; });
+                          ex->json(created ? http::status::accepted : http::status::ok,
+                                   encode_claim_result(claim, ex->trace_id()));
+                        } catch (const std::exception& e) {
+                          ex->internal_error(e.what());
+                        } catch (...) {
+                          ex->internal_error("unknown exception");
+                        }
+                      });
+      return;
+    }
+
+    if (path.substr(0, message_prefix.size()) == message_prefix) {
+      if (request.method() != http::verb::get)
+        return ex->method_not_allowed("GET");
+      auto id = path.substr(message_prefix.size());
+      if (!is_plausible_message_id(id))
+        return ex->error(http::status::not_found, "not_found", "no such message");
+      service_.find_message(
+          std::string(id),
+          [ex](std::variant<std::optional<persistence::message_view>, service_error> result) {
+            try {
+              if (auto* failure = std::get_if<service_error>(&result))
+                return ex->error(*failure);
+              const auto& view = std::get<std::optional<persistence::message_view>>(result);
+              if (!view)
+                return ex->error(http::status::not_found, "not_found", "no such message");
+              ex->json(http::status::ok, encode_message_view(*view));
+            } catch (const std::exception& e) {
+              ex->internal_error(e.what());
+            } catch (...) {
+              ex->internal_error("unknown exception");
+            }
+          });
+      return;
+    }
+
+    if (path == "/healthz") {
+      if (request.method() != http::verb::get)
+        return ex->method_not_allowed("GET");
+      return ex->json(http::status::ok, status_body("ok"));
+    }
+
+    if (path == "/readyz") {
+      if (request.method() != http::verb::get)
+        return ex->method_not_allowed("GET");
+      service_.readiness([ex](bool ready, std::string reason) {
+        try {
+          if (ready)
+            return ex->json(http::status::ok, status_body("ready"));
+          boost::json::object body{{"status", "not_ready"}, {"reason", reason}};
+          ex->json(http::status::service_unavailable, boost::json::serialize(body));
+        } catch (const std::exception& e) {
+          ex->internal_error(e.what());
+        } catch (...) {
+          ex->internal_error("unknown exception");
+        }
+      });
+      return;
+    }
+
+    if (path == "/metrics") {
+      if (request.method() != http::verb::get)
+        return ex->method_not_allowed("GET");
+      http_response response{http::status::ok, 11};
+      response.set(http::field::content_type, "text/plain; version=0.0.4");
+      response.body() = metrics_.render();
+      return ex->send(std::move(response));
+    }
+
+    ex->error(http::status::not_found, "not_found", "no such resource");
+  } catch (const std::exception& e) {
+    if (ex)
+      return ex->internal_error(e.what());
+    log::error("http_internal_error", {{"error", e.what()}});
+    respond(bare_internal_error());
+  } catch (...) {
+    if (ex)
+      return ex->internal_error("unknown exception");
+    log::error("http_internal_error", {{"error", "unknown exception"}});
+    respond(bare_internal_error());
+  }
+}
+
+} // namespace herald::api
