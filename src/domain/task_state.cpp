@@ -1,0 +1,82 @@
+#include "domain/task_state.hpp"
+
+#include <array>
+#include <utility>
+
+namespace herald::domain {
+namespace {
+
+constexpr std::array<std::pair<task_state, std::string_view>, 12> names = {{
+    {task_state::pending, "PENDING"},
+    {task_state::sending, "SENDING"},
+    {task_state::sent, "SENT"},
+    {task_state::delivered, "DELIVERED"},
+    {task_state::read, "READ"},
+    {task_state::clicked, "CLICKED"},
+    {task_state::retry_wait, "RETRY_WAIT"},
+    {task_state::failed, "FAILED"},
+    {task_state::dead, "DEAD"},
+    {task_state::expired, "EXPIRED"},
+    {task_state::suppressed, "SUPPRESSED"},
+    {task_state::unconfirmed, "UNCONFIRMED"},
+}};
+
+} // namespace
+
+std::string_view to_string(task_state state) {
+  for (const auto& [value, name] : names)
+    if (value == state)
+      return name;
+  return "UNKNOWN";
+}
+
+std::optional<task_state> parse_task_state(std::string_view text) {
+  for (const auto& [value, name] : names)
+    if (name == text)
+      return value;
+  return std::nullopt;
+}
+
+bool can_transition(task_state from, task_state to) {
+  using s = task_state;
+  // Forward only (design.md §3). Replaying a dead letter (FAILED/DEAD -> PENDING) is
+  // deliberately absent: a replay must be an explicit operation, not a state-machine edge.
+  switch (from) {
+  case s::pending:
+    return to == s::sending || to == s::expired || to == s::suppressed;
+  case s::sending:
+    return to == s::sent || to == s::retry_wait || to == s::failed || to == s::dead;
+  case s::retry_wait:
+    return to == s::sending || to == s::expired || to == s::dead;
+  case s::sent:
+    // A failed receipt moves SENT to FAILED; no receipt in time moves it to UNCONFIRMED.
+    return to == s::delivered || to == s::read || to == s::clicked || to == s::failed ||
+           to == s::unconfirmed;
+  case s::unconfirmed:
+    return to == s::delivered || to == s::read || to == s::clicked;
+  case s::delivered:
+    return to == s::read || to == s::clicked;
+  case s::read:
+    return to == s::clicked;
+  case s::clicked:
+  case s::failed:
+  case s::dead:
+  case s::expired:
+  case s::suppressed:
+    return false;
+  }
+  return false;
+}
+
+bool is_terminal(task_state state) {
+  switch (state) {
+  case task_state::pending:
+  case task_state::sending:
+  case task_state::retry_wait:
+    return false;
+  default:
+    return true;
+  }
+}
+
+} // namespace herald::domain
