@@ -1,0 +1,83 @@
+#include "domain/keys.hpp"
+
+#include <array>
+#include <string_view>
+
+#include <openssl/sha.h>
+
+namespace herald::domain {
+namespace {
+
+using digest = std::array<unsigned char, SHA256_DIGEST_LENGTH>;
+
+digest sha256(std::string_view data) {
+  digest out{};
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data());
+  return out;
+}
+
+// Lower-case hex of the first `chars` hex digits of `bytes`.
+std::string hex_prefix(const digest& bytes, std::size_t chars) {
+  static constexpr char alphabet[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(chars);
+  for (std::size_t i = 0; i < chars; ++i) {
+    const unsigned char byte = bytes[i / 2];
+    out += alphabet[i % 2 == 0 ? byte >> 4 : byte & 0x0f];
+  }
+  return out;
+}
+
+void append_field(std::string& out, const std::string& field) {
+  out += std::to_string(field.size());
+  out += ':';
+  out += field;
+}
+
+} // namespace
+
+std::string encode(const message_key& key) {
+  std::string out;
+  out.reserve(key.tenant.size() + key.biz_type.size() + key.biz_id.size() + key.user_id.size() +
+              16);
+  append_field(out, key.tenant);
+  append_field(out, key.biz_type);
+  append_field(out, key.biz_id);
+  append_field(out, key.user_id);
+  return out;
+}
+
+std::string encode(const task_key& key) {
+  std::string out = encode(key.message);
+  append_field(out, key.channel);
+  return out;
+}
+
+std::string message_id_for(const message_key& key) {
+  return "msg_" + hex_prefix(sha256(encode(key)), 24);
+}
+
+std::string task_id_for(const task_key& key) {
+  return "tsk_" + hex_prefix(sha256(encode(key)), 24);
+}
+
+std::string provider_request_id_for(const task_key& key) {
+  // A distinct domain prefix, so the provider-facing id reveals nothing about the task id.
+  return "hrq_" + hex_prefix(sha256("provider-request\n" + encode(key)), 32);
+}
+
+std::uint64_t stable_hash(const std::string& encoded_key) {
+  const digest bytes = sha256(encoded_key);
+  std::uint64_t out = 0;
+  for (std::size_t i = 0; i < 8; ++i)
+    out = (out << 8) | bytes[i];
+  return out;
+}
+
+std::size_t shard_of(const message_key& key, std::size_t shard_count) {
+  if (shard_count == 0)
+    return 0;
+  return static_cast<std::size_t>(stable_hash(encode(key)) % shard_count);
+}
+
+} // namespace herald::domain
