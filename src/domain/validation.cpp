@@ -1,0 +1,269 @@
+#include "domain/validation.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace herald::domain {
+namespace {
+
+validation_error invalid(std::string field, std::string message) {
+  return validation_error{400, "invalid_request", std::move(message), std::move(field)};
+}
+
+bool has_control_chars(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte < 0x20 || byte == 0x7f;
+  });
+}
+
+bool is_biz_type_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == ':' || c == '-';
+}
+
+// biz_id, user_id and tenant: required, bounded, printable.
+std::optional<validation_error> check_id(const std::string& field, const std::string& value,
+                                         std::size_t max_length) {
+  if (value.empty())
+    return invalid(field, "is required");
+  if (value.size() > max_length)
+    return invalid(field, "is longer than " + std::to_string(max_length) + " bytes");
+  if (has_control_chars(value))
+    return invalid(field, "contains control characters");
+  return std::nullopt;
+}
+
+bool is_name_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '-';
+}
+
+// Channel resolution: the explicit list (validated, duplicates dropped) or the route.
+std::variant<std::vector<std::string>, validation_error>
+resolve_channels(const message_request& request, const routing_rules& rules) {
+  const auto& limits = rules.limits;
+  if (request.channels.size() > limits.max_channels)
+    return invalid("channels", "has more than " + std::to_string(limits.max_channels) + " entries");
+  std::vector<std::string> resolved;
+  auto add = [&resolved](const std::string& channel) {
+    if (std::find(resolved.begin(), resolved.end(), channel) == resolved.end())
+      resolved.push_back(channel);
+  };
+  for (std::size_t i = 0; i < request.channels.size(); ++i) {
+    const std::string& channel = request.channels[i];
+    const std::string field = "channels[" + std::to_string(i) + "]";
+    if (channel.empty())
+      return invalid(field, "is empty");
+    if (rules.channels.count(channel) == 0)
+      return validation_error{422, "unknown_channel", "unknown channel '" + channel + "'", field};
+    add(channel);
+  }
+  if (!request.channels.empty())
+    return resolved;
+
+  const auto route = rules.routes.find(request.biz_type);
+  const std::vector<std::string>& routed =
+      route != rules.routes.end() ? route->second : rules.default_route;
+  for (const std::string& channel : routed) {
+    // Config validation should make this impossible; refuse rather than plan an unsendable task.
+    if (rules.channels.count(channel) == 0)
+      return validation_error{422, "unknown_channel",
+                              "the route for '" + request.biz_type + "' names unknown channel '" +
+                                  channel + "'",
+                              "channels"};
+    add(channel);
+  }
+  if (resolved.empty())
+    return validation_error{
+        422, "no_route", "no channels given and no route for biz_type '" + request.biz_type + "'",
+        "channels"};
+  return resolved;
+}
+
+std::optional<validation_error> check_recipients(const message_request& request,
+                                                 const std::vector<std::string>& channels,
+                                                 const request_limits& limits) {
+  for (const std::string& channel : channels) {
+    const std::string field = "to." + channel;
+    const auto it = request.to.find(channel);
+    if (it == request.to.end() || it->second.empty())
+      return validation_error{422, "missing_recipient",
+                              "no recipient for channel '" + channel + "'", field};
+    if (it->second.size() > limits.max_recipient_length)
+      return invalid(field,
+                     "is longer than " + std::to_string(limits.max_recipient_length) + " bytes");
+    if (has_control_chars(it->second))
+      return invalid(field, "contains control characters");
+  }
+  return std::nullopt;
+}
+
+std::optional<validation_error> check_params(const std::map<std::string, std::string>& params,
+                                             const request_limits& limits) {
+  if (params.size() > limits.max_params)
+    return invalid("params", "has more than " + std::to_string(limits.max_params) + " entries");
+  for (const auto& [key, value] : params)
+    if (value.size() > limits.max_param_value_length)
+      return invalid("params." + key,
+                     "is longer than " + std::to_string(limits.max_param_value_length) + " bytes");
+  return std::nullopt;
+}
+
+struct rendered {
+  std::string title;
+  std::string body;
+};
+
+std::variant<rendered, validation_error> render_content(const message_request& request,
+                                                        const routing_rules& rules) {
+  const auto& limits = rules.limits;
+  const bool has_template = !request.template_name.empty();
+  const bool has_body = request.body.has_value();
+  if (has_template == has_body)
+    return invalid("template", "give exactly one of 'template' and 'content'");
+
+  if (has_template) {
+    const std::string& name = request.template_name;
+    if (name.size() > limits.max_template_name_length)
+      return invalid("template", "is longer than " +
+                                     std::to_string(limits.max_template_name_length) + " bytes");
+    const auto found = rules.templates.find(name);
+    if (found == rules.templates.end())
+      return validation_error{422, "unknown_template", "unknown template '" + name + "'",
+                              "template"};
+    if (auto error = check_params(request.params, limits))
+      return *error;
+    rendered out;
+    for (auto [source, target] :
+         {std::pair{&found->second.title, &out.title}, std::pair{&found->second.body, &out.body}}) {
+      auto text = render_template(*source, request.params);
+      if (auto* error = std::get_if<validation_error>(&text)) {
+        // render_template cannot know the template's name; say which one needs the parameter.
+        const std::string param = error->field.substr(std::string_view("params.").size());
+        error->message = "template '" + name + "' needs parameter '" + param + "'";
+        return std::move(*error);
+      }
+      *target = std::move(std::get<std::string>(text));
+    }
+    return out;
+  }
+
+  // Params are stored with the message even without a template, so they are bounded too.
+  if (auto error = check_params(request.params, limits))
+    return *error;
+  const content& body = *request.body;
+  if (body.body.empty())
+    return invalid("content.body", "is required");
+  if (body.title.size() > limits.max_title_length)
+    return invalid("content.title",
+                   "is longer than " + std::to_string(limits.max_title_length) + " bytes");
+  if (body.body.size() > limits.max_body_length)
+    return invalid("content.body",
+                   "is longer than " + std::to_string(limits.max_body_length) + " bytes");
+  return rendered{body.title, body.body};
+}
+
+} // namespace
+
+std::variant<std::string, validation_error>
+render_template(const std::string& text, const std::map<std::string, std::string>& params) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t open = text.find("{{", pos);
+    if (open == std::string::npos)
+      break;
+    // A placeholder is "{{", optional spaces, a name, optional spaces, "}}". Anything else
+    // (e.g. "{{ not a name }}" or an unclosed "{{") is literal text.
+    std::size_t cursor = open + 2;
+    while (cursor < text.size() && text[cursor] == ' ')
+      ++cursor;
+    const std::size_t name_begin = cursor;
+    while (cursor < text.size() && is_name_char(text[cursor]))
+      ++cursor;
+    const std::size_t name_end = cursor;
+    while (cursor < text.size() && text[cursor] == ' ')
+      ++cursor;
+    if (name_end == name_begin || text.compare(cursor, 2, "}}") != 0) {
+      // Move one character on, so "{{{name}}}" still finds the placeholder at the second brace.
+      out.append(text, pos, open + 1 - pos);
+      pos = open + 1;
+      continue;
+    }
+    const std::string name = text.substr(name_begin, name_end - name_begin);
+    const auto value = params.find(name);
+    if (value == params.end())
+      return invalid("params." + name, "template needs parameter '" + name + "'");
+    out.append(text, pos, open - pos);
+    out += value->second; // inserted verbatim, never re-scanned for placeholders
+    pos = cursor + 2;
+  }
+  out.append(text, pos, std::string::npos);
+  return out;
+}
+
+std::variant<message_plan, validation_error> plan_message(const message_request& request,
+                                                          const routing_rules& rules, timestamp now,
+                                                          const std::string& trace_id) {
+  const auto& limits = rules.limits;
+
+  if (request.biz_type.empty())
+    return invalid("biz_type", "is required");
+  if (request.biz_type.size() > limits.max_biz_type_length)
+    return invalid("biz_type",
+                   "is longer than " + std::to_string(limits.max_biz_type_length) + " bytes");
+  if (!std::all_of(request.biz_type.begin(), request.biz_type.end(), is_biz_type_char))
+    return invalid("biz_type", "may only contain letters, digits and _ . : -");
+  if (auto error = check_id("biz_id", request.biz_id, limits.max_id_length))
+    return *error;
+  if (auto error = check_id("user_id", request.user_id, limits.max_id_length))
+    return *error;
+  if (auto error = check_id("tenant", request.tenant, limits.max_id_length))
+    return *error;
+
+  auto channels = resolve_channels(request, rules);
+  if (auto* error = std::get_if<validation_error>(&channels))
+    return std::move(*error);
+  const auto& resolved = std::get<std::vector<std::string>>(channels);
+
+  if (auto error = check_recipients(request, resolved, limits))
+    return *error;
+
+  auto text = render_content(request, rules);
+  if (auto* error = std::get_if<validation_error>(&text))
+    return std::move(*error);
+
+  if (request.expire_at) {
+    if (*request.expire_at <= now)
+      return invalid("expire_at", "is in the past");
+    if (request.send_at && *request.expire_at <= *request.send_at)
+      return invalid("expire_at", "is not after send_at");
+  }
+
+  message_plan plan;
+  message_record& message = plan.message;
+  message.key = message_key{request.tenant, request.biz_type, request.biz_id, request.user_id};
+  message.id = message_id_for(message.key);
+  message.template_name = request.template_name;
+  message.params = request.params;
+  message.title = std::move(std::get<rendered>(text).title);
+  message.body = std::move(std::get<rendered>(text).body);
+  message.category = request.category;
+  message.priority = request.priority;
+  message.send_at = request.send_at;
+  message.expire_at = request.expire_at;
+  message.trace_id = trace_id;
+  message.created_at = now;
+
+  plan.tasks.reserve(resolved.size());
+  for (const std::string& channel : resolved) {
+    const task_key key{message.key, channel};
+    plan.tasks.push_back(task_record{task_id_for(key), channel, request.to.at(channel),
+                                     provider_request_id_for(key)});
+  }
+  return plan;
+}
+
+} // namespace herald::domain

@@ -1,0 +1,433 @@
+#include "domain/validation.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace herald::domain;
+using namespace std::chrono_literals;
+
+namespace {
+
+const timestamp now = from_unix_micros(1'796'205'600'000'000LL); // 2026-12-02T10:00:00Z
+
+routing_rules make_rules() {
+  routing_rules rules;
+  rules.channels = {"sms", "wechat", "app", "email"};
+  rules.routes = {{"ORDER_SHIPPED", {"sms", "app", "sms"}}, {"SILENT", {}}};
+  rules.default_route = {"email"};
+  rules.templates = {
+      {"order_shipped",
+       {"Order {{order_no}} shipped", "Your order {{ order_no }} is on its way to {{city}}."}},
+      {"plain", {"", "Hello"}},
+  };
+  return rules;
+}
+
+message_request make_request() {
+  message_request request;
+  request.biz_type = "ORDER_SHIPPED";
+  request.biz_id = "order-20260907-001";
+  request.user_id = "u-123";
+  request.channels = {"sms", "wechat", "app"};
+  request.to = {{"sms", "+8613800000000"}, {"wechat", "oAbC123"}, {"app", "device-token-1"}};
+  request.template_name = "order_shipped";
+  request.params = {{"order_no", "20260907-001"}, {"city", "Lyon"}};
+  return request;
+}
+
+struct fixture {
+  routing_rules rules = make_rules();
+  message_request request = make_request();
+
+  std::variant<message_plan, validation_error> plan() const {
+    return plan_message(request, rules, now, "trace-1");
+  }
+
+  // The error the request is refused with; fails the test if it was accepted.
+  validation_error error() const {
+    auto result = plan();
+    BOOST_REQUIRE_MESSAGE(std::holds_alternative<validation_error>(result), "request was accepted");
+    return std::get<validation_error>(result);
+  }
+
+  message_plan accepted() const {
+    auto result = plan();
+    if (auto* e = std::get_if<validation_error>(&result))
+      BOOST_FAIL("refused: " << e->code << " " << e->field << ": " << e->message);
+    return std::get<message_plan>(result);
+  }
+
+  void expect(int status, const std::string& code, const std::string& field) const {
+    const validation_error e = error();
+    BOOST_TEST(e.status == status);
+    BOOST_TEST(e.code == code);
+    BOOST_TEST(e.field == field);
+    BOOST_TEST(!e.message.empty());
+  }
+};
+
+std::vector<std::string> channels_of(const message_plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& task : plan.tasks)
+    out.push_back(task.channel);
+  return out;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(validation_tests, fixture)
+
+BOOST_AUTO_TEST_CASE(happy_path_builds_the_full_plan) {
+  request.category = category::marketing;
+  request.priority = priority::high;
+  request.send_at = now + 1h;
+  request.expire_at = now + 24h;
+  const message_plan plan = accepted();
+
+  const message_key key{"default", "ORDER_SHIPPED", "order-20260907-001", "u-123"};
+  const message_record& m = plan.message;
+  BOOST_TEST(m.id == message_id_for(key));
+  BOOST_TEST((m.key == key));
+  BOOST_TEST(m.template_name == "order_shipped");
+  BOOST_TEST((m.params == request.params));
+  BOOST_TEST(m.title == "Order 20260907-001 shipped");
+  BOOST_TEST(m.body == "Your order 20260907-001 is on its way to Lyon.");
+  BOOST_TEST((m.category == category::marketing));
+  BOOST_TEST((m.priority == priority::high));
+  BOOST_TEST((m.send_at == request.send_at));
+  BOOST_TEST((m.expire_at == request.expire_at));
+  BOOST_TEST(m.trace_id == "trace-1");
+  BOOST_TEST((m.created_at == now));
+
+  BOOST_REQUIRE(plan.tasks.size() == 3u);
+  const std::vector<std::string> channels = {"sms", "wechat", "app"};
+  for (std::size_t i = 0; i < channels.size(); ++i) {
+    const task_record& task = plan.tasks[i];
+    const task_key tkey{key, channels[i]};
+    BOOST_TEST(task.channel == channels[i]);
+    BOOST_TEST(task.id == task_id_for(tkey));
+    BOOST_TEST(task.provider_request_id == provider_request_id_for(tkey));
+    BOOST_TEST(task.recipient == request.to.at(channels[i]));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(resubmission_plans_the_same_ids) {
+  const message_plan first = accepted();
+  const auto again = plan_message(request, rules, now + 1h, "trace-2");
+  BOOST_REQUIRE(std::holds_alternative<message_plan>(again));
+  const message_plan& second = std::get<message_plan>(again);
+  BOOST_TEST(first.message.id == second.message.id);
+  BOOST_REQUIRE(first.tasks.size() == second.tasks.size());
+  for (std::size_t i = 0; i < first.tasks.size(); ++i) {
+    BOOST_TEST(first.tasks[i].id == second.tasks[i].id);
+    BOOST_TEST(first.tasks[i].provider_request_id == second.tasks[i].provider_request_id);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(literal_content_instead_of_template) {
+  request.template_name.clear();
+  request.params.clear();
+  request.body = content{"Hi", "Your parcel left {{not_a_param}}"};
+  const message_plan plan = accepted();
+  BOOST_TEST(plan.message.title == "Hi");
+  BOOST_TEST(plan.message.body == "Your parcel left {{not_a_param}}"); // literal, not rendered
+  BOOST_TEST(plan.message.template_name.empty());
+}
+
+BOOST_AUTO_TEST_CASE(first_failure_wins) {
+  request.biz_type.clear();
+  request.user_id.clear();
+  request.channels = {"fax"};
+  expect(400, "invalid_request", "biz_type");
+}
+
+// --- biz_type, ids, tenant ---
+
+BOOST_AUTO_TEST_CASE(biz_type_is_required) {
+  request.biz_type.clear();
+  expect(400, "invalid_request", "biz_type");
+}
+
+BOOST_AUTO_TEST_CASE(biz_type_is_bounded) {
+  request.biz_type = std::string(64, 'A');
+  request.channels = {"sms"};
+  accepted();
+  request.biz_type = std::string(65, 'A');
+  expect(400, "invalid_request", "biz_type");
+}
+
+BOOST_AUTO_TEST_CASE(biz_type_charset) {
+  request.biz_type = "a.B:c-d_9";
+  accepted();
+  for (const char* bad : {"ORDER SHIPPED", "ORDER/SHIPPED", "ORDER\tSHIPPED", "ÖRDER"}) {
+    request.biz_type = bad;
+    expect(400, "invalid_request", "biz_type");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(biz_id_is_required) {
+  request.biz_id.clear();
+  expect(400, "invalid_request", "biz_id");
+}
+
+BOOST_AUTO_TEST_CASE(biz_id_is_bounded) {
+  request.biz_id = std::string(128, 'x');
+  accepted();
+  request.biz_id = std::string(129, 'x');
+  expect(400, "invalid_request", "biz_id");
+}
+
+BOOST_AUTO_TEST_CASE(biz_id_refuses_control_characters) {
+  request.biz_id = std::string("order\n1");
+  expect(400, "invalid_request", "biz_id");
+  request.biz_id = std::string("order\0"
+                               "1",
+                               7);
+  expect(400, "invalid_request", "biz_id");
+}
+
+BOOST_AUTO_TEST_CASE(user_id_is_required) {
+  request.user_id.clear();
+  expect(400, "invalid_request", "user_id");
+}
+
+BOOST_AUTO_TEST_CASE(user_id_is_bounded) {
+  request.user_id = std::string(129, 'u');
+  expect(400, "invalid_request", "user_id");
+}
+
+BOOST_AUTO_TEST_CASE(user_id_refuses_delete_character) {
+  request.user_id = "u-\x7f";
+  expect(400, "invalid_request", "user_id");
+  request.user_id = "u-\xc3\xa9"; // UTF-8 is fine
+  accepted();
+}
+
+BOOST_AUTO_TEST_CASE(tenant_is_required) {
+  request.tenant.clear();
+  expect(400, "invalid_request", "tenant");
+}
+
+// --- channels ---
+
+BOOST_AUTO_TEST_CASE(too_many_channels) {
+  rules.limits.max_channels = 2;
+  expect(400, "invalid_request", "channels");
+}
+
+BOOST_AUTO_TEST_CASE(empty_channel_entry) {
+  request.channels = {"sms", ""};
+  expect(400, "invalid_request", "channels[1]");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_channel_names_its_index) {
+  request.channels = {"sms", "wechat", "fax"};
+  expect(422, "unknown_channel", "channels[2]");
+  BOOST_TEST(error().message.find("fax") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(duplicate_channels_are_dropped_keeping_order) {
+  request.channels = {"app", "sms", "app", "wechat", "sms"};
+  BOOST_TEST((channels_of(accepted()) == std::vector<std::string>{"app", "sms", "wechat"}));
+}
+
+BOOST_AUTO_TEST_CASE(route_decides_when_no_channels_are_given) {
+  request.channels.clear();
+  BOOST_TEST((channels_of(accepted()) == std::vector<std::string>{"sms", "app"}));
+}
+
+BOOST_AUTO_TEST_CASE(default_route_when_biz_type_has_none) {
+  request.biz_type = "PASSWORD_RESET";
+  request.channels.clear();
+  request.to = {{"email", "alice@example.com"}};
+  const message_plan plan = accepted();
+  BOOST_TEST((channels_of(plan) == std::vector<std::string>{"email"}));
+  BOOST_TEST(plan.tasks[0].recipient == "alice@example.com");
+}
+
+BOOST_AUTO_TEST_CASE(no_route) {
+  request.biz_type = "PASSWORD_RESET";
+  request.channels.clear();
+  rules.default_route.clear();
+  expect(422, "no_route", "channels");
+}
+
+BOOST_AUTO_TEST_CASE(empty_route_does_not_fall_back_to_default) {
+  request.biz_type = "SILENT";
+  request.channels.clear();
+  expect(422, "no_route", "channels");
+}
+
+BOOST_AUTO_TEST_CASE(route_naming_an_unconfigured_channel_is_refused) {
+  request.channels.clear();
+  rules.routes["ORDER_SHIPPED"] = {"sms", "pigeon"};
+  expect(422, "unknown_channel", "channels");
+}
+
+// --- recipients ---
+
+BOOST_AUTO_TEST_CASE(missing_recipient) {
+  request.to.erase("wechat");
+  expect(422, "missing_recipient", "to.wechat");
+}
+
+BOOST_AUTO_TEST_CASE(empty_recipient_is_missing) {
+  request.to["app"] = "";
+  expect(422, "missing_recipient", "to.app");
+}
+
+BOOST_AUTO_TEST_CASE(recipients_for_unused_channels_are_ignored) {
+  request.channels = {"sms"};
+  request.to["email"] = "";
+  BOOST_TEST(accepted().tasks.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(recipient_is_bounded) {
+  request.to["sms"] = std::string(320, '1');
+  accepted();
+  request.to["sms"] = std::string(321, '1');
+  expect(400, "invalid_request", "to.sms");
+}
+
+BOOST_AUTO_TEST_CASE(recipient_refuses_control_characters) {
+  request.to["wechat"] = "oAbC\r\n123";
+  expect(400, "invalid_request", "to.wechat");
+}
+
+// --- template or content ---
+
+BOOST_AUTO_TEST_CASE(template_and_content_together) {
+  request.body = content{"t", "b"};
+  expect(400, "invalid_request", "template");
+}
+
+BOOST_AUTO_TEST_CASE(neither_template_nor_content) {
+  request.template_name.clear();
+  expect(400, "invalid_request", "template");
+}
+
+BOOST_AUTO_TEST_CASE(template_name_is_bounded) {
+  request.template_name = std::string(65, 't');
+  expect(400, "invalid_request", "template");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_template) {
+  request.template_name = "order_lost";
+  expect(422, "unknown_template", "template");
+}
+
+BOOST_AUTO_TEST_CASE(too_many_params) {
+  rules.limits.max_params = 1;
+  expect(400, "invalid_request", "params");
+}
+
+BOOST_AUTO_TEST_CASE(param_value_is_bounded) {
+  request.params["city"] = std::string(1024, 'c');
+  accepted();
+  request.params["city"] = std::string(1025, 'c');
+  expect(400, "invalid_request", "params.city");
+}
+
+BOOST_AUTO_TEST_CASE(params_are_bounded_with_literal_content_too) {
+  request.template_name.clear();
+  request.body = content{"", "hello"};
+  request.params = {{"note", std::string(1025, 'n')}};
+  expect(400, "invalid_request", "params.note");
+}
+
+BOOST_AUTO_TEST_CASE(missing_parameter_names_template_and_parameter) {
+  request.params.erase("city");
+  expect(400, "invalid_request", "params.city");
+  BOOST_TEST(error().message == "template 'order_shipped' needs parameter 'city'");
+}
+
+BOOST_AUTO_TEST_CASE(extra_parameters_are_allowed) {
+  request.template_name = "plain";
+  const message_plan plan = accepted();
+  BOOST_TEST(plan.message.body == "Hello");
+  BOOST_TEST(plan.message.title.empty());
+}
+
+BOOST_AUTO_TEST_CASE(content_body_is_required) {
+  request.template_name.clear();
+  request.body = content{"title", ""};
+  expect(400, "invalid_request", "content.body");
+}
+
+BOOST_AUTO_TEST_CASE(content_title_is_bounded) {
+  request.template_name.clear();
+  request.body = content{std::string(256, 't'), "b"};
+  accepted();
+  request.body = content{std::string(257, 't'), "b"};
+  expect(400, "invalid_request", "content.title");
+}
+
+BOOST_AUTO_TEST_CASE(content_body_is_bounded) {
+  request.template_name.clear();
+  request.body = content{"", std::string(4096, 'b')};
+  accepted();
+  request.body = content{"", std::string(4097, 'b')};
+  expect(400, "invalid_request", "content.body");
+}
+
+// --- time window ---
+
+BOOST_AUTO_TEST_CASE(expire_at_in_the_past) {
+  request.expire_at = now - 1s;
+  expect(400, "invalid_request", "expire_at");
+  BOOST_TEST(error().message == "is in the past");
+}
+
+BOOST_AUTO_TEST_CASE(expire_at_now_is_already_past) {
+  request.expire_at = now;
+  expect(400, "invalid_request", "expire_at");
+  request.expire_at = now + 1us;
+  accepted();
+}
+
+BOOST_AUTO_TEST_CASE(expire_at_before_send_at) {
+  request.send_at = now + 2h;
+  request.expire_at = now + 1h;
+  expect(400, "invalid_request", "expire_at");
+  request.expire_at = now + 2h;
+  expect(400, "invalid_request", "expire_at");
+}
+
+BOOST_AUTO_TEST_CASE(send_at_in_the_past_means_now) {
+  request.send_at = now - 1h;
+  BOOST_TEST((accepted().message.send_at == now - 1h));
+}
+
+// --- render_template ---
+
+BOOST_AUTO_TEST_CASE(render_replaces_placeholders) {
+  const std::map<std::string, std::string> params = {{"a", "1"}, {"b_c", "two"}};
+  BOOST_TEST(std::get<std::string>(render_template("{{a}}-{{ b_c }}-{{a  }}", params)) ==
+             "1-two-1");
+  BOOST_TEST(std::get<std::string>(render_template("", params)).empty());
+  BOOST_TEST(std::get<std::string>(render_template("no placeholders", params)) ==
+             "no placeholders");
+}
+
+BOOST_AUTO_TEST_CASE(render_leaves_other_braces_alone) {
+  const std::map<std::string, std::string> params = {{"a", "1"}};
+  for (const char* text : {"{a}", "{{", "}}", "{{ }}", "{{a", "{{a b}}", "{{a} }", "{ {a}}"})
+    BOOST_TEST(std::get<std::string>(render_template(text, params)) == text);
+  BOOST_TEST(std::get<std::string>(render_template("{{{a}}}", params)) == "{1}");
+  BOOST_TEST(std::get<std::string>(render_template("{{ x y }} {{a}}", params)) == "{{ x y }} 1");
+}
+
+BOOST_AUTO_TEST_CASE(render_does_not_rescan_values) {
+  const std::map<std::string, std::string> params = {{"a", "{{b}}"}, {"b", "no"}};
+  BOOST_TEST(std::get<std::string>(render_template("{{a}}", params)) == "{{b}}");
+}
+
+BOOST_AUTO_TEST_CASE(render_names_the_first_missing_parameter) {
+  const auto result = render_template("{{a}} {{missing}} {{other}}", {{"a", "1"}});
+  BOOST_REQUIRE(std::holds_alternative<validation_error>(result));
+  const auto& e = std::get<validation_error>(result);
+  BOOST_TEST(e.status == 400);
+  BOOST_TEST(e.code == "invalid_request");
+  BOOST_TEST(e.field == "params.missing");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
