@@ -1,6 +1,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,9 @@ enum class level { debug, info, warn, error };
 
 /// Sets up the process logger: one JSON object per line on stderr, UTC timestamps.
 void init(level min_level);
+
+/// Same, but writes to `out` (which must outlive the logger); lets tests read the lines.
+void init_to_stream(level min_level, std::ostream& out);
 
 /// Parses "debug" | "info" | "warn" | "error".
 bool parse_level(std::string_view text, level& out);
