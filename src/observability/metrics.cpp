@@ -1,0 +1,145 @@
+#include "observability/metrics.hpp"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace herald {
+
+std::string_view to_string(call_outcome outcome) {
+  switch (outcome) {
+  case call_outcome::success:
+    return "success";
+  case call_outcome::retryable:
+    return "retryable";
+  case call_outcome::permanent:
+    return "permanent";
+  case call_outcome::timeout:
+    return "timeout";
+  case call_outcome::throttled:
+    return "throttled";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// Sub-millisecond to seconds: ingest answers after a group commit, usually a few ms.
+const prometheus::Histogram::BucketBoundaries ingest_buckets = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
+
+// Acceptance to provider acceptance: milliseconds when idle, up to minutes through retries.
+const prometheus::Histogram::BucketBoundaries delivery_buckets = {
+    0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600};
+
+} // namespace
+
+// prometheus-cpp 1.0 serialises a counter family under exactly the name given (it appends no
+// "_total"), so the names here are the full exposition names.
+struct metrics::families {
+  explicit families(prometheus::Registry& r)
+      : messages_received(prometheus::BuildCounter()
+                              .Name("herald_messages_received_total")
+                              .Help("POST /v1/messages requests accepted for processing")
+                              .Register(r)),
+        tasks_created(prometheus::BuildCounter()
+                          .Name("herald_tasks_created_total")
+                          .Help("Tasks written for the first time")
+                          .Register(r)),
+        tasks_duplicate(prometheus::BuildCounter()
+                            .Name("herald_tasks_duplicate_total")
+                            .Help("Claims answered with an existing task")
+                            .Register(r)),
+        provider_calls(prometheus::BuildCounter()
+                           .Name("herald_provider_calls_total")
+                           .Help("Provider calls by outcome")
+                           .Register(r)),
+        ambiguous_resends(prometheus::BuildCounter()
+                              .Name("herald_ambiguous_resends_total")
+                              .Help("Tasks found SENDING after a crash and sent again")
+                              .Register(r)),
+        retry_queue_depth(prometheus::BuildGauge()
+                              .Name("herald_retry_queue_depth")
+                              .Help("Tasks waiting for their next attempt")
+                              .Register(r)),
+        ingest_latency(prometheus::BuildHistogram()
+                           .Name("herald_ingest_latency_seconds")
+                           .Help("Time from request to committed reply")
+                           .Register(r)),
+        delivery_latency(prometheus::BuildHistogram()
+                             .Name("herald_delivery_latency_seconds")
+                             .Help("Time from acceptance to the provider accepting the task")
+                             .Register(r)),
+        messages_received_total(messages_received.Add({})),
+        retry_queue_depth_gauge(retry_queue_depth.Add({})),
+        ingest_latency_histogram(ingest_latency.Add({}, ingest_buckets)) {}
+
+  prometheus::Family<prometheus::Counter>& messages_received;
+  prometheus::Family<prometheus::Counter>& tasks_created;
+  prometheus::Family<prometheus::Counter>& tasks_duplicate;
+  prometheus::Family<prometheus::Counter>& provider_calls;
+  prometheus::Family<prometheus::Counter>& ambiguous_resends;
+  prometheus::Family<prometheus::Gauge>& retry_queue_depth;
+  prometheus::Family<prometheus::Histogram>& ingest_latency;
+  prometheus::Family<prometheus::Histogram>& delivery_latency;
+
+  // Unlabelled series, created once so they render (as 0) before the first event.
+  prometheus::Counter& messages_received_total;
+  prometheus::Gauge& retry_queue_depth_gauge;
+  prometheus::Histogram& ingest_latency_histogram;
+};
+
+metrics::metrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      families_(std::make_unique<families>(*registry_)) {}
+
+metrics::~metrics() = default;
+
+// Family::Add is thread-safe and returns the existing series for known labels.
+void metrics::message_received() {
+  families_->messages_received_total.Increment();
+}
+
+void metrics::task_created(const std::string& channel) {
+  families_->tasks_created.Add({{"channel", channel}}).Increment();
+}
+
+void metrics::task_duplicate(const std::string& channel) {
+  families_->tasks_duplicate.Add({{"channel", channel}}).Increment();
+}
+
+void metrics::provider_call(const std::string& channel, call_outcome outcome) {
+  families_->provider_calls
+      .Add({{"channel", channel}, {"outcome", std::string(to_string(outcome))}})
+      .Increment();
+}
+
+void metrics::ambiguous_resend(const std::string& channel) {
+  families_->ambiguous_resends.Add({{"channel", channel}}).Increment();
+}
+
+void metrics::retry_queue_depth(double depth) {
+  families_->retry_queue_depth_gauge.Set(depth);
+}
+
+void metrics::ingest_latency(double seconds) {
+  families_->ingest_latency_histogram.Observe(seconds);
+}
+
+void metrics::delivery_latency(const std::string& channel, double seconds) {
+  families_->delivery_latency.Add({{"channel", channel}}, delivery_buckets).Observe(seconds);
+}
+
+std::string metrics::render() const {
+  const prometheus::TextSerializer serializer;
+  return serializer.Serialize(registry_->Collect());
+}
+
+prometheus::Registry& metrics::registry() {
+  return *registry_;
+}
+
+} // namespace herald
