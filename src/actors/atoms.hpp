@@ -1,0 +1,85 @@
+#pragma once
+
+// Atoms and message types of herald's actors, registered in one place. Atom texts are at most
+// 10 characters (CAF 0.17); two atoms with the same text are the same type.
+
+#include "api/service.hpp"
+#include "domain/message.hpp"
+#include "persistence/task_store.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
+#include <caf/fwd.hpp>
+#include <caf/type_id.hpp>
+
+CAF_ADD_ATOM(herald, herald::atoms, claim_atom, "claim")
+CAF_ADD_ATOM(herald, herald::atoms, apply_atom, "apply")
+CAF_ADD_ATOM(herald, herald::atoms, flush_atom, "flush")
+CAF_ADD_ATOM(herald, herald::atoms, find_atom, "find")
+CAF_ADD_ATOM(herald, herald::atoms, ping_atom, "ping")
+CAF_ADD_ATOM(herald, herald::atoms, recover_atom, "recover")
+CAF_ADD_ATOM(herald, herald::atoms, dispatch_atom, "dispatch")
+CAF_ADD_ATOM(herald, herald::atoms, result_atom, "result")
+CAF_ADD_ATOM(herald, herald::atoms, tick_atom, "tick")
+CAF_ADD_ATOM(herald, herald::atoms, submit_atom, "submit")
+CAF_ADD_ATOM(herald, herald::atoms, ready_atom, "ready")
+CAF_ADD_ATOM(herald, herald::atoms, drain_atom, "drain")
+CAF_ADD_ATOM(herald, herald::atoms, count_atom, "count")
+
+namespace herald::actors {
+
+using namespace herald::atoms;
+
+/// Answer to an HTTP submission (the HTTP layer's callback; never leaves the process).
+using submit_callback =
+    std::function<void(std::variant<persistence::claim_result, api::service_error>)>;
+/// Answer to an HTTP message look-up.
+using find_callback =
+    std::function<void(std::variant<std::optional<persistence::message_view>, api::service_error>)>;
+/// Answer to a readiness probe.
+using ready_callback = std::function<void(bool ready, std::string reason)>;
+
+using deliveries = std::vector<domain::delivery>;
+using state_changes = std::vector<persistence::state_change>;
+using attempt_records = std::vector<persistence::attempt_record>;
+using task_ids = std::vector<std::string>;
+using maybe_message_view = std::optional<persistence::message_view>;
+using state_counts = std::vector<persistence::state_count>;
+
+/// herald's error codes inside CAF errors (category "herald").
+enum class errc : std::uint8_t {
+  store_unavailable = 1, ///< the database failed; nothing of the batch was committed
+  overloaded,            ///< too much work in flight; try again later
+  shutting_down,         ///< the node is draining
+};
+
+/// A CAF error in herald's category with a human-readable context.
+caf::error make_error(errc code, std::string context);
+
+/// The text of an error for logs and HTTP bodies (CAF's own rendering is terse).
+std::string describe(const caf::error& err);
+
+/// Registers every message type and the error category with an actor system config.
+void register_types(caf::actor_system_config& cfg);
+
+} // namespace herald::actors
+
+// Everything below stays inside one process (callbacks, std::optional, std::variant); the
+// cluster work will give cross-node types inspect() overloads instead.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::domain::message_plan)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::claim_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::deliveries)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::state_changes)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::attempt_records)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::maybe_message_view)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::state_counts)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::submit_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::find_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::ready_callback)

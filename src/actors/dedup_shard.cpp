@@ -1,0 +1,139 @@
+#include "actors/dedup_shard.hpp"
+
+#include "actors/logging_handlers.hpp"
+
+#include <algorithm>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace herald::actors {
+
+namespace {
+
+using self_pointer = dedup_shard_actor::stateful_pointer<dedup_shard_state>;
+
+domain::delivery make_delivery(const domain::message_record& message,
+                               const domain::task_record& task) {
+  domain::delivery d;
+  d.task_id = task.id;
+  d.message_id = message.id;
+  d.channel = task.channel;
+  d.recipient = task.recipient;
+  d.provider_request_id = task.provider_request_id;
+  d.title = message.title;
+  d.body = message.body;
+  d.trace_id = message.trace_id;
+  d.priority = message.priority;
+  d.send_at = message.send_at;
+  d.expire_at = message.expire_at;
+  d.accepted_at = message.created_at;
+  return d;
+}
+
+// Whether `result` already answers every task of `plan`, so a waiter can be answered from it.
+bool answers(const persistence::claim_result& result, const domain::message_plan& plan) {
+  return std::all_of(plan.tasks.begin(), plan.tasks.end(), [&](const domain::task_record& task) {
+    return std::any_of(result.tasks.begin(), result.tasks.end(),
+                       [&](const persistence::claim_outcome& o) { return o.task_id == task.id; });
+  });
+}
+
+// The answer a waiter whose claim was covered by an earlier one gets: its tasks, all existing.
+persistence::claim_result as_duplicate(const persistence::claim_result& result,
+                                       const domain::message_plan& plan) {
+  persistence::claim_result answer{result.message_id, {}};
+  for (auto& task : plan.tasks)
+    for (auto& outcome : result.tasks)
+      if (outcome.task_id == task.id)
+        answer.tasks.push_back({outcome.task_id, outcome.channel, outcome.state, false});
+  return answer;
+}
+
+void answer(self_pointer self, dedup_shard_state::waiter& waiter,
+            persistence::claim_result result) {
+  auto& st = self->state;
+  deliveries created;
+  for (std::size_t i = 0; i < result.tasks.size(); ++i) {
+    auto& outcome = result.tasks[i];
+    if (outcome.created) {
+      st.metrics->task_created(outcome.channel);
+      auto task = std::find_if(waiter.plan.tasks.begin(), waiter.plan.tasks.end(),
+                               [&](auto& t) { return t.id == outcome.task_id; });
+      if (task != waiter.plan.tasks.end())
+        created.push_back(make_delivery(waiter.plan.message, *task));
+    } else {
+      st.metrics->task_duplicate(outcome.channel);
+    }
+  }
+  if (!created.empty())
+    self->send(st.dispatcher, dispatch_atom_v, std::move(created));
+  waiter.promise.deliver(std::move(result));
+}
+
+void claim_front(self_pointer self, const std::string& message_id);
+
+void on_claimed(self_pointer self, const std::string& message_id,
+                const persistence::claim_result& result) {
+  auto entry = self->state.waiting.find(message_id);
+  if (entry == self->state.waiting.end())
+    return;
+  auto& queue = entry->second;
+  answer(self, queue.front(), result);
+  queue.pop_front();
+  // What the database just said also answers the resubmissions that arrived meanwhile.
+  while (!queue.empty() && answers(result, queue.front().plan)) {
+    answer(self, queue.front(), as_duplicate(result, queue.front().plan));
+    queue.pop_front();
+  }
+  if (queue.empty())
+    self->state.waiting.erase(entry);
+  else
+    claim_front(self, message_id); // it names a channel the first claim did not
+}
+
+void on_failed(self_pointer self, const std::string& message_id, const caf::error& err) {
+  auto entry = self->state.waiting.find(message_id);
+  if (entry == self->state.waiting.end())
+    return;
+  // Every waiter of this key would hit the same failure: answer them all.
+  for (auto& waiter : entry->second)
+    waiter.promise.deliver(err);
+  self->state.waiting.erase(entry);
+}
+
+void claim_front(self_pointer self, const std::string& message_id) {
+  auto& st = self->state;
+  auto& plan = st.waiting[message_id].front().plan;
+  self->request(st.store, st.claim_timeout, claim_atom_v, plan)
+      .then([self, message_id](
+                persistence::claim_result& result) { on_claimed(self, message_id, result); },
+            [self, message_id](caf::error& err) { on_failed(self, message_id, err); });
+}
+
+} // namespace
+
+dedup_shard_actor::behavior_type
+dedup_shard(dedup_shard_actor::stateful_pointer<dedup_shard_state> self, store_writer_actor store,
+            dispatcher_actor dispatcher, std::shared_ptr<herald::metrics> metrics,
+            std::chrono::milliseconds claim_timeout) {
+  install_logging_handlers(self);
+  auto& st = self->state;
+  st.store = std::move(store);
+  st.dispatcher = std::move(dispatcher);
+  st.metrics = std::move(metrics);
+  st.claim_timeout = claim_timeout;
+  return {
+      [self](claim_atom, domain::message_plan& plan) -> caf::result<persistence::claim_result> {
+        auto promise = self->make_response_promise<persistence::claim_result>();
+        auto message_id = plan.message.id;
+        auto& queue = self->state.waiting[message_id];
+        queue.push_back({std::move(plan), promise});
+        if (queue.size() == 1)
+          claim_front(self, message_id);
+        return promise;
+      },
+  };
+}
+
+} // namespace herald::actors

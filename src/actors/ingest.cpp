@@ -1,0 +1,84 @@
+#include "actors/ingest.hpp"
+
+#include "actors/logging_handlers.hpp"
+#include "domain/keys.hpp"
+#include "observability/log.hpp"
+
+#include <caf/sec.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace herald::actors {
+
+std::string ingest_config::validate() const {
+  if (max_in_flight == 0)
+    return "ingest.max_in_flight must be at least 1";
+  if (claim_timeout.count() <= 0)
+    return "ingest.claim_timeout_ms must be > 0";
+  return "";
+}
+
+api::service_error to_service_error(const caf::error& err) {
+  if (err == caf::sec::request_timeout)
+    return {503, "unavailable", "the database did not answer in time; retrying is safe", ""};
+  return {503, "unavailable", "the service cannot take requests right now; retrying is safe", ""};
+}
+
+ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> self,
+                                   std::vector<dedup_shard_actor> shards, store_reader_actor reader,
+                                   dispatcher_actor dispatcher, ingest_config config) {
+  install_logging_handlers(self);
+  auto& st = self->state;
+  st.shards = std::move(shards);
+  st.reader = std::move(reader);
+  st.dispatcher = std::move(dispatcher);
+  st.config = config;
+  return {
+      [self](submit_atom, domain::message_plan& plan, submit_callback& done) {
+        auto& st = self->state;
+        if (st.in_flight >= st.config.max_in_flight) {
+          done(api::service_error{503, "overloaded", "too many requests in flight; retry later",
+                                  ""});
+          return;
+        }
+        auto& shard = st.shards[domain::shard_of(plan.message.key, st.shards.size())];
+        auto trace_id = plan.message.trace_id;
+        ++st.in_flight;
+        self->request(shard, st.config.claim_timeout, claim_atom_v, std::move(plan))
+            .then(
+                [self, done](persistence::claim_result& result) {
+                  --self->state.in_flight;
+                  done(std::move(result));
+                },
+                [self, done, trace_id](caf::error& err) {
+                  --self->state.in_flight;
+                  log::warn("ingest.claim_failed",
+                            {{"trace_id", trace_id}, {"error", describe(err)}});
+                  done(to_service_error(err));
+                });
+      },
+      [self](find_atom, std::string& message_id, find_callback& done) {
+        self->request(self->state.reader, self->state.config.claim_timeout, find_atom_v,
+                      std::move(message_id))
+            .then([done](maybe_message_view& view) { done(std::move(view)); },
+                  [done](caf::error& err) {
+                    log::warn("ingest.find_failed", {{"error", describe(err)}});
+                    done(to_service_error(err));
+                  });
+      },
+      [self](ready_atom, ready_callback& done) {
+        auto timeout = self->state.config.probe_timeout;
+        self->request(self->state.reader, timeout, ping_atom_v)
+            .then(
+                [self, done, timeout](bool) {
+                  self->request(self->state.dispatcher, timeout, ping_atom_v)
+                      .then(
+                          [done](bool) { done(true, ""); },
+                          [done](caf::error& err) { done(false, "dispatcher: " + describe(err)); });
+                },
+                [done](caf::error& err) { done(false, "database: " + describe(err)); });
+      },
+  };
+}
+
+} // namespace herald::actors

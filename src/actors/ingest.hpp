@@ -1,0 +1,40 @@
+#pragma once
+
+#include "actors/interfaces.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace herald::actors {
+
+/// Limits of the HTTP-facing actor.
+struct ingest_config {
+  std::size_t max_in_flight = 20000;              ///< claims waiting for COMMIT; more -> 503
+  std::chrono::milliseconds claim_timeout{15000}; ///< beyond it the client gets 503, may retry
+  std::chrono::milliseconds probe_timeout{2000};
+
+  /// An empty string when valid, else the reason.
+  std::string validate() const;
+};
+
+/// Entry point of the HTTP layer: picks each message's shard, bounds the work in flight,
+/// and turns actor answers and errors into callbacks (so HTTP threads never block).
+struct ingest_state {
+  static constexpr const char* name = "ingest";
+  std::vector<dedup_shard_actor> shards;
+  store_reader_actor reader;
+  dispatcher_actor dispatcher;
+  ingest_config config;
+  std::size_t in_flight = 0;
+};
+
+/// The HTTP error a failed actor request becomes.
+api::service_error to_service_error(const caf::error& err);
+
+ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> self,
+                                   std::vector<dedup_shard_actor> shards, store_reader_actor reader,
+                                   dispatcher_actor dispatcher, ingest_config config);
+
+} // namespace herald::actors

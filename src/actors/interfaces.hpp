@@ -1,0 +1,71 @@
+#pragma once
+
+// Every typed actor interface of herald, in one place (data flow: design.md §2).
+
+#include "actors/atoms.hpp"
+#include "channels/provider.hpp"
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::channels::provider_result)
+
+namespace herald::actors {
+
+/// Group-commits writes: many requests, one transaction (design.md §6).
+using store_writer_actor = caf::typed_actor<
+    /// Claims one planned message; answers after COMMIT.
+    caf::replies_to<claim_atom, domain::message_plan>::with<persistence::claim_result>,
+    /// Applies guarded state changes and records attempts; answers the ids that applied.
+    caf::replies_to<apply_atom, state_changes, attempt_records>::with<task_ids>,
+    /// Commits what has been collected (sent to itself).
+    caf::reacts_to<flush_atom>>;
+
+/// Reads on a connection of its own, so reads never queue behind group commits.
+using store_reader_actor = caf::typed_actor<
+    /// The message, its tasks and attempts, or none.
+    caf::replies_to<find_atom, std::string>::with<maybe_message_view>,
+    /// Non-terminal tasks after a task id (paging), for recovery.
+    caf::replies_to<recover_atom, std::string, std::uint64_t>::with<deliveries>,
+    /// Task counts per state.
+    caf::replies_to<count_atom>::with<state_counts>,
+    /// Proves the database answers.
+    caf::replies_to<ping_atom>::with<bool>>;
+
+/// Serialises all claims of one message key (and so of each of its task keys).
+using dedup_shard_actor = caf::typed_actor<
+    /// Claims a message; concurrent claims of the same key share one database round trip.
+    caf::replies_to<claim_atom, domain::message_plan>::with<persistence::claim_result>>;
+
+/// Sends one channel's tasks: priority queue, token bucket, in-flight window.
+using channel_actor = caf::typed_actor<
+    /// Takes tasks to send (new, recovered or due again).
+    caf::reacts_to<dispatch_atom, deliveries>,
+    /// A provider call finished (sent by the adapter's callback).
+    caf::reacts_to<result_atom, std::string, channels::provider_result>,
+    /// The rate limiter may have tokens again (sent to itself).
+    caf::reacts_to<tick_atom>,
+    /// Stops starting calls; answers once every call in flight is recorded.
+    caf::replies_to<drain_atom>::with<bool>>;
+
+/// Routes tasks to channel actors, supervises them, recovers unfinished tasks.
+using dispatcher_actor = caf::typed_actor<
+    /// Hands tasks to their channels.
+    caf::reacts_to<dispatch_atom, deliveries>,
+    /// Loads every unfinished task from the database and dispatches it (on start).
+    caf::reacts_to<recover_atom>,
+    /// Drains every channel; answers when all are idle.
+    caf::replies_to<drain_atom>::with<bool>,
+    /// Liveness probe.
+    caf::replies_to<ping_atom>::with<bool>>;
+
+/// The HTTP layer's entry point: answers through callbacks, so HTTP threads never block.
+using ingest_actor = caf::typed_actor<
+    /// Claims a planned message through its shard; calls back after COMMIT.
+    caf::reacts_to<submit_atom, domain::message_plan, submit_callback>,
+    /// Looks a message up.
+    caf::reacts_to<find_atom, std::string, find_callback>,
+    /// Readiness: database answers and the dispatcher runs.
+    caf::reacts_to<ready_atom, ready_callback>>;
+
+} // namespace herald::actors

@@ -1,0 +1,50 @@
+#include "actors/store_reader.hpp"
+
+#include "actors/logging_handlers.hpp"
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace herald::actors {
+
+namespace {
+
+// Runs a blocking store call and turns its exception into a CAF error for the requester.
+template <class Result, class Call> caf::result<Result> guarded(Call&& call) {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    return make_error(errc::store_unavailable, e.what());
+  }
+}
+
+} // namespace
+
+store_reader_actor::behavior_type
+store_reader(store_reader_actor::stateful_pointer<store_reader_state> self,
+             std::shared_ptr<persistence::task_store> store) {
+  install_logging_handlers(self);
+  self->state.store = std::move(store);
+  return {
+      [self](find_atom, const std::string& message_id) {
+        return guarded<maybe_message_view>(
+            [&] { return self->state.store->find_message(message_id); });
+      },
+      [self](recover_atom, const std::string& after, std::uint64_t limit) {
+        return guarded<deliveries>([&] {
+          return self->state.store->load_unfinished(after, static_cast<std::size_t>(limit));
+        });
+      },
+      [self](count_atom) {
+        return guarded<state_counts>([&] { return self->state.store->count_by_state(); });
+      },
+      [self](ping_atom) {
+        return guarded<bool>([&] {
+          self->state.store->ping();
+          return true;
+        });
+      },
+  };
+}
+
+} // namespace herald::actors

@@ -1,0 +1,50 @@
+#pragma once
+
+#include "actors/interfaces.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/typed_response_promise.hpp>
+
+namespace herald::actors {
+
+/// How the store writer batches.
+struct store_writer_config {
+  std::size_t batch_max = 1000; ///< commit at once when this many requests wait
+
+  /// An empty string when valid, else the reason.
+  std::string validate() const;
+};
+
+/// Collects claims and state changes while the previous transaction runs, then writes them
+/// in one transaction each and answers every waiter (group commit, design.md §6). The batch
+/// forms by itself: a flush message queued behind whatever arrived meanwhile. Spawn it
+/// detached: task_store calls block.
+struct store_writer_state {
+  static constexpr const char* name = "store_writer";
+
+  struct pending_claim {
+    domain::message_plan plan;
+    caf::typed_response_promise<persistence::claim_result> promise;
+  };
+  struct pending_apply {
+    state_changes changes;
+    attempt_records attempts;
+    caf::typed_response_promise<task_ids> promise;
+  };
+
+  std::shared_ptr<persistence::task_store> store;
+  store_writer_config config;
+  std::vector<pending_claim> claims;
+  std::vector<pending_apply> applies;
+  bool flush_queued = false;
+};
+
+store_writer_actor::behavior_type
+store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
+             std::shared_ptr<persistence::task_store> store, store_writer_config config);
+
+} // namespace herald::actors

@@ -1,0 +1,32 @@
+#pragma once
+
+#include "actors/interfaces.hpp"
+#include "api/service.hpp"
+
+namespace herald::app {
+
+/// api::service over the ingest actor: each call becomes one message carrying the HTTP
+/// layer's callback, so HTTP threads never wait on an actor.
+class actor_service final : public api::service {
+public:
+  actor_service(actors::ingest_actor ingest, domain::routing_rules rules);
+
+  const domain::routing_rules& rules() const override { return rules_; }
+
+  void submit(domain::message_plan plan,
+              std::function<void(std::variant<persistence::claim_result, api::service_error>)> done)
+      override;
+
+  void find_message(std::string message_id,
+                    std::function<void(
+                        std::variant<std::optional<persistence::message_view>, api::service_error>)>
+                        done) override;
+
+  void readiness(std::function<void(bool ready, std::string reason)> done) override;
+
+private:
+  actors::ingest_actor ingest_;
+  domain::routing_rules rules_;
+};
+
+} // namespace herald::app

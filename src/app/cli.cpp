@@ -1,0 +1,75 @@
+#include "app/cli.hpp"
+
+namespace herald::app {
+
+const char* usage_text() {
+  return R"(herald - notifications sent once per user and channel
+
+usage:
+  herald serve   [--config FILE] [--listen HOST:PORT] [--db URL] [--log-level LEVEL]
+  herald migrate [--config FILE] [--db URL]
+  herald --help
+  herald --version
+
+  --config FILE        JSON configuration (comments allowed); default: the built-in one
+                       (SQLite under ./var, simulated channels sms, wechat, app, email, inapp)
+  --listen HOST:PORT   HTTP address; default 127.0.0.1:8080
+  --db URL             sqlite:PATH or postgresql://user@host:port/db; default sqlite:var/herald.db
+  --log-level LEVEL    debug, info, warn or error; default info
+
+exit codes: 0 ok, 1 runtime failure (database unreachable, port taken), 2 bad usage or config
+)";
+}
+
+command_line parse_command_line(const std::vector<std::string>& args) {
+  command_line cmd;
+  if (args.empty())
+    throw usage_error("missing command; try 'herald --help'");
+  auto& verb = args[0];
+  if (verb == "--help" || verb == "-h" || verb == "help") {
+    cmd.what = command_line::verb::help;
+    return cmd;
+  }
+  if (verb == "--version" || verb == "version") {
+    cmd.what = command_line::verb::version;
+    return cmd;
+  }
+  if (verb == "serve")
+    cmd.what = command_line::verb::serve;
+  else if (verb == "migrate")
+    cmd.what = command_line::verb::migrate;
+  else
+    throw usage_error("unknown command '" + verb + "'; try 'herald --help'");
+
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    auto& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      cmd.what = command_line::verb::help;
+      return cmd;
+    }
+    auto eq = arg.find('=');
+    auto name = arg.substr(0, eq);
+    std::optional<std::string>* target = nullptr;
+    if (name == "--config")
+      target = &cmd.config_file;
+    else if (name == "--db")
+      target = &cmd.database;
+    else if (name == "--listen" && cmd.what == command_line::verb::serve)
+      target = &cmd.listen;
+    else if (name == "--log-level" && cmd.what == command_line::verb::serve)
+      target = &cmd.log_level;
+    else
+      throw usage_error("unknown option '" + name + "' for '" + verb + "'; try 'herald --help'");
+    if (eq != std::string::npos)
+      *target = arg.substr(eq + 1);
+    else if (i + 1 < args.size())
+      *target = args[++i];
+    else
+      throw usage_error("option '" + name + "' needs a value");
+    if ((*target)->empty())
+      throw usage_error("option '" + name + "' needs a non-empty value");
+  }
+  return cmd;
+}
+
+} // namespace herald::app

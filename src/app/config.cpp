@@ -1,0 +1,314 @@
+#include "app/config.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <boost/json.hpp>
+
+namespace herald::app {
+
+namespace json = boost::json;
+
+namespace {
+
+/// Reads one JSON object, remembering its path for messages and rejecting unknown keys.
+class object_reader {
+public:
+  object_reader(const json::value& value, std::string path) : path_(std::move(path)) {
+    if (!value.is_object())
+      fail("", "must be an object");
+    object_ = &value.as_object();
+  }
+
+  /// Rejects every key no read asked for; call after the last read.
+  void done() const {
+    for (auto& entry : *object_)
+      if (used_.count(std::string{entry.key()}) == 0)
+        fail(std::string{entry.key()}, "unknown key");
+  }
+
+  const json::value* find(const char* key) {
+    used_.insert(key);
+    return object_->if_contains(key);
+  }
+
+  std::string path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    auto where = path(key);
+    throw config_error(where.empty() ? what : where + ": " + what);
+  }
+
+  void read(const char* key, std::string& out) {
+    if (auto* v = find(key)) {
+      if (!v->is_string())
+        fail(key, "must be a string");
+      out = std::string{v->as_string()};
+    }
+  }
+
+  void read(const char* key, double& out) {
+    if (auto* v = find(key)) {
+      if (!v->is_number())
+        fail(key, "must be a number");
+      out = v->to_number<double>();
+    }
+  }
+
+  template <class Integer>
+  void read_integer(const char* key, Integer& out, std::int64_t min, std::int64_t max) {
+    if (auto* v = find(key)) {
+      std::int64_t n = 0;
+      if (v->is_int64())
+        n = v->as_int64();
+      else if (v->is_uint64() && v->as_uint64() <= static_cast<std::uint64_t>(max))
+        n = static_cast<std::int64_t>(v->as_uint64());
+      else
+        fail(key, "must be an integer");
+      if (n < min || n > max)
+        fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+      out = static_cast<Integer>(n);
+    }
+  }
+
+  void read_ms(const char* key, std::chrono::milliseconds& out) {
+    std::int64_t ms = out.count();
+    read_integer(key, ms, 1, std::int64_t{24} * 3600 * 1000);
+    out = std::chrono::milliseconds{ms};
+  }
+
+  void read(const char* key, std::vector<std::string>& out) {
+    if (auto* v = find(key)) {
+      if (!v->is_array())
+        fail(key, "must be an array of strings");
+      out.clear();
+      for (auto& item : v->as_array()) {
+        if (!item.is_string())
+          fail(key, "must be an array of strings");
+        out.emplace_back(item.as_string());
+      }
+    }
+  }
+
+private:
+  const json::object* object_ = nullptr;
+  std::string path_;
+  std::set<std::string> used_;
+};
+
+channels::simulated_profile read_simulated(object_reader& r, channels::simulated_profile p) {
+  auto latency = p.latency.count();
+  r.read_integer("latency_ms", latency, 0, 600000);
+  p.latency = std::chrono::milliseconds{latency};
+  r.read("retryable_failure_rate", p.retryable_failure_rate);
+  r.read("permanent_failure_rate", p.permanent_failure_rate);
+  r.read_integer("seed", p.seed, 0, std::numeric_limits<std::int64_t>::max());
+  return p;
+}
+
+domain::retry_policy read_retry(const json::value& value, const std::string& path,
+                                domain::retry_policy policy) {
+  object_reader r{value, path};
+  if (auto* schedule = r.find("schedule_ms")) {
+    if (!schedule->is_array() || schedule->as_array().empty())
+      r.fail("schedule_ms", "must be a non-empty array of milliseconds");
+    policy.schedule.clear();
+    for (auto& step : schedule->as_array()) {
+      if (!step.is_int64() || step.as_int64() <= 0)
+        r.fail("schedule_ms", "every step must be a positive integer");
+      policy.schedule.emplace_back(step.as_int64());
+    }
+  }
+  r.read("jitter", policy.jitter);
+  r.read_integer("max_attempts", policy.max_attempts, 1, 1000);
+  r.done();
+  return policy;
+}
+
+channel_config read_channel(const json::value& value, const std::string& path) {
+  object_reader r{value, path};
+  channel_config ch;
+  r.read("name", ch.settings.name);
+  r.read("type", ch.type);
+  r.read("rate_per_sec", ch.settings.rate_per_sec);
+  r.read("burst", ch.settings.burst);
+  r.read_integer("window", ch.settings.window, 1, 100000);
+  r.read("fallback", ch.fallback);
+  ch.simulated = read_simulated(r, ch.simulated);
+  if (auto* retry = r.find("retry"))
+    ch.settings.retry = read_retry(*retry, r.path("retry"), ch.settings.retry);
+  r.done();
+  return ch;
+}
+
+void read_templates(const json::value& value, domain::routing_rules& rules) {
+  if (!value.is_object())
+    throw config_error("templates: must be an object");
+  for (auto& [name, body] : value.as_object()) {
+    object_reader r{body, "templates." + std::string{name}};
+    domain::message_template t;
+    r.read("title", t.title);
+    r.read("body", t.body);
+    r.done();
+    rules.templates[std::string{name}] = std::move(t);
+  }
+}
+
+void read_routes(const json::value& value, domain::routing_rules& rules) {
+  if (!value.is_object())
+    throw config_error("routes: must be an object of biz_type -> [channels]");
+  for (auto& [biz_type, channels] : value.as_object()) {
+    std::vector<std::string> list;
+    if (!channels.is_array())
+      throw config_error("routes." + std::string{biz_type} + ": must be an array of channels");
+    for (auto& item : channels.as_array()) {
+      if (!item.is_string())
+        throw config_error("routes." + std::string{biz_type} + ": must be an array of channels");
+      list.emplace_back(item.as_string());
+    }
+    rules.routes[std::string{biz_type}] = std::move(list);
+  }
+}
+
+} // namespace
+
+config parse_config(const std::string& text) {
+  json::parse_options options;
+  options.allow_comments = true;
+  options.allow_trailing_commas = true;
+  boost::system::error_code ec;
+  auto doc = json::parse(text, ec, {}, options);
+  if (ec)
+    throw config_error("not valid JSON: " + ec.message());
+  config cfg;
+  object_reader r{doc, ""};
+  std::string listen;
+  r.read("listen", listen);
+  if (!listen.empty())
+    apply_listen(listen, cfg.http);
+  r.read("database", cfg.database);
+  std::string level;
+  r.read("log_level", level);
+  if (!level.empty() && !log::parse_level(level, cfg.log_level))
+    r.fail("log_level", "must be one of debug, info, warn, error");
+  r.read_integer("scheduler_threads", cfg.scheduler_threads, 1, 64);
+  r.read_integer("shards", cfg.shards, 1, 1024);
+  r.read_ms("drain_timeout_ms", cfg.drain_timeout);
+  if (auto* http = r.find("http")) {
+    object_reader h{*http, "http"};
+    h.read_integer("max_body_bytes", cfg.http.max_body_bytes, 1024, 64 * 1024 * 1024);
+    h.read_integer("max_json_depth", cfg.http.max_json_depth, 1, 1000);
+    h.read_integer("io_threads", cfg.http.io_threads, 1, 64);
+    h.read_integer("max_in_flight", cfg.http.max_in_flight, 1, 10000000);
+    h.done();
+  }
+  if (auto* ingest = r.find("ingest")) {
+    object_reader i{*ingest, "ingest"};
+    i.read_integer("max_in_flight", cfg.ingest.max_in_flight, 1, 10000000);
+    i.read_ms("claim_timeout_ms", cfg.ingest.claim_timeout);
+    i.done();
+  }
+  if (auto* store = r.find("store")) {
+    object_reader s{*store, "store"};
+    s.read_integer("batch_max", cfg.store.batch_max, 1, 100000);
+    s.done();
+  }
+  if (auto* channels = r.find("channels")) {
+    if (!channels->is_array())
+      r.fail("channels", "must be an array");
+    std::size_t index = 0;
+    for (auto& ch : channels->as_array())
+      cfg.channels.push_back(read_channel(ch, "channels[" + std::to_string(index++) + "]"));
+  }
+  if (auto* routes = r.find("routes"))
+    read_routes(*routes, cfg.rules);
+  r.read("default_route", cfg.rules.default_route);
+  if (auto* templates = r.find("templates"))
+    read_templates(*templates, cfg.rules);
+  r.done();
+  for (auto& ch : cfg.channels)
+    cfg.rules.channels.insert(ch.settings.name);
+  return cfg;
+}
+
+config load_config_file(const std::string& path) {
+  std::ifstream in{path};
+  if (!in)
+    throw config_error("cannot read config file '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return parse_config(text.str());
+  } catch (const config_error& e) {
+    throw config_error(path + ": " + e.what());
+  }
+}
+
+void apply_listen(const std::string& listen, api::http_options& http) {
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size())
+    throw config_error("listen address '" + listen + "' must be HOST:PORT, e.g. 127.0.0.1:8080");
+  auto host = listen.substr(0, colon);
+  auto port_text = listen.substr(colon + 1);
+  if (port_text.size() > 5 || port_text.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoul(port_text) > 65535)
+    throw config_error("listen address '" + listen + "': port must be 0-65535");
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  http.host = host;
+  http.port = static_cast<std::uint16_t>(std::stoul(port_text));
+}
+
+void validate(const config& cfg) {
+  if (cfg.channels.empty())
+    throw config_error("channels: at least one channel is needed");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < cfg.channels.size(); ++i) {
+    auto& ch = cfg.channels[i];
+    auto where = "channels[" + std::to_string(i) + "]";
+    auto& name = ch.settings.name;
+    if (name.empty() || name.size() > 32 ||
+        name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos)
+      throw config_error(where + ".name: must be 1-32 characters of a-z, 0-9, _ or -");
+    if (!names.insert(name).second)
+      throw config_error(where + ".name: channel '" + name + "' is configured twice");
+    if (ch.type != "simulated")
+      throw config_error(where + ".type: unknown channel type '" + ch.type +
+                         "' (supported: simulated)");
+    if (auto problem = ch.settings.validate(); !problem.empty())
+      throw config_error(where + ": " + problem);
+    auto rate_ok = [](double r) { return r >= 0 && r <= 1; };
+    if (!rate_ok(ch.simulated.retryable_failure_rate) ||
+        !rate_ok(ch.simulated.permanent_failure_rate) ||
+        ch.simulated.retryable_failure_rate + ch.simulated.permanent_failure_rate > 1)
+      throw config_error(where + ": failure rates must be within 0..1 and add up to at most 1");
+    if (!(ch.settings.retry.jitter >= 0 && ch.settings.retry.jitter < 1))
+      throw config_error(where + ".retry.jitter: must be within 0..1");
+  }
+  for (auto& ch : cfg.channels)
+    if (!ch.fallback.empty() && (ch.fallback == ch.settings.name || names.count(ch.fallback) == 0))
+      throw config_error("channel '" + ch.settings.name + "': fallback '" + ch.fallback +
+                         "' must name another configured channel");
+  for (auto& [biz_type, route] : cfg.rules.routes) {
+    if (route.empty())
+      throw config_error("routes." + biz_type + ": must name at least one channel");
+    for (auto& name : route)
+      if (names.count(name) == 0)
+        throw config_error("routes." + biz_type + ": unknown channel '" + name + "'");
+  }
+  for (auto& name : cfg.rules.default_route)
+    if (names.count(name) == 0)
+      throw config_error("default_route: unknown channel '" + name + "'");
+  for (auto& [name, t] : cfg.rules.templates)
+    if (t.body.empty())
+      throw config_error("templates." + name + ".body: must not be empty");
+  if (auto problem = cfg.ingest.validate(); !problem.empty())
+    throw config_error(problem);
+  if (auto problem = cfg.store.validate(); !problem.empty())
+    throw config_error(problem);
+}
+
+} // namespace herald::app

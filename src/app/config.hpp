@@ -1,0 +1,65 @@
+#pragma once
+
+#include "actors/channel_actor.hpp"
+#include "actors/dispatcher.hpp"
+#include "actors/ingest.hpp"
+#include "actors/store_writer.hpp"
+#include "api/http_server.hpp"
+#include "channels/simulated_provider.hpp"
+#include "domain/validation.hpp"
+#include "observability/log.hpp"
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace herald::app {
+
+/// A configuration that cannot run; the message is one line naming the offending field.
+class config_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// One configured channel: how it sends and which provider it calls.
+struct channel_config {
+  actors::channel_settings settings;
+  std::string type = "simulated";
+  channels::simulated_profile simulated;
+  std::string fallback; ///< channel to fail over to (used by the failover work; validated now)
+};
+
+/// Everything `herald serve` runs with. Read from JSON (comments allowed), then checked as a
+/// whole by validate() before anything starts.
+struct config {
+  api::http_options http;
+  std::string database = "sqlite:var/herald.db";
+  log::level log_level = log::level::info;
+  std::size_t shards = 8;
+  unsigned scheduler_threads = 2;
+  std::chrono::milliseconds drain_timeout{15000};
+  actors::ingest_config ingest;
+  actors::store_writer_config store;
+  std::vector<channel_config> channels;
+  domain::routing_rules rules;
+};
+
+/// The built-in configuration (config/herald.json, compiled in).
+const std::string& embedded_config_text();
+
+/// Parses a configuration document on top of the defaults of `config{}`: keys it names
+/// replace, keys it omits keep their default. Unknown keys are errors (typos must not pass
+/// silently). Throws config_error.
+config parse_config(const std::string& text);
+
+/// Reads and parses a file; throws config_error naming the file.
+config load_config_file(const std::string& path);
+
+/// Checks the whole configuration; throws config_error with the first problem.
+void validate(const config& cfg);
+
+/// Parses "HOST:PORT" into the HTTP options; throws config_error.
+void apply_listen(const std::string& listen, api::http_options& http);
+
+} // namespace herald::app

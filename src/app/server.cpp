@@ -1,0 +1,179 @@
+#include "app/server.hpp"
+
+#include "actors/dedup_shard.hpp"
+#include "actors/dispatcher.hpp"
+#include "actors/ingest.hpp"
+#include "actors/store_reader.hpp"
+#include "actors/store_writer.hpp"
+#include "api/http_server.hpp"
+#include "api/routes.hpp"
+#include "app/actor_service.hpp"
+#include "observability/log.hpp"
+#include "observability/metrics.hpp"
+#include "persistence/task_store.hpp"
+
+#include <csignal>
+#include <iostream>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/spawn_options.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace herald::app {
+
+namespace {
+
+// Waits for SIGTERM or SIGINT (blocked by main in every thread, so only this wait sees them).
+int wait_for_stop_signal() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  int received = 0;
+  sigwait(&signals, &received);
+  return received;
+}
+
+std::vector<actors::channel_spec>
+make_channel_specs(const config& cfg, const std::shared_ptr<channels::delay_scheduler>& delays) {
+  std::vector<actors::channel_spec> specs;
+  for (auto& ch : cfg.channels)
+    specs.push_back(
+        {ch.settings, std::make_shared<channels::simulated_provider>(ch.simulated, delays)});
+  return specs;
+}
+
+/// The actors of one node, spawned in dependency order.
+struct node {
+  actors::store_writer_actor writer;
+  actors::store_reader_actor reader;
+  actors::dispatcher_actor dispatcher;
+  std::vector<actors::dedup_shard_actor> shards;
+  actors::ingest_actor ingest;
+
+  void stop() {
+    // Front to back, so nothing is sent to an actor that is already gone.
+    caf::anon_send_exit(ingest, caf::exit_reason::user_shutdown);
+    for (auto& shard : shards)
+      caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(dispatcher, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
+  }
+};
+
+node spawn_node(caf::actor_system& sys, const config& cfg,
+                std::shared_ptr<persistence::task_store> writer_store,
+                std::shared_ptr<persistence::task_store> reader_store,
+                std::vector<actors::channel_spec> specs, std::shared_ptr<metrics> metrics,
+                std::shared_ptr<const domain::clock> clock) {
+  node n;
+  // Blocking database work runs on threads of its own, never on the scheduler's.
+  n.writer = sys.spawn<caf::detached>(actors::store_writer, std::move(writer_store), cfg.store);
+  n.reader = sys.spawn<caf::detached>(actors::store_reader, std::move(reader_store));
+  n.dispatcher = sys.spawn(actors::dispatcher, std::move(specs), n.writer, n.reader, metrics, clock,
+                           actors::dispatcher_config{});
+  for (std::size_t i = 0; i < cfg.shards; ++i)
+    n.shards.push_back(
+        sys.spawn(actors::dedup_shard, n.writer, n.dispatcher, metrics, cfg.ingest.claim_timeout));
+  n.ingest = sys.spawn(actors::ingest, n.shards, n.reader, n.dispatcher, cfg.ingest);
+  return n;
+}
+
+void drain(node& n, caf::actor_system& sys, api::http_server& server,
+           std::chrono::milliseconds timeout) {
+  server.stop_accepting();
+  if (!server.wait_idle(timeout))
+    log::warn("herald.drain_http_timeout", {{"in_flight", std::to_string(server.in_flight())}});
+  caf::scoped_actor self{sys};
+  self->request(n.dispatcher, timeout, actors::drain_atom_v)
+      .receive([](bool) { log::info("herald.drained"); },
+               [](caf::error& err) {
+                 // Whatever did not finish stays in the database and is resumed at next start.
+                 log::warn("herald.drain_incomplete", {{"error", actors::describe(err)}});
+               });
+  server.stop();
+}
+
+} // namespace
+
+int serve(const config& cfg) {
+  persistence::database_url url;
+  try {
+    url = persistence::parse_database_url(cfg.database);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "herald: " << e.what() << "\n";
+    return 2;
+  }
+  std::shared_ptr<persistence::task_store> writer_store;
+  std::shared_ptr<persistence::task_store> reader_store;
+  try {
+    writer_store = persistence::open_task_store(url, true);
+    reader_store = persistence::open_task_store(url, false);
+  } catch (const std::exception& e) {
+    log::error("herald.database_unavailable", {{"database", url.text}, {"error", e.what()}});
+    std::cerr << "herald: cannot open database " << url.text << ": " << e.what() << "\n";
+    return 1;
+  }
+
+  caf::actor_system_config caf_cfg;
+  caf_cfg.set("scheduler.max-threads", static_cast<std::size_t>(cfg.scheduler_threads));
+  actors::register_types(caf_cfg);
+  auto metrics_registry = std::make_shared<metrics>();
+  auto clock = std::make_shared<domain::system_clock>();
+  auto delays = std::make_shared<channels::delay_scheduler>();
+  int exit_code = 0;
+  {
+    caf::actor_system sys{caf_cfg};
+    auto n = spawn_node(sys, cfg, writer_store, reader_store, make_channel_specs(cfg, delays),
+                        metrics_registry, clock);
+    writer_store.reset(); // the actors own the connections now
+    reader_store.reset();
+    caf::anon_send(n.dispatcher, actors::recover_atom_v);
+
+    actor_service service{n.ingest, cfg.rules};
+    api::routes routes{service, *metrics_registry, *clock,
+                       api::routes_options{cfg.http.max_json_depth}};
+    api::http_server server{cfg.http, routes.handler()};
+    try {
+      server.start();
+      log::info("herald.started", {{"version", HERALD_VERSION},
+                                   {"listen", cfg.http.host + ":" + std::to_string(server.port())},
+                                   {"database", url.text},
+                                   {"channels", std::to_string(cfg.channels.size())}});
+      auto signal = wait_for_stop_signal();
+      log::info("herald.stopping", {{"signal", std::to_string(signal)}});
+      drain(n, sys, server, cfg.drain_timeout);
+    } catch (const std::system_error& e) {
+      log::error("herald.listen_failed", {{"error", e.what()}});
+      std::cerr << "herald: " << e.what() << "\n";
+      exit_code = 1;
+      server.stop();
+    }
+    n.stop();
+  } // the actor system waits for every actor here
+  log::info("herald.stopped", {{"exit_code", std::to_string(exit_code)}});
+  return exit_code;
+}
+
+int migrate(const config& cfg) {
+  try {
+    auto url = persistence::parse_database_url(cfg.database);
+    auto version = persistence::migrate(url);
+    std::cout << "schema at version " << version << " (" << url.text << ")\n";
+    return 0;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "herald: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "herald: migration failed: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+} // namespace herald::app
