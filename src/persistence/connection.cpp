@@ -1,0 +1,62 @@
+#include "persistence/connection.hpp"
+
+#include "persistence/sql.hpp"
+
+#include <filesystem>
+#include <system_error>
+
+#include <soci/postgresql/soci-postgresql.h>
+#include <soci/soci.h>
+#include <soci/sqlite3/soci-sqlite3.h>
+
+namespace herald::persistence {
+
+namespace {
+
+/// SOCI's SQLite backend reads "key=value" options when the string holds a '='; a plain path
+/// is taken whole.
+std::string sqlite_connect_string(const std::string& path) {
+  if (path.find('=') == std::string::npos)
+    return path;
+  if (path.find('"') != std::string::npos)
+    throw store_error("SQLite path '" + path + "' may not contain both '=' and '\"'");
+  return "db=\"" + path + "\"";
+}
+
+} // namespace
+
+void configure(soci::session& sql, const database_url& url) {
+  if (url.backend != database_url::kind::sqlite)
+    return;
+  // busy_timeout first: switching to WAL needs a lock another connection may hold.
+  sql << "PRAGMA busy_timeout = 5000";
+  std::string mode;
+  sql << "PRAGMA journal_mode = WAL", soci::into(mode);
+  sql << "PRAGMA synchronous = NORMAL";
+  sql << "PRAGMA foreign_keys = ON";
+}
+
+std::unique_ptr<soci::session> connect(const database_url& url) {
+  try {
+    std::unique_ptr<soci::session> sql;
+    if (url.backend == database_url::kind::sqlite) {
+      std::filesystem::path parent = std::filesystem::path(url.sqlite_path).parent_path();
+      if (!parent.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(parent, ec);
+        if (ec)
+          throw store_error("cannot create folder '" + parent.string() + "' for " + url.text +
+                            ": " + ec.message());
+      }
+      sql = std::make_unique<soci::session>(soci::sqlite3, sqlite_connect_string(url.sqlite_path));
+    } else {
+      sql = std::make_unique<soci::session>(soci::postgresql, url.connection_string);
+    }
+    configure(*sql, url);
+    return sql;
+  } catch (const soci::soci_error& e) {
+    throw store_error("cannot open database " + url.text + ": " + short_message(e.what()));
+  }
+}
+
+} // namespace herald::persistence

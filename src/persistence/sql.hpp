@@ -1,0 +1,53 @@
+#pragma once
+
+#include "persistence/dialect.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace soci {
+class session;
+}
+
+namespace herald::persistence {
+
+/// One value of a result row as text (both backends render numbers in decimal); nullopt is NULL.
+using sql_cell = std::optional<std::string>;
+using sql_row = std::vector<sql_cell>;
+
+/// Runs `query` with text parameters bound in order of appearance and returns its rows, each
+/// with `columns` cells. One round trip; no SOCI vector binds are used (see caf-0.17.md).
+std::vector<sql_row> fetch_rows(soci::session& sql, const std::string& query,
+                                std::vector<std::string> params, std::size_t columns);
+
+/// Runs a statement that returns no rows.
+void execute(soci::session& sql, const std::string& query, std::vector<std::string> params = {});
+
+/// The cell as an integer; throws store_error if NULL or not a number.
+std::int64_t to_int(const sql_cell& cell);
+
+/// A SOCI error message without the statement text and bound values SOCI appends (they can be
+/// megabytes of JSON holding recipients).
+std::string short_message(std::string_view what);
+
+/// A write transaction that rolls back unless committed; rollback errors are swallowed (the
+/// connection may be gone, which ends the transaction anyway).
+class transaction {
+public:
+  transaction(soci::session& sql, const dialect& dialect);
+  transaction(const transaction&) = delete;
+  transaction& operator=(const transaction&) = delete;
+  ~transaction();
+
+  void commit();
+
+private:
+  soci::session& sql_;
+  bool open_ = true;
+};
+
+} // namespace herald::persistence
