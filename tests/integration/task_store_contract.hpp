@@ -1,0 +1,486 @@
+#pragma once
+
+// What every task_store backend must do, written once. A suite per backend expands
+// HERALD_TASK_STORE_CONTRACT() inside its BOOST_FIXTURE_TEST_SUITE, so SQLite and PostgreSQL
+// run exactly the same checks.
+
+#include "domain/keys.hpp"
+#include "domain/message.hpp"
+#include "persistence/connection.hpp"
+#include "persistence/task_store.hpp"
+#include "store_backends.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+#include <soci/soci.h>
+
+namespace herald::test::task_store_contract {
+
+using domain::task_state;
+using persistence::state_change;
+
+inline domain::timestamp micros(std::int64_t value) {
+  return domain::from_unix_micros(value);
+}
+
+/// A message for `biz_id` with one task per channel, ids derived from the keys as herald does.
+inline domain::message_plan make_plan(const std::string& biz_id,
+                                      const std::vector<std::string>& channels,
+                                      const std::string& user = "u-123") {
+  domain::message_plan plan;
+  auto& m = plan.message;
+  m.key = domain::message_key{"default", "ORDER_SHIPPED", biz_id, user};
+  m.id = domain::message_id_for(m.key);
+  m.template_name = "order_shipped";
+  m.params = {{"order_no", biz_id}, {"note", "quotes \" and \\ and 'ticks' and ünïcode"}};
+  m.title = "Shipped";
+  m.body = "Order " + biz_id + " shipped";
+  m.category = domain::category::transactional;
+  m.priority = domain::priority::high;
+  m.send_at = micros(1'800'000'000'000'001);
+  m.trace_id = "trace-" + biz_id;
+  m.created_at = micros(1'790'000'000'123'456);
+  for (const auto& channel : channels) {
+    const domain::task_key key{m.key, channel};
+    plan.tasks.push_back(domain::task_record{domain::task_id_for(key), channel,
+                                             "to-" + channel + "-" + user,
+                                             domain::provider_request_id_for(key)});
+  }
+  return plan;
+}
+
+inline std::uint64_t total_tasks(persistence::task_store& store) {
+  std::uint64_t total = 0;
+  for (const auto& count : store.count_by_state())
+    total += count.count;
+  return total;
+}
+
+inline std::uint64_t tasks_in(persistence::task_store& store, task_state state) {
+  for (const auto& count : store.count_by_state())
+    if (count.state == state)
+      return count.count;
+  return 0;
+}
+
+inline state_change change(const std::string& task_id, task_state from, task_state to,
+                           std::uint32_t attempts = 0, std::int64_t at = 1'790'000'001'000'000,
+                           std::string error = {}) {
+  state_change c;
+  c.task_id = task_id;
+  c.from = from;
+  c.to = to;
+  c.attempts = attempts;
+  c.last_error = std::move(error);
+  c.at = micros(at);
+  return c;
+}
+
+inline void migrations_are_idempotent(store_backend& backend) {
+  const int version = persistence::migrate(backend.url());
+  BOOST_TEST(version >= 1);
+  BOOST_TEST(persistence::migrate(backend.url()) == version);
+  BOOST_CHECK_NO_THROW(persistence::open_task_store(backend.url(), false));
+  BOOST_CHECK_NO_THROW(persistence::open_task_store(backend.url(), true));
+}
+
+inline void unmigrated_database_is_refused(store_backend& backend) {
+  const auto fresh = backend.fresh_database();
+  try {
+    persistence::open_task_store(fresh, false);
+    BOOST_FAIL("an unmigrated database was accepted");
+  } catch (const persistence::store_error& e) {
+    BOOST_TEST(std::string(e.what()).find("database schema is at version 0, herald needs") !=
+               std::string::npos);
+    BOOST_TEST(std::string(e.what()).find("run herald migrate") != std::string::npos);
+  }
+}
+
+inline void concurrent_migrations_agree(store_backend& backend) {
+  const auto fresh = backend.fresh_database();
+  constexpr int migrators = 4;
+  std::vector<int> versions(migrators, -1);
+  std::vector<std::string> errors(migrators);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < migrators; ++i)
+    threads.emplace_back([&, i] {
+      try {
+        versions[i] = persistence::migrate(fresh);
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  for (auto& thread : threads)
+    thread.join();
+  for (int i = 0; i < migrators; ++i) {
+    BOOST_TEST(errors[i] == "");
+    BOOST_TEST(versions[i] == versions[0]);
+  }
+  BOOST_TEST(versions[0] >= 1);
+}
+
+inline void claim_creates_then_answers_duplicates(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto a = make_plan("order-1", {"sms", "wechat", "app"});
+  const auto b = make_plan("order-2", {"sms"});
+
+  auto first = store->claim({a, b});
+  BOOST_TEST_REQUIRE(first.size() == 2u);
+  BOOST_TEST(first[0].message_id == a.message.id);
+  BOOST_TEST_REQUIRE(first[0].tasks.size() == 3u);
+  BOOST_TEST_REQUIRE(first[1].tasks.size() == 1u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    BOOST_TEST(first[0].tasks[i].task_id == a.tasks[i].id);
+    BOOST_TEST(first[0].tasks[i].channel == a.tasks[i].channel);
+    BOOST_TEST(first[0].tasks[i].created);
+    BOOST_TEST((first[0].tasks[i].state == task_state::pending));
+  }
+  BOOST_TEST(first[1].tasks[0].created);
+
+  BOOST_TEST(
+      store->apply({change(a.tasks[1].id, task_state::pending, task_state::sending)}, {}).size() ==
+      1u);
+
+  // Resubmitted, in another order and with a new channel: old tasks answered, the new one made.
+  auto a_plus = make_plan("order-1", {"sms", "wechat", "app", "email"});
+  auto second = store->claim({b, a_plus});
+  BOOST_TEST_REQUIRE(second.size() == 2u);
+  BOOST_TEST(second[0].message_id == b.message.id);
+  BOOST_TEST(!second[0].tasks[0].created);
+  BOOST_TEST(second[0].tasks[0].task_id == b.tasks[0].id);
+  BOOST_TEST_REQUIRE(second[1].tasks.size() == 4u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    BOOST_TEST(!second[1].tasks[i].created);
+    BOOST_TEST(second[1].tasks[i].task_id == a.tasks[i].id);
+  }
+  BOOST_TEST((second[1].tasks[0].state == task_state::pending));
+  BOOST_TEST((second[1].tasks[1].state == task_state::sending)); // current state, not PENDING
+  BOOST_TEST(second[1].tasks[3].created);
+  BOOST_TEST(second[1].tasks[3].channel == "email");
+  BOOST_TEST(total_tasks(*store) == 5u);
+}
+
+inline void same_key_twice_in_one_batch(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto plan = make_plan("order-7", {"sms", "app"});
+  auto twice_in_plan = make_plan("order-8", {"sms", "sms"});
+
+  auto results = store->claim({plan, plan, twice_in_plan});
+  BOOST_TEST_REQUIRE(results.size() == 3u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    BOOST_TEST(results[0].tasks[i].created);
+    BOOST_TEST(!results[1].tasks[i].created);
+    BOOST_TEST(results[1].tasks[i].task_id == results[0].tasks[i].task_id);
+    BOOST_TEST((results[1].tasks[i].state == task_state::pending));
+  }
+  BOOST_TEST_REQUIRE(results[2].tasks.size() == 2u);
+  BOOST_TEST(results[2].tasks[0].created);
+  BOOST_TEST(!results[2].tasks[1].created);
+  BOOST_TEST(results[2].tasks[0].task_id == results[2].tasks[1].task_id);
+  BOOST_TEST(total_tasks(*store) == 3u);
+}
+
+inline void keys_are_not_null_and_unique(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto plan = make_plan("order-9", {"sms"});
+  store->claim({plan});
+  auto sql = persistence::connect(backend.url());
+
+  const std::vector<std::string> key_columns = {"message_id", "tenant",  "biz_type",
+                                                "biz_id",     "user_id", "channel"};
+  for (const auto& column : key_columns) {
+    std::map<std::string, std::string> values = {{"message_id", "'" + plan.message.id + "'"},
+                                                 {"tenant", "'default'"},
+                                                 {"biz_type", "'ORDER_SHIPPED'"},
+                                                 {"biz_id", "'order-9'"},
+                                                 {"user_id", "'u-123'"},
+                                                 {"channel", "'null-test'"}};
+    values[column] = "NULL";
+    BOOST_TEST_CONTEXT("NULL " << column) {
+      BOOST_CHECK_THROW(*sql << "INSERT INTO tasks (id, message_id, tenant, biz_type, biz_id, "
+                                "user_id, channel, recipient, provider_request_id, status, "
+                                "priority, created_at, updated_at) VALUES ('null-" +
+                                    column + "', " + values["message_id"] + ", " +
+                                    values["tenant"] + ", " + values["biz_type"] + ", " +
+                                    values["biz_id"] + ", " + values["user_id"] + ", " +
+                                    values["channel"] + ", 'r', 'p', 'PENDING', 'normal', 1, 1)",
+                        soci::soci_error);
+    }
+  }
+  // The same business key under another id: the unique key, not only the id, guards it.
+  BOOST_CHECK_THROW(*sql << "INSERT INTO tasks (id, message_id, tenant, biz_type, biz_id, "
+                            "user_id, channel, recipient, provider_request_id, status, priority, "
+                            "created_at, updated_at) VALUES ('other-id', '" +
+                                plan.message.id +
+                                "', 'default', 'ORDER_SHIPPED', 'order-9', 'u-123', 'sms', 'r', "
+                                "'p', 'PENDING', 'normal', 1, 1)",
+                    soci::soci_error);
+  BOOST_CHECK_THROW(*sql << "INSERT INTO messages (id, tenant, biz_type, biz_id, user_id, "
+                            "category, priority, created_at) VALUES ('other-id', 'default', "
+                            "'ORDER_SHIPPED', 'order-9', 'u-123', 'transactional', 'normal', 1)",
+                    soci::soci_error);
+  BOOST_CHECK_THROW(*sql << "INSERT INTO messages (id, tenant, biz_type, biz_id, user_id, "
+                            "category, priority, created_at) VALUES ('m-null', NULL, "
+                            "'ORDER_SHIPPED', 'order-10', 'u-123', 'transactional', 'normal', 1)",
+                    soci::soci_error);
+  // A task must belong to a message.
+  BOOST_CHECK_THROW(*sql << "INSERT INTO tasks (id, message_id, tenant, biz_type, biz_id, "
+                            "user_id, channel, recipient, provider_request_id, status, priority, "
+                            "created_at, updated_at) VALUES ('orphan', 'no-such-message', "
+                            "'default', 'ORDER_SHIPPED', 'order-11', 'u-123', 'sms', 'r', 'p', "
+                            "'PENDING', 'normal', 1, 1)",
+                    soci::soci_error);
+  BOOST_TEST(total_tasks(*store) == 1u);
+}
+
+inline void apply_is_guarded_and_records_attempts(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto plan = make_plan("order-20", {"sms", "app"});
+  store->claim({plan});
+  const auto& sms = plan.tasks[0].id;
+  const auto& app = plan.tasks[1].id;
+
+  auto applied = store->apply({change(sms, task_state::pending, task_state::sending),
+                               change(app, task_state::retry_wait, task_state::sending)},
+                              {});
+  BOOST_TEST(applied == std::vector<std::string>{sms}); // app was not in RETRY_WAIT
+  // A stale `from` changes nothing.
+  BOOST_TEST(store->apply({change(sms, task_state::pending, task_state::sending)}, {}).empty());
+
+  // Two changes of one task in one batch apply in order; the attempt is appended with them.
+  persistence::attempt_record attempt;
+  attempt.task_id = sms;
+  attempt.attempt_no = 1;
+  attempt.provider_request_id = plan.tasks[0].provider_request_id;
+  attempt.outcome = "retryable";
+  attempt.detail = "gateway timeout";
+  attempt.started_at = micros(1'790'000'002'000'000);
+  attempt.finished_at = micros(1'790'000'002'500'000);
+  auto wait = change(sms, task_state::sending, task_state::retry_wait, 1, 1'790'000'003'000'000,
+                     "gateway timeout");
+  wait.next_attempt_at = micros(1'790'000'060'000'000);
+  applied = store->apply(
+      {wait, change(sms, task_state::retry_wait, task_state::sending, 1, 1'790'000'004'000'000)},
+      {attempt});
+  BOOST_TEST(applied == (std::vector<std::string>{sms, sms}));
+  // Recording the same attempt again (a replayed batch) is harmless.
+  BOOST_TEST(store->apply({}, {attempt}).empty());
+
+  auto view = store->find_message(plan.message.id);
+  BOOST_TEST_REQUIRE(view.has_value());
+  BOOST_TEST_REQUIRE(view->tasks.size() == 2u);
+  auto sms_view = std::find_if(view->tasks.begin(), view->tasks.end(),
+                               [&](const auto& t) { return t.task_id == sms; });
+  BOOST_TEST_REQUIRE((sms_view != view->tasks.end()));
+  BOOST_TEST((sms_view->state == task_state::sending));
+  BOOST_TEST(sms_view->attempts == 1u);
+  BOOST_TEST(sms_view->last_error == "gateway timeout"); // an empty error keeps the last one
+  BOOST_TEST(!sms_view->next_attempt_at.has_value());
+  BOOST_TEST(domain::to_unix_micros(sms_view->updated_at) == 1'790'000'004'000'000);
+  BOOST_TEST_REQUIRE(sms_view->attempt_log.size() == 1u);
+  const auto& logged = sms_view->attempt_log[0];
+  BOOST_TEST(logged.attempt_no == 1u);
+  BOOST_TEST(logged.outcome == "retryable");
+  BOOST_TEST(logged.detail == "gateway timeout");
+  BOOST_TEST(logged.provider_request_id == plan.tasks[0].provider_request_id);
+  BOOST_TEST(domain::to_unix_micros(logged.started_at) == 1'790'000'002'000'000);
+  BOOST_TEST(domain::to_unix_micros(logged.finished_at) == 1'790'000'002'500'000);
+  BOOST_TEST(tasks_in(*store, task_state::sending) == 1u);
+  BOOST_TEST(tasks_in(*store, task_state::pending) == 1u);
+}
+
+inline void find_message_returns_message_tasks_and_attempts(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto plan = make_plan("order-30", {"wechat", "app"});
+  store->claim({plan});
+  BOOST_TEST(!store->find_message("no-such-message").has_value());
+
+  auto view = store->find_message(plan.message.id);
+  BOOST_TEST_REQUIRE(view.has_value());
+  const auto& m = view->message;
+  BOOST_TEST(m.id == plan.message.id);
+  BOOST_TEST((m.key == plan.message.key));
+  BOOST_TEST(m.template_name == "order_shipped");
+  BOOST_TEST((m.params == plan.message.params));
+  BOOST_TEST(m.title == "Shipped");
+  BOOST_TEST(m.body == plan.message.body);
+  BOOST_TEST((m.priority == domain::priority::high));
+  BOOST_TEST((m.category == domain::category::transactional));
+  BOOST_TEST((m.send_at == plan.message.send_at));
+  BOOST_TEST(!m.expire_at.has_value());
+  BOOST_TEST(m.trace_id == plan.message.trace_id);
+  BOOST_TEST((m.created_at == plan.message.created_at));
+  BOOST_TEST_REQUIRE(view->tasks.size() == 2u);
+  BOOST_TEST(view->tasks[0].channel == "app"); // ordered by channel
+  BOOST_TEST(view->tasks[0].recipient == "to-app-u-123");
+  BOOST_TEST(view->tasks[0].provider_request_id == plan.tasks[1].provider_request_id);
+  BOOST_TEST(view->tasks[0].attempts == 0u);
+  BOOST_TEST(view->tasks[0].last_error == "");
+  BOOST_TEST(view->tasks[0].attempt_log.empty());
+  BOOST_TEST(view->tasks[1].channel == "wechat");
+}
+
+inline void load_unfinished_pages_in_id_order(store_backend& backend) {
+  auto store = backend.open_store();
+  std::vector<domain::message_plan> plans;
+  for (int i = 0; i < 12; ++i)
+    plans.push_back(make_plan("order-p" + std::to_string(i), {"sms", "app"}));
+  store->claim(plans);
+  // Five tasks finish; one waits for a retry, which is still unfinished.
+  std::set<std::string> expected;
+  std::vector<state_change> changes;
+  for (int i = 0; i < 12; ++i) {
+    for (const auto& task : plans[i].tasks)
+      expected.insert(task.id);
+    if (i < 5) {
+      const auto& id = plans[i].tasks[0].id;
+      changes.push_back(change(id, task_state::pending, task_state::sending));
+      changes.push_back(change(id, task_state::sending, task_state::sent, 1));
+      expected.erase(id);
+    }
+  }
+  changes.push_back(change(plans[6].tasks[1].id, task_state::pending, task_state::sending));
+  changes.push_back(change(plans[6].tasks[1].id, task_state::sending, task_state::retry_wait, 1));
+  BOOST_TEST(store->apply(changes, {}).size() == changes.size());
+
+  std::vector<domain::delivery> seen;
+  std::string after;
+  for (;;) {
+    auto page = store->load_unfinished(after, 5);
+    BOOST_TEST_REQUIRE(page.size() <= 5u);
+    if (page.empty())
+      break;
+    seen.insert(seen.end(), page.begin(), page.end());
+    after = page.back().task_id;
+  }
+  BOOST_TEST_REQUIRE(seen.size() == expected.size());
+  std::vector<std::string> ids;
+  for (const auto& d : seen)
+    ids.push_back(d.task_id);
+  BOOST_TEST((ids == std::vector<std::string>(expected.begin(), expected.end())));
+
+  const auto retrying = std::find_if(
+      seen.begin(), seen.end(), [&](const auto& d) { return d.task_id == plans[6].tasks[1].id; });
+  BOOST_TEST_REQUIRE((retrying != seen.end()));
+  BOOST_TEST((retrying->state == task_state::retry_wait));
+  BOOST_TEST(retrying->attempts == 1u);
+  BOOST_TEST(retrying->message_id == plans[6].message.id);
+  BOOST_TEST(retrying->channel == "app");
+  BOOST_TEST(retrying->recipient == "to-app-u-123");
+  BOOST_TEST(retrying->title == "Shipped");
+  BOOST_TEST(retrying->body == plans[6].message.body);
+  BOOST_TEST(retrying->trace_id == plans[6].message.trace_id);
+  BOOST_TEST((retrying->priority == domain::priority::high));
+  BOOST_TEST((retrying->send_at == plans[6].message.send_at));
+  BOOST_TEST((retrying->accepted_at == plans[6].message.created_at));
+  BOOST_TEST(store->load_unfinished(ids.back(), 5).empty());
+
+  BOOST_TEST(tasks_in(*store, task_state::sent) == 5u);
+  BOOST_TEST(tasks_in(*store, task_state::retry_wait) == 1u);
+  BOOST_TEST(tasks_in(*store, task_state::pending) == 18u);
+  BOOST_CHECK_NO_THROW(store->ping());
+}
+
+/// Invariant 1 under contention: eight connections claim the same 1,000 keys at once.
+inline void concurrent_claims_create_each_key_once(store_backend& backend) {
+  constexpr int workers = 8;
+  constexpr std::size_t plans_per_batch = 50; // 100 tasks per claim
+  std::vector<domain::message_plan> plans;
+  std::map<std::string, std::string> expected; // task id -> channel
+  for (int i = 0; i < 500; ++i) {
+    plans.push_back(
+        make_plan("order-c" + std::to_string(i), {"sms", "app"}, "u-" + std::to_string(i % 7)));
+    for (const auto& task : plans.back().tasks)
+      expected.emplace(task.id, task.channel);
+  }
+  BOOST_TEST_REQUIRE(expected.size() == 1000u);
+  backend.open_store(); // migrate once, up front
+
+  std::mutex mutex;
+  std::condition_variable go;
+  int ready = 0;
+  std::vector<std::vector<persistence::claim_outcome>> outcomes(workers);
+  std::vector<std::string> errors(workers);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] {
+      try {
+        auto store = persistence::open_task_store(backend.url(), false);
+        auto mine = plans;
+        std::shuffle(mine.begin(), mine.end(), std::mt19937(static_cast<unsigned>(w + 1)));
+        {
+          std::unique_lock<std::mutex> lock(mutex);
+          ++ready;
+          go.notify_all();
+          go.wait(lock, [&] { return ready == workers; });
+        }
+        for (std::size_t at = 0; at < mine.size(); at += plans_per_batch) {
+          std::vector<domain::message_plan> batch(
+              mine.begin() + static_cast<std::ptrdiff_t>(at),
+              mine.begin() +
+                  static_cast<std::ptrdiff_t>(std::min(at + plans_per_batch, mine.size())));
+          for (auto& result : store->claim(batch))
+            for (auto& outcome : result.tasks)
+              outcomes[w].push_back(std::move(outcome));
+        }
+      } catch (const std::exception& e) {
+        errors[w] = e.what();
+        std::lock_guard<std::mutex> lock(mutex);
+        ready = workers; // never leave the others waiting
+        go.notify_all();
+      }
+    });
+  }
+  for (auto& thread : threads)
+    thread.join();
+
+  std::map<std::string, int> created;
+  for (int w = 0; w < workers; ++w) {
+    BOOST_TEST(errors[w] == "");
+    BOOST_TEST(outcomes[w].size() == 1000u);
+    for (const auto& outcome : outcomes[w]) {
+      auto it = expected.find(outcome.task_id);
+      BOOST_TEST_REQUIRE((it != expected.end()));
+      BOOST_TEST(it->second == outcome.channel);
+      BOOST_TEST((outcome.state == task_state::pending));
+      created[outcome.task_id] += outcome.created ? 1 : 0;
+    }
+  }
+  BOOST_TEST(created.size() == 1000u);
+  int created_once = 0;
+  for (const auto& [id, count] : created)
+    created_once += count == 1 ? 1 : 0;
+  BOOST_TEST(created_once == 1000);
+  auto store = backend.open_store();
+  BOOST_TEST(total_tasks(*store) == 1000u);
+}
+
+} // namespace herald::test::task_store_contract
+
+/// Expands every contract test into the enclosing fixture suite (fixture: a store_backend).
+#define HERALD_TASK_STORE_CONTRACT_TEST(name)                                                      \
+  BOOST_AUTO_TEST_CASE(name) {                                                                     \
+    ::herald::test::task_store_contract::name(*this);                                              \
+  }
+
+#define HERALD_TASK_STORE_CONTRACT()                                                               \
+  HERALD_TASK_STORE_CONTRACT_TEST(migrations_are_idempotent)                                       \
+  HERALD_TASK_STORE_CONTRACT_TEST(unmigrated_database_is_refused)                                  \
+  HERALD_TASK_STORE_CONTRACT_TEST(concurrent_migrations_agree)                                     \
+  HERALD_TASK_STORE_CONTRACT_TEST(claim_creates_then_answers_duplicates)                           \
+  HERALD_TASK_STORE_CONTRACT_TEST(same_key_twice_in_one_batch)                                     \
+  HERALD_TASK_STORE_CONTRACT_TEST(keys_are_not_null_and_unique)                                    \
+  HERALD_TASK_STORE_CONTRACT_TEST(apply_is_guarded_and_records_attempts)                           \
+  HERALD_TASK_STORE_CONTRACT_TEST(find_message_returns_message_tasks_and_attempts)                 \
+  HERALD_TASK_STORE_CONTRACT_TEST(load_unfinished_pages_in_id_order)                               \
+  HERALD_TASK_STORE_CONTRACT_TEST(concurrent_claims_create_each_key_once)

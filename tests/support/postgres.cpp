@@ -1,0 +1,57 @@
+#include "support/postgres.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace herald::test {
+
+std::optional<std::string> test_postgres_url() {
+  const char* url = std::getenv("HERALD_TEST_POSTGRES_URL");
+  if (url == nullptr || *url == '\0')
+    return std::nullopt;
+  return std::string(url);
+}
+
+bool running_in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && *ci != '\0';
+}
+
+boost::test_tools::assertion_result postgres_tests_enabled(boost::unit_test::test_unit_id) {
+  if (test_postgres_url() || running_in_ci())
+    return true;
+  boost::test_tools::assertion_result result(false);
+  result.message() << "HERALD_TEST_POSTGRES_URL is not set: PostgreSQL tests disabled "
+                      "(run them with scripts/with-postgres.sh <test binary>)";
+  return result;
+}
+
+std::string require_test_postgres_url() {
+  if (auto url = test_postgres_url())
+    return *url;
+  throw std::runtime_error("HERALD_TEST_POSTGRES_URL is not set but CI is: PostgreSQL tests "
+                           "must run in CI (wrap the test command in scripts/with-postgres.sh)");
+}
+
+std::string unique_database_name(std::string_view prefix) {
+  static std::atomic<unsigned> counter{0};
+  std::random_device device;
+  std::mt19937_64 random(device());
+  return std::string(prefix) + std::to_string(::getpid()) + "_" +
+         std::to_string(counter.fetch_add(1)) + "_" + std::to_string(random() % 1000000007ULL);
+}
+
+std::string with_database(const std::string& url, const std::string& database) {
+  const auto scheme = url.find("://");
+  const auto slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  if (slash == std::string::npos)
+    throw std::invalid_argument("no database in URL '" + url + "'");
+  const auto query = url.find('?', slash);
+  return url.substr(0, slash + 1) + database +
+         (query == std::string::npos ? std::string() : url.substr(query));
+}
+
+} // namespace herald::test
