@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <iostream>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <unistd.h>
@@ -23,9 +25,13 @@ bool running_in_ci() {
 boost::test_tools::assertion_result postgres_tests_enabled(boost::unit_test::test_unit_id) {
   if (test_postgres_url() || running_in_ci())
     return true;
+  constexpr const char* why = "HERALD_TEST_POSTGRES_URL is not set: PostgreSQL tests disabled "
+                              "(run them with scripts/with-postgres.sh <test binary>)";
+  // Boost.Test shows a failed precondition only at --log_level=test_suite; say it once anyway.
+  static std::once_flag told;
+  std::call_once(told, [&] { std::cerr << "herald tests: " << why << "\n"; });
   boost::test_tools::assertion_result result(false);
-  result.message() << "HERALD_TEST_POSTGRES_URL is not set: PostgreSQL tests disabled "
-                      "(run them with scripts/with-postgres.sh <test binary>)";
+  result.message() << why;
   return result;
 }
 
