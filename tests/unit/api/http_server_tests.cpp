@@ -1,0 +1,551 @@
+#include "api/http_server.hpp"
+#include "api/routes.hpp"
+#include "api/service.hpp"
+#include "domain/time.hpp"
+#include "observability/log.hpp"
+#include "observability/metrics.hpp"
+#include "support/http_client.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+using namespace herald;
+using test::header_list;
+using test::http_connection;
+namespace json = boost::json;
+
+namespace {
+
+/// Stands in for the actor system: remembers task ids in memory and answers every call from
+/// its own thread, as the real service may. `hold()` keeps submit answers back until
+/// `release()`, to have requests in flight on purpose.
+class memory_service final : public api::service {
+public:
+  memory_service() {
+    rules_.channels = {"sms", "wechat", "app", "email", "inapp"};
+    rules_.routes["ORDER_SHIPPED"] = {"sms", "app"};
+    worker_ = std::thread([this] { work(); });
+  }
+
+  ~memory_service() override { shutdown(); }
+
+  /// Answers everything still queued, then ends the worker; idempotent.
+  void shutdown() {
+    release();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (worker_.joinable())
+      worker_.join();
+  }
+
+  const domain::routing_rules& rules() const override { return rules_; }
+
+  void submit(domain::message_plan plan,
+              std::function<void(std::variant<persistence::claim_result, api::service_error>)> done)
+      override {
+    enqueue(
+        [this, plan = std::move(plan), done = std::move(done)] {
+          if (failure) {
+            done(*failure);
+            return;
+          }
+          persistence::claim_result result;
+          result.message_id = plan.message.id;
+          for (const auto& task : plan.tasks) {
+            bool created = tasks_.emplace(task.id, task).second;
+            result.tasks.push_back({task.id, task.channel, domain::task_state::pending, created});
+          }
+          messages_.emplace(plan.message.id, plan);
+          done(result);
+        },
+        true);
+  }
+
+  void find_message(std::string message_id,
+                    std::function<void(
+                        std::variant<std::optional<persistence::message_view>, api::service_error>)>
+                        done) override {
+    enqueue(
+        [this, message_id, done = std::move(done)] {
+          auto it = messages_.find(message_id);
+          if (it == messages_.end()) {
+            done(std::optional<persistence::message_view>{});
+            return;
+          }
+          persistence::message_view view;
+          view.message = it->second.message;
+          for (const auto& task : it->second.tasks) {
+            persistence::task_view item;
+            item.task_id = task.id;
+            item.channel = task.channel;
+            item.recipient = task.recipient;
+            item.provider_request_id = task.provider_request_id;
+            view.tasks.push_back(item);
+          }
+          done(std::optional<persistence::message_view>(view));
+        },
+        false);
+  }
+
+  void readiness(std::function<void(bool, std::string)> done) override {
+    enqueue([this, done = std::move(done)] { done(ready, ready ? "" : "database unreachable"); },
+            false);
+  }
+
+  void hold() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    holding_ = true;
+  }
+
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      holding_ = false;
+      for (auto& job : held_)
+        jobs_.push_back(std::move(job));
+      held_.clear();
+    }
+    wake_.notify_all();
+  }
+
+  std::size_t held() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return held_.size();
+  }
+
+  std::atomic<bool> ready{true};
+  std::optional<api::service_error> failure; // set before the requests it applies to
+
+private:
+  void enqueue(std::function<void()> job, bool holdable) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      (holdable && holding_ ? held_ : jobs_).push_back(std::move(job));
+    }
+    wake_.notify_all();
+  }
+
+  void work() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty())
+        return;
+      auto job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      job();
+      lock.lock();
+    }
+  }
+
+  domain::routing_rules rules_;
+  std::map<std::string, domain::task_record> tasks_;     // worker thread only
+  std::map<std::string, domain::message_plan> messages_; // worker thread only
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> jobs_;
+  std::deque<std::function<void()>> held_;
+  bool holding_ = false;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+/// The real server and routes on an ephemeral port, over the in-memory service.
+struct server_fixture {
+  explicit server_fixture(api::http_options options = small_options())
+      : clock(*domain::parse_rfc3339("2026-12-01T10:00:00Z")),
+        routes(service, counters, clock, {options.max_json_depth}),
+        server(options, routes.handler()) {
+    server.start();
+    port = server.port();
+  }
+
+  // The service answers its last callbacks before the routes and metrics they use go away,
+  // as the real actor system must.
+  ~server_fixture() {
+    server.stop();
+    service.shutdown();
+  }
+
+  static api::http_options small_options() {
+    api::http_options options;
+    options.port = 0;
+    options.io_threads = 2;
+    return options;
+  }
+
+  test::http_response post(const std::string& body, header_list headers = test::json_headers()) {
+    return test::request("127.0.0.1", port, "POST", "/v1/messages", body, headers);
+  }
+
+  test::http_response get(const std::string& target, header_list headers = {}) {
+    return test::request("127.0.0.1", port, "GET", target, {}, headers);
+  }
+
+  memory_service service;
+  herald::metrics counters;
+  domain::manual_clock clock;
+  api::routes routes;
+  api::http_server server;
+  std::uint16_t port = 0;
+};
+
+const std::string shipped =
+    R"({"biz_type":"ORDER_SHIPPED","biz_id":"o-1","user_id":"u-1","channels":["sms","app"],)"
+    R"("to":{"sms":"+8613800000000","app":"device-token-1"},)"
+    R"("content":{"title":"t","body":"b"}})";
+
+json::object error_of(const test::http_response& response) {
+  BOOST_TEST(response.header("content-type") == "application/json");
+  auto body = json::parse(response.body);
+  return body.as_object().at("error").as_object();
+}
+
+std::string text(const json::value& value) {
+  return json::value_to<std::string>(value);
+}
+
+bool is_hex32(const std::string& id) {
+  return id.size() == 32 && id.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+/// Keeps the request logs of these tests off the console unless something is wrong.
+struct quiet_logs {
+  quiet_logs() { log::init(log::level::warn); }
+};
+
+} // namespace
+
+BOOST_TEST_GLOBAL_FIXTURE(quiet_logs);
+
+BOOST_AUTO_TEST_SUITE(http_server_tests)
+
+BOOST_FIXTURE_TEST_CASE(health_endpoint_answers, server_fixture) {
+  auto response = get("/healthz");
+  BOOST_TEST(response.status == 200);
+  BOOST_TEST(response.body == R"({"status":"ok"})");
+  BOOST_TEST(response.header("content-type") == "application/json");
+  BOOST_TEST(is_hex32(response.header("x-trace-id")));
+}
+
+BOOST_FIXTURE_TEST_CASE(readiness_follows_the_service, server_fixture) {
+  BOOST_TEST(get("/readyz").status == 200);
+  BOOST_TEST(get("/readyz").body == R"({"status":"ready"})");
+  service.ready = false;
+  auto response = get("/readyz");
+  BOOST_TEST(response.status == 503);
+  BOOST_TEST(response.body == R"({"status":"not_ready","reason":"database unreachable"})");
+}
+
+BOOST_FIXTURE_TEST_CASE(accepts_then_reports_duplicates, server_fixture) {
+  auto first = post(shipped);
+  BOOST_TEST(first.status == 202);
+  auto second = post(shipped);
+  BOOST_TEST(second.status == 200);
+
+  auto a = json::parse(first.body).as_object();
+  auto b = json::parse(second.body).as_object();
+  BOOST_TEST(text(a.at("message_id")) == text(b.at("message_id")));
+  BOOST_REQUIRE(a.at("tasks").as_array().size() == 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& ta = a.at("tasks").as_array()[i].as_object();
+    const auto& tb = b.at("tasks").as_array()[i].as_object();
+    BOOST_TEST(text(ta.at("task_id")) == text(tb.at("task_id")));
+    BOOST_TEST(ta.at("duplicate").as_bool() == false);
+    BOOST_TEST(tb.at("duplicate").as_bool() == true);
+    BOOST_TEST(text(ta.at("status")) == "PENDING");
+  }
+  BOOST_TEST(text(a.at("tasks").as_array()[0].at("channel")) == "sms");
+  BOOST_TEST(text(a.at("trace_id")) == first.header("x-trace-id"));
+
+  // The message is visible, recipients masked.
+  auto view = get("/v1/messages/" + text(a.at("message_id")));
+  BOOST_TEST(view.status == 200);
+  BOOST_TEST(view.body.find("+86138****0000") != std::string::npos, view.body);
+  BOOST_TEST(view.body.find("13800000000") == std::string::npos);
+}
+
+BOOST_FIXTURE_TEST_CASE(content_type_must_be_json, server_fixture) {
+  auto plain = post(shipped, {{"Content-Type", "text/plain"}});
+  BOOST_TEST(plain.status == 415);
+  BOOST_TEST(text(error_of(plain).at("code")) == "unsupported_media_type");
+  BOOST_TEST(post(shipped, {}).status == 415);
+  BOOST_TEST(post(shipped, {{"Content-Type", "application/jsonx"}}).status == 415);
+  BOOST_TEST(post(shipped, {{"Content-Type", "Application/JSON; charset=utf-8"}}).status == 202);
+}
+
+BOOST_FIXTURE_TEST_CASE(body_over_the_limit_is_413, server_fixture) {
+  http_connection connection("127.0.0.1", port);
+  auto response =
+      connection.request("POST", "/v1/messages", std::string(65537, ' '), test::json_headers());
+  BOOST_TEST(response.status == 413);
+  BOOST_TEST(text(error_of(response).at("code")) == "payload_too_large");
+  BOOST_TEST(response.closes());
+  BOOST_TEST(connection.closed_by_peer());
+
+  // Exactly at the limit is read and judged on its content.
+  auto at_limit = post(std::string(65536, ' '));
+  BOOST_TEST(at_limit.status == 400);
+  BOOST_TEST(get("/healthz").status == 200);
+}
+
+BOOST_FIXTURE_TEST_CASE(chunked_body_over_the_limit_is_413, server_fixture) {
+  std::string chunk(40000, ' ');
+  std::ostringstream raw;
+  raw << "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      << "Transfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 2; ++i)
+    raw << std::hex << chunk.size() << "\r\n" << chunk << "\r\n";
+  raw << "0\r\n\r\n";
+  http_connection connection("127.0.0.1", port);
+  BOOST_TEST(connection.raw(raw.str()).status == 413);
+}
+
+BOOST_FIXTURE_TEST_CASE(oversized_headers_are_refused, server_fixture) {
+  auto response = get("/healthz", {{"X-Padding", std::string(20000, 'a')}});
+  BOOST_TEST(response.status == 431);
+  BOOST_TEST(text(error_of(response).at("code")) == "headers_too_large");
+}
+
+BOOST_FIXTURE_TEST_CASE(malformed_json_is_400, server_fixture) {
+  auto response = post(R"({"biz_type":"ORDER_SHIPPED",)");
+  BOOST_TEST(response.status == 400);
+  auto error = error_of(response);
+  BOOST_TEST(text(error.at("code")) == "invalid_request");
+  BOOST_TEST(text(error.at("message")).rfind("malformed JSON", 0) == 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(deep_nesting_is_400, server_fixture) {
+  std::string deep = R"({"biz_type":"T","biz_id":"b","user_id":"u","params":{"x":)";
+  deep += std::string(31, '[') + std::string(31, ']') + "}}"; // 33 levels in total
+  auto response = post(deep);
+  BOOST_TEST(response.status == 400);
+  BOOST_TEST(text(error_of(response).at("message")).find("too deep") != std::string::npos);
+}
+
+BOOST_FIXTURE_TEST_CASE(business_errors_keep_their_status, server_fixture) {
+  auto response = post(R"({"biz_type":"X","biz_id":"b","user_id":"u","channels":["fax"],)"
+                       R"("to":{"fax":"1"},"content":{"body":"b"}})");
+  BOOST_TEST(response.status == 422);
+  auto error = error_of(response);
+  BOOST_TEST(text(error.at("code")) == "unknown_channel");
+  BOOST_TEST(text(error.at("field")) == "channels[0]");
+}
+
+BOOST_FIXTURE_TEST_CASE(service_errors_keep_their_status, server_fixture) {
+  service.failure = api::service_error{503, "overloaded", "ingest queue full", ""};
+  auto response = post(shipped);
+  BOOST_TEST(response.status == 503);
+  BOOST_TEST(response.header("retry-after") == "1");
+  BOOST_TEST(text(error_of(response).at("code")) == "overloaded");
+}
+
+BOOST_FIXTURE_TEST_CASE(unknown_paths_are_404, server_fixture) {
+  auto response = get("/nope");
+  BOOST_TEST(response.status == 404);
+  BOOST_TEST(text(error_of(response).at("code")) == "not_found");
+  BOOST_TEST(get("/v1/messages/unknown-id").status == 404);
+  BOOST_TEST(get("/v1/messages/").status == 404);
+  BOOST_TEST(get("/v1/messages/a/b").status == 404);
+  BOOST_TEST(get("/v1/messages/%00").status == 404);
+}
+
+BOOST_FIXTURE_TEST_CASE(wrong_methods_are_405, server_fixture) {
+  auto response = get("/v1/messages");
+  BOOST_TEST(response.status == 405);
+  BOOST_TEST(response.header("allow") == "POST");
+  BOOST_TEST(text(error_of(response).at("code")) == "method_not_allowed");
+
+  auto post_health = test::request("127.0.0.1", port, "POST", "/healthz", "{}");
+  BOOST_TEST(post_health.status == 405);
+  BOOST_TEST(post_health.header("allow") == "GET");
+  BOOST_TEST(test::request("127.0.0.1", port, "DELETE", "/v1/messages/x").status == 405);
+  BOOST_TEST(test::request("127.0.0.1", port, "PUT", "/metrics").status == 405);
+}
+
+BOOST_FIXTURE_TEST_CASE(keep_alive_serves_several_requests, server_fixture) {
+  http_connection connection("127.0.0.1", port);
+  auto first = connection.request("GET", "/healthz");
+  BOOST_TEST(first.status == 200);
+  BOOST_TEST(!first.closes());
+  BOOST_TEST(connection.request("POST", "/v1/messages", "{", test::json_headers()).status == 400);
+  BOOST_TEST(connection.request("POST", "/v1/messages", shipped, test::json_headers()).status ==
+             202);
+  BOOST_TEST(connection.request("GET", "/nope").status == 404);
+  BOOST_TEST(connection.request("GET", "/healthz").status == 200);
+}
+
+BOOST_FIXTURE_TEST_CASE(trace_id_is_echoed, server_fixture) {
+  auto by_request_id =
+      post(shipped, {{"Content-Type", "application/json"}, {"X-Request-Id", "req-123"}});
+  BOOST_TEST(by_request_id.header("x-trace-id") == "req-123");
+  BOOST_TEST(text(json::parse(by_request_id.body).at("trace_id")) == "req-123");
+
+  auto by_traceparent =
+      get("/healthz", {{"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+                       {"X-Request-Id", "ignored"}});
+  BOOST_TEST(by_traceparent.header("x-trace-id") == "4bf92f3577b34da6a3ce929d0e0e4736");
+
+  auto bad_traceparent =
+      get("/healthz", {{"traceparent", "00-00000000000000000000000000000000-00f067aa0ba902b7-01"},
+                       {"X-Request-Id", "fallback"}});
+  BOOST_TEST(bad_traceparent.header("x-trace-id") == "fallback");
+
+  auto unsafe = get("/healthz", {{"X-Request-Id", "has space"}});
+  BOOST_TEST(is_hex32(unsafe.header("x-trace-id")));
+  auto too_long = get("/healthz", {{"X-Request-Id", std::string(65, 'a')}});
+  BOOST_TEST(is_hex32(too_long.header("x-trace-id")));
+
+  auto error = post("{", {{"Content-Type", "application/json"}, {"X-Request-Id", "e-1"}});
+  BOOST_TEST(error.header("x-trace-id") == "e-1");
+}
+
+BOOST_FIXTURE_TEST_CASE(metrics_are_prometheus_text, server_fixture) {
+  BOOST_TEST(post(shipped).status == 202);
+  auto response = get("/metrics");
+  BOOST_TEST(response.status == 200);
+  BOOST_TEST(response.header("content-type") == "text/plain; version=0.0.4");
+  BOOST_TEST(response.body.find("herald_messages_received_total 1") != std::string::npos,
+             response.body);
+  BOOST_TEST(response.body.find("herald_ingest_latency_seconds") != std::string::npos);
+}
+
+BOOST_FIXTURE_TEST_CASE(malformed_http_is_400, server_fixture) {
+  http_connection connection("127.0.0.1", port);
+  auto response = connection.raw("GARBAGE\x01 / HTTP/1.1\r\n\r\n");
+  BOOST_TEST(response.status == 400);
+  BOOST_TEST(text(error_of(response).at("code")) == "invalid_request");
+  BOOST_TEST(get("/healthz").status == 200);
+}
+
+BOOST_FIXTURE_TEST_CASE(expect_continue_is_honoured, server_fixture) {
+  http_connection connection("127.0.0.1", port);
+  auto response = connection.raw("POST /v1/messages HTTP/1.1\r\nHost: x\r\n"
+                                 "Content-Type: application/json\r\nExpect: 100-continue\r\n"
+                                 "Content-Length: 1\r\n\r\n{");
+  // The interim 100 comes first; the client reads it as a response of its own.
+  BOOST_TEST(response.status == 100);
+}
+
+BOOST_AUTO_TEST_CASE(overload_is_503_and_drain_waits) {
+  auto options = server_fixture::small_options();
+  options.max_in_flight = 1;
+  server_fixture fixture(options);
+  fixture.service.hold();
+
+  std::optional<test::http_response> first;
+  std::thread client([&] { first = fixture.post(shipped); });
+  // Bounded wait until the first request is held by the service.
+  for (int i = 0; i < 500 && fixture.service.held() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  BOOST_REQUIRE(fixture.service.held() == 1u);
+  BOOST_TEST(fixture.server.in_flight() == 1u);
+
+  auto second = fixture.post(shipped);
+  BOOST_TEST(second.status == 503);
+  BOOST_TEST(second.header("retry-after") == "1");
+  BOOST_TEST(text(error_of(second).at("code")) == "overloaded");
+
+  BOOST_TEST(!fixture.server.wait_idle(std::chrono::milliseconds(50)));
+  fixture.service.release();
+  BOOST_TEST(fixture.server.wait_idle(std::chrono::seconds(10)));
+  client.join();
+  BOOST_REQUIRE(first.has_value());
+  BOOST_TEST(first->status == 202);
+}
+
+BOOST_AUTO_TEST_CASE(answers_after_the_client_left_do_not_crash) {
+  server_fixture fixture;
+  fixture.service.hold();
+  {
+    http_connection connection("127.0.0.1", fixture.port);
+    std::string raw = "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      "Content-Length: " +
+                      std::to_string(shipped.size()) + "\r\n\r\n" + shipped;
+    connection.send(raw);
+    for (int i = 0; i < 500 && fixture.service.held() == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    BOOST_REQUIRE(fixture.service.held() == 1u);
+  }
+  fixture.service.release();
+  BOOST_TEST(fixture.server.wait_idle(std::chrono::seconds(10)));
+  BOOST_TEST(fixture.get("/healthz").status == 200);
+}
+
+BOOST_AUTO_TEST_CASE(answers_after_stop_do_not_crash) {
+  auto fixture = std::make_unique<server_fixture>();
+  fixture->service.hold();
+  std::thread client([&, port = fixture->port] {
+    try {
+      test::request("127.0.0.1", port, "POST", "/v1/messages", shipped, test::json_headers());
+    } catch (...) {
+      // The server went away: expected.
+    }
+  });
+  for (int i = 0; i < 500 && fixture->service.held() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  BOOST_REQUIRE(fixture->service.held() == 1u);
+  fixture->server.stop_accepting();
+  BOOST_TEST(!fixture->server.wait_idle(std::chrono::milliseconds(20)));
+  fixture->server.stop();
+  fixture->service.release(); // answers into a stopped server
+  client.join();
+  fixture.reset();
+}
+
+BOOST_AUTO_TEST_CASE(stop_accepting_refuses_new_connections) {
+  server_fixture fixture;
+  BOOST_TEST(fixture.get("/healthz").status == 200);
+  fixture.server.stop_accepting();
+  BOOST_CHECK_THROW(fixture.get("/healthz"), std::runtime_error);
+}
+
+BOOST_AUTO_TEST_CASE(a_taken_port_is_a_clear_error) {
+  server_fixture first;
+  api::http_options options = server_fixture::small_options();
+  options.port = first.port;
+  api::http_server second(options, first.routes.handler());
+  try {
+    second.start();
+    BOOST_FAIL("start() on a taken port must throw");
+  } catch (const std::system_error& e) {
+    BOOST_TEST(std::string(e.what()).find("127.0.0.1:" + std::to_string(first.port)) !=
+                   std::string::npos,
+               e.what());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(recipients_never_reach_the_log) {
+  std::ostringstream lines;
+  log::init_to_stream(log::level::debug, lines);
+  {
+    server_fixture fixture;
+    BOOST_TEST(
+        fixture.post(shipped, {{"Content-Type", "application/json"}, {"X-Request-Id", "log-1"}})
+            .status == 202);
+    BOOST_TEST(fixture
+                   .post(R"({"biz_type":"ORDER_SHIPPED","biz_id":"o-2","user_id":"u-1",)"
+                         R"("channels":["sms"],"to":{"sms":"+8613900000000"}})")
+                   .status == 400);
+  }
+  log::init(log::level::warn);
+  auto text = lines.str();
+  BOOST_TEST(text.find("log-1") != std::string::npos, text);
+  BOOST_TEST(text.find("13800000000") == std::string::npos);
+  BOOST_TEST(text.find("13900000000") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
