@@ -1,0 +1,106 @@
+// claim_bench: how many task rows per second task_store::claim writes, by batch size.
+//
+//   claim_bench [--tasks N] [URL...]
+//
+// With no URL: a SQLite file in a temporary folder, plus $HERALD_TEST_POSTGRES_URL when set
+// (scripts/with-postgres.sh build/bench/claim_bench). Each batch size claims N new keys
+// (one message, one task each), then claims the same keys again (all duplicates).
+#include "domain/keys.hpp"
+#include "domain/message.hpp"
+#include "persistence/task_store.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace herald;
+
+namespace {
+
+domain::message_plan plan_for(const std::string& run, std::size_t i) {
+  domain::message_plan plan;
+  auto& m = plan.message;
+  m.key = domain::message_key{"bench", "ORDER_SHIPPED", run + "-" + std::to_string(i), "u-1"};
+  m.id = domain::message_id_for(m.key);
+  m.title = "Shipped";
+  m.body = "Order " + m.key.biz_id + " shipped";
+  m.trace_id = "trace";
+  m.created_at = domain::from_unix_micros(1'790'000'000'000'000);
+  const domain::task_key key{m.key, "sms"};
+  plan.tasks.push_back(domain::task_record{domain::task_id_for(key), "sms", "+8613800000000",
+                                           domain::provider_request_id_for(key)});
+  return plan;
+}
+
+double claim_all(persistence::task_store& store, const std::vector<domain::message_plan>& plans,
+                 std::size_t batch_size, bool expect_created) {
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t wrong = 0;
+  for (std::size_t at = 0; at < plans.size(); at += batch_size) {
+    std::vector<domain::message_plan> batch(
+        plans.begin() + static_cast<std::ptrdiff_t>(at),
+        plans.begin() + static_cast<std::ptrdiff_t>(std::min(at + batch_size, plans.size())));
+    for (const auto& result : store.claim(batch))
+      for (const auto& task : result.tasks)
+        wrong += task.created != expect_created ? 1 : 0;
+  }
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  if (wrong != 0)
+    std::cerr << "  " << wrong << " answers were not " << (expect_created ? "created" : "duplicate")
+              << "\n";
+  return static_cast<double>(plans.size()) / took.count();
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::size_t tasks = 10000;
+  std::vector<std::string> urls;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--tasks" && i + 1 < argc)
+      tasks = std::stoul(argv[++i]);
+    else
+      urls.push_back(arg);
+  }
+  std::filesystem::path folder;
+  if (urls.empty()) {
+    folder = std::filesystem::temp_directory_path() /
+             ("herald-claim-bench-" + std::to_string(std::random_device{}()));
+    urls.push_back("sqlite:" + (folder / "bench.db").string());
+    if (const char* pg = std::getenv("HERALD_TEST_POSTGRES_URL"); pg && *pg)
+      urls.push_back(pg);
+  }
+
+  int status = 0;
+  for (const auto& text : urls) {
+    try {
+      const auto url = persistence::parse_database_url(text);
+      auto store = persistence::open_task_store(url, true);
+      std::cout << url.text << "\n";
+      const std::string run = std::to_string(std::random_device{}());
+      for (std::size_t batch_size : {1, 100, 1000}) {
+        // Batch size 1 is one transaction per task: fewer rows keep the run short.
+        const std::size_t count = batch_size == 1 ? std::min<std::size_t>(tasks, 2000) : tasks;
+        std::vector<domain::message_plan> plans;
+        for (std::size_t i = 0; i < count; ++i)
+          plans.push_back(plan_for(run + "-b" + std::to_string(batch_size), i));
+        const double created = claim_all(*store, plans, batch_size, true);
+        const double duplicate = claim_all(*store, plans, batch_size, false);
+        std::printf("  batch %5zu: %9.0f new rows/s  %9.0f duplicate answers/s  (%zu tasks)\n",
+                    batch_size, created, duplicate, count);
+      }
+    } catch (const std::exception& e) {
+      std::cerr << text << ": " << e.what() << "\n";
+      status = 1;
+    }
+  }
+  if (!folder.empty())
+    std::filesystem::remove_all(folder);
+  return status;
+}
