@@ -1,0 +1,59 @@
+#pragma once
+
+// A thin decorator around the real SQLite task_store that counts the transactions the store
+// actors start and remembers the state changes they ask for, then forwards every call.
+
+#include "persistence/task_store.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace herald::test {
+
+class store_spy final : public persistence::task_store {
+public:
+  explicit store_spy(std::unique_ptr<persistence::task_store> real) : real_(std::move(real)) {}
+
+  std::size_t claim_batches = 0; ///< claim() calls, i.e. claim transactions
+  std::size_t claimed_plans = 0;
+  std::size_t apply_batches = 0;                  ///< apply() calls, i.e. apply transactions
+  std::vector<persistence::state_change> changes; ///< every change asked for, in order
+
+  std::vector<persistence::claim_result>
+  claim(const std::vector<domain::message_plan>& plans) override {
+    ++claim_batches;
+    claimed_plans += plans.size();
+    return real_->claim(plans);
+  }
+
+  std::vector<std::string>
+  apply(const std::vector<persistence::state_change>& changes_in,
+        const std::vector<persistence::attempt_record>& attempts) override {
+    ++apply_batches;
+    changes.insert(changes.end(), changes_in.begin(), changes_in.end());
+    return real_->apply(changes_in, attempts);
+  }
+
+  std::optional<persistence::message_view> find_message(const std::string& message_id) override {
+    return real_->find_message(message_id);
+  }
+
+  std::vector<domain::delivery> load_unfinished(const std::string& after_task_id,
+                                                std::size_t limit) override {
+    return real_->load_unfinished(after_task_id, limit);
+  }
+
+  std::vector<persistence::state_count> count_by_state() override {
+    return real_->count_by_state();
+  }
+
+  void ping() override { real_->ping(); }
+
+private:
+  std::unique_ptr<persistence::task_store> real_;
+};
+
+} // namespace herald::test

@@ -1,0 +1,226 @@
+#include "actor_fixture.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include <boost/test/unit_test.hpp>
+
+using namespace herald;
+using domain::task_state;
+using herald::test::actor_fixture;
+
+namespace {
+
+/// Several requesters, each its own scoped actor, so each answer is seen by its own asker.
+struct requesters {
+  explicit requesters(caf::actor_system& sys, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+      actors.push_back(std::make_unique<caf::scoped_actor>(sys, true));
+  }
+  caf::scoped_actor& operator[](std::size_t i) { return *actors[i]; }
+  std::vector<std::unique_ptr<caf::scoped_actor>> actors;
+};
+
+using claim_handle = decltype(std::declval<caf::scoped_actor&>()->request(
+    std::declval<actors::store_writer_actor&>(), caf::infinite, actors::claim_atom_v,
+    std::declval<domain::message_plan&>()));
+
+persistence::state_change change(const std::string& task_id, task_state from, task_state to) {
+  persistence::state_change c;
+  c.task_id = task_id;
+  c.from = from;
+  c.to = to;
+  return c;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(store_writer_tests, actor_fixture)
+
+BOOST_AUTO_TEST_CASE(claims_queued_together_commit_in_one_transaction) {
+  auto writer = spawn_writer();
+  constexpr std::size_t n = 20;
+  requesters askers{sys, n};
+  std::vector<domain::message_plan> plans;
+  std::vector<claim_handle> pending;
+  for (std::size_t i = 0; i < n; ++i) {
+    plans.push_back(plan("order-" + std::to_string(i), {"sms", "email"}));
+    pending.push_back(askers[i]->request(writer, caf::infinite, actors::claim_atom_v, plans[i]));
+  }
+  BOOST_TEST(writer_store->claim_batches == 0u); // nothing runs before the scheduler does
+  run();
+  BOOST_TEST(writer_store->claim_batches == 1u);
+  BOOST_TEST(writer_store->claimed_plans == n);
+  for (std::size_t i = 0; i < n; ++i) {
+    BOOST_REQUIRE(askers[i]->has_next_message());
+    bool answered = false;
+    pending[i].receive(
+        [&](persistence::claim_result& result) {
+          answered = true;
+          BOOST_TEST(result.message_id == plans[i].message.id);
+          BOOST_REQUIRE_EQUAL(result.tasks.size(), 2u);
+          BOOST_TEST(result.tasks[0].task_id == plans[i].tasks[0].id);
+          BOOST_TEST(result.tasks[1].task_id == plans[i].tasks[1].id);
+          BOOST_TEST(result.tasks[0].created);
+          BOOST_TEST(result.tasks[1].created);
+        },
+        [&](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+    BOOST_TEST(answered);
+  }
+  // The answers came after COMMIT: another connection sees every row.
+  BOOST_TEST(tasks_in(task_state::pending) == 2 * n);
+}
+
+BOOST_AUTO_TEST_CASE(a_full_batch_commits_at_once) {
+  actors::store_writer_config config;
+  config.batch_max = 5;
+  auto writer = spawn_writer(config);
+  for (int i = 0; i < 12; ++i)
+    self->request(writer, caf::infinite, actors::claim_atom_v,
+                  plan("order-" + std::to_string(i), {"sms"}));
+  run();
+  // 5 + 5 at once when full, the last 2 on the flush queued behind them.
+  BOOST_TEST(writer_store->claim_batches == 3u);
+  BOOST_TEST(writer_store->claimed_plans == 12u);
+  BOOST_TEST(tasks_in(task_state::pending) == 12u);
+}
+
+BOOST_AUTO_TEST_CASE(same_key_in_one_batch_is_created_once) {
+  auto writer = spawn_writer();
+  requesters askers{sys, 3};
+  auto message = plan("order-7", {"sms"});
+  std::vector<claim_handle> pending;
+  for (std::size_t i = 0; i < 3; ++i)
+    pending.push_back(askers[i]->request(writer, caf::infinite, actors::claim_atom_v, message));
+  run();
+  BOOST_TEST(writer_store->claim_batches == 1u);
+  std::vector<persistence::claim_outcome> outcomes;
+  for (std::size_t i = 0; i < 3; ++i) {
+    BOOST_REQUIRE(askers[i]->has_next_message());
+    pending[i].receive(
+        [&](persistence::claim_result& result) {
+          BOOST_REQUIRE_EQUAL(result.tasks.size(), 1u);
+          outcomes.push_back(result.tasks[0]);
+        },
+        [&](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+  }
+  BOOST_REQUIRE_EQUAL(outcomes.size(), 3u);
+  BOOST_TEST(outcomes[0].created);
+  BOOST_TEST(!outcomes[1].created);
+  BOOST_TEST(!outcomes[2].created);
+  for (const auto& outcome : outcomes)
+    BOOST_TEST(outcome.task_id == message.tasks[0].id);
+  BOOST_TEST(tasks_in(task_state::pending) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(apply_answers_each_requester_the_changes_that_applied) {
+  auto writer = spawn_writer();
+  auto ids = seed({plan("order-1", {"sms", "email", "push"}), plan("order-9", {"sms"})});
+  BOOST_REQUIRE_EQUAL(ids.size(), 4u);
+  requesters askers{sys, 2};
+  // First: both guards hold. Second: one guard holds, one names a state its row is not in.
+  auto first = askers[0]->request(
+      writer, caf::infinite, actors::apply_atom_v,
+      actors::state_changes{change(ids[0], task_state::pending, task_state::sending),
+                            change(ids[1], task_state::pending, task_state::sending)},
+      actors::attempt_records{});
+  auto second = askers[1]->request(
+      writer, caf::infinite, actors::apply_atom_v,
+      actors::state_changes{change(ids[2], task_state::pending, task_state::sending),
+                            change(ids[3], task_state::retry_wait, task_state::sending)},
+      actors::attempt_records{});
+  run();
+  BOOST_TEST(writer_store->apply_batches == 1u);
+  actors::task_ids first_applied, second_applied;
+  BOOST_REQUIRE(askers[0]->has_next_message());
+  first.receive([&](actors::task_ids& applied) { first_applied = applied; },
+                [&](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+  BOOST_REQUIRE(askers[1]->has_next_message());
+  second.receive([&](actors::task_ids& applied) { second_applied = applied; },
+                 [&](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+  std::sort(first_applied.begin(), first_applied.end());
+  auto expected_first = actors::task_ids{ids[0], ids[1]};
+  std::sort(expected_first.begin(), expected_first.end());
+  BOOST_TEST(first_applied == expected_first, boost::test_tools::per_element());
+  BOOST_TEST(second_applied == actors::task_ids{ids[2]}, boost::test_tools::per_element());
+  BOOST_TEST(tasks_in(task_state::sending) == 3u);
+  BOOST_TEST(tasks_in(task_state::pending) == 1u);
+}
+
+// KNOWN BUG (store_writer.cpp, commit_applies): the store answers task ids, and the writer
+// hands every requester each of its task ids that applied for anyone in the batch. A requester
+// whose guarded change failed is told it applied when another requester's change of the same
+// task in the same batch did. Remove expected_failures once the writer splits such batches.
+BOOST_AUTO_TEST_CASE(a_failed_change_is_not_reported_because_another_change_of_the_task_applied,
+                     *boost::unit_test::expected_failures(1)) {
+  auto writer = spawn_writer();
+  auto ids = seed({plan("order-4", {"sms"})});
+  requesters askers{sys, 2};
+  auto first = askers[0]->request(
+      writer, caf::infinite, actors::apply_atom_v,
+      actors::state_changes{change(ids[0], task_state::pending, task_state::sending)},
+      actors::attempt_records{});
+  auto second = askers[1]->request(
+      writer, caf::infinite, actors::apply_atom_v,
+      actors::state_changes{change(ids[0], task_state::retry_wait, task_state::sending)},
+      actors::attempt_records{});
+  run();
+  actors::task_ids first_applied, second_applied;
+  first.receive([&](actors::task_ids& applied) { first_applied = applied; },
+                [&](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+  second.receive([&](actors::task_ids& applied) { second_applied = applied; },
+                 [&](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+  BOOST_REQUIRE_EQUAL(first_applied.size(), 1u);
+  BOOST_TEST(second_applied.empty()); // the row was PENDING, never RETRY_WAIT
+}
+
+// Two requesters racing for the same guarded change in one batch: the row moves once, so only
+// one of them may be told it applied (it is the one that goes on to call the provider).
+// Same KNOWN BUG as above.
+BOOST_AUTO_TEST_CASE(the_same_guarded_change_twice_in_one_batch_applies_for_one_requester,
+                     *boost::unit_test::expected_failures(1)) {
+  auto writer = spawn_writer();
+  auto ids = seed({plan("order-2", {"sms"})});
+  requesters askers{sys, 2};
+  auto mark = [&](caf::scoped_actor& asker) {
+    return asker->request(
+        writer, caf::infinite, actors::apply_atom_v,
+        actors::state_changes{change(ids[0], task_state::pending, task_state::sending)},
+        actors::attempt_records{});
+  };
+  auto first = mark(askers[0]);
+  auto second = mark(askers[1]);
+  run();
+  BOOST_TEST(writer_store->apply_batches == 1u);
+  std::size_t told_applied = 0;
+  for (auto* pending : {&first, &second})
+    pending->receive([&](actors::task_ids& applied) { told_applied += applied.size(); },
+                     [&](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+  BOOST_TEST(told_applied == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(apply_records_attempts_in_the_same_transaction) {
+  auto writer = spawn_writer();
+  auto message = plan("order-3", {"sms"});
+  auto ids = seed({message});
+  move_task(ids[0], task_state::pending, task_state::sending);
+  auto done = change(ids[0], task_state::sending, task_state::sent);
+  done.attempts = 1;
+  persistence::attempt_record attempt;
+  attempt.task_id = ids[0];
+  attempt.attempt_no = 1;
+  attempt.provider_request_id = message.tasks[0].provider_request_id;
+  attempt.outcome = "success";
+  attempt.detail = "provider-message-id";
+  auto applied = ask<actors::task_ids>(writer, actors::apply_atom_v, actors::state_changes{done},
+                                       actors::attempt_records{attempt});
+  BOOST_REQUIRE(applied);
+  BOOST_TEST(*applied == actors::task_ids{ids[0]}, boost::test_tools::per_element());
+  auto row = task(ids[0]);
+  BOOST_TEST(to_string(row.state) == "SENT");
+  BOOST_TEST(row.attempts == 1u);
+  BOOST_REQUIRE_EQUAL(row.attempt_log.size(), 1u);
+  BOOST_TEST(row.attempt_log[0].outcome == "success");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
