@@ -13,24 +13,6 @@ namespace {
 
 using self_pointer = dedup_shard_actor::stateful_pointer<dedup_shard_state>;
 
-domain::delivery make_delivery(const domain::message_record& message,
-                               const domain::task_record& task) {
-  domain::delivery d;
-  d.task_id = task.id;
-  d.message_id = message.id;
-  d.channel = task.channel;
-  d.recipient = task.recipient;
-  d.provider_request_id = task.provider_request_id;
-  d.title = message.title;
-  d.body = message.body;
-  d.trace_id = message.trace_id;
-  d.priority = message.priority;
-  d.send_at = message.send_at;
-  d.expire_at = message.expire_at;
-  d.accepted_at = message.created_at;
-  return d;
-}
-
 // Whether `result` already answers every task of `plan`, so a waiter can be answered from it.
 bool answers(const persistence::claim_result& result, const domain::message_plan& plan) {
   return std::all_of(plan.tasks.begin(), plan.tasks.end(), [&](const domain::task_record& task) {
@@ -61,7 +43,7 @@ void answer(self_pointer self, dedup_shard_state::waiter& waiter,
       auto task = std::find_if(waiter.plan.tasks.begin(), waiter.plan.tasks.end(),
                                [&](auto& t) { return t.id == outcome.task_id; });
       if (task != waiter.plan.tasks.end())
-        created.push_back(make_delivery(waiter.plan.message, *task));
+        created.push_back(domain::make_delivery(waiter.plan.message, *task));
     } else {
       st.metrics->task_duplicate(outcome.channel);
     }

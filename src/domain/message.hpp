@@ -52,6 +52,7 @@ struct message_record {
   message_key key;
   std::string template_name;
   std::map<std::string, std::string> params;
+  std::map<std::string, std::string> recipients; ///< the request's `to`: also what failover uses
   std::string title; ///< rendered once at acceptance, so every attempt sends the same text
   std::string body;
   domain::category category = domain::category::transactional;
@@ -80,6 +81,8 @@ struct message_plan {
 struct delivery {
   std::string task_id;
   std::string message_id;
+  message_key key;                               ///< the message's business key
+  std::map<std::string, std::string> recipients; ///< every address of the message, by channel
   std::string channel;
   std::string recipient;
   std::string provider_request_id;
@@ -89,9 +92,19 @@ struct delivery {
   domain::priority priority = domain::priority::normal;
   task_state state = task_state::pending;
   std::uint32_t attempts = 0; ///< provider calls already made
+  std::optional<timestamp> next_attempt_at; ///< when RETRY_WAIT is due
   std::optional<timestamp> send_at;
   std::optional<timestamp> expire_at;
   timestamp accepted_at;
 };
+
+/// The delivery of `task`, a task of `message`, as first dispatched (PENDING, no attempts).
+delivery make_delivery(const message_record& message, const task_record& task);
+
+/// The plan that claims `failed`'s message on `fallback_channel` — the very task (same key,
+/// same id) that channel would have had if asked directly, so a failover never duplicates a
+/// direct send. nullopt when the message has no recipient for that channel.
+std::optional<message_plan> fallback_plan(const delivery& failed,
+                                          const std::string& fallback_channel, timestamp now);
 
 } // namespace herald::domain

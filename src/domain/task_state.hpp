@@ -30,6 +30,10 @@ std::optional<task_state> parse_task_state(std::string_view text);
 /// Whether design.md §3 allows moving from `from` to `to`.
 bool can_transition(task_state from, task_state to);
 
+/// Whether a dead letter in this state may be replayed (moved back to PENDING by an operator,
+/// keeping its key, id and attempt count). The one deliberate exception to forward-only.
+bool can_replay(task_state state);
+
 /// Whether no further provider call will be made for a task in this state.
 bool is_terminal(task_state state);
 

@@ -85,15 +85,21 @@ std::optional<validation_error> check_recipients(const message_request& request,
                                                  const std::vector<std::string>& channels,
                                                  const request_limits& limits) {
   for (const std::string& channel : channels) {
-    const std::string field = "to." + channel;
     const auto it = request.to.find(channel);
     if (it == request.to.end() || it->second.empty())
       return validation_error{422, "missing_recipient",
-                              "no recipient for channel '" + channel + "'", field};
-    if (it->second.size() > limits.max_recipient_length)
+                              "no recipient for channel '" + channel + "'", "to." + channel};
+  }
+  // Every address is checked, not only the resolved channels': the others are kept for
+  // failover to those channels.
+  if (request.to.size() > limits.max_channels)
+    return invalid("to", "has more than " + std::to_string(limits.max_channels) + " entries");
+  for (const auto& [channel, recipient] : request.to) {
+    const std::string field = "to." + channel;
+    if (recipient.size() > limits.max_recipient_length)
       return invalid(field,
                      "is longer than " + std::to_string(limits.max_recipient_length) + " bytes");
-    if (has_control_chars(it->second))
+    if (has_control_chars(recipient))
       return invalid(field, "contains control characters");
   }
   return std::nullopt;
@@ -248,6 +254,9 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
   message.id = message_id_for(message.key);
   message.template_name = request.template_name;
   message.params = request.params;
+  for (const auto& [channel, recipient] : request.to)
+    if (rules.channels.count(channel) != 0 && !recipient.empty())
+      message.recipients.emplace(channel, recipient);
   message.title = std::move(std::get<rendered>(text).title);
   message.body = std::move(std::get<rendered>(text).body);
   message.category = request.category;

@@ -1,0 +1,47 @@
+#include "domain/keys.hpp"
+#include "domain/message.hpp"
+
+namespace herald::domain {
+
+delivery make_delivery(const message_record& message, const task_record& task) {
+  delivery d;
+  d.task_id = task.id;
+  d.message_id = message.id;
+  d.key = message.key;
+  d.recipients = message.recipients;
+  d.channel = task.channel;
+  d.recipient = task.recipient;
+  d.provider_request_id = task.provider_request_id;
+  d.title = message.title;
+  d.body = message.body;
+  d.trace_id = message.trace_id;
+  d.priority = message.priority;
+  d.send_at = message.send_at;
+  d.expire_at = message.expire_at;
+  d.accepted_at = message.created_at;
+  return d;
+}
+
+std::optional<message_plan> fallback_plan(const delivery& failed,
+                                          const std::string& fallback_channel, timestamp now) {
+  auto recipient = failed.recipients.find(fallback_channel);
+  if (recipient == failed.recipients.end() || recipient->second.empty())
+    return std::nullopt;
+  message_plan plan;
+  auto& m = plan.message;
+  m.id = failed.message_id;
+  m.key = failed.key;
+  m.recipients = failed.recipients;
+  m.title = failed.title;
+  m.body = failed.body;
+  m.priority = failed.priority;
+  m.expire_at = failed.expire_at;
+  m.trace_id = failed.trace_id;
+  m.created_at = now; // only used if the message row were missing, which it never is
+  task_key key{failed.key, fallback_channel};
+  plan.tasks.push_back(
+      {task_id_for(key), fallback_channel, recipient->second, provider_request_id_for(key)});
+  return plan;
+}
+
+} // namespace herald::domain
