@@ -1,0 +1,25 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace herald::channels {
+
+/// Standard Webhooks (https://www.standardwebhooks.com) signing, scheme "v1" (HMAC-SHA256).
+
+/// The key bytes of a secret written as "whsec_<base64>": the base64-decoded part after the
+/// prefix. nullopt when the prefix is missing, the base64 is malformed (standard alphabet,
+/// padded to a multiple of four) or the key is empty.
+std::optional<std::string> decode_webhook_secret(std::string_view whsec);
+
+/// The webhook-signature header value for one delivery:
+/// "v1," + base64(HMAC-SHA256(key_bytes, "<id>.<timestamp>.<body>")).
+std::string sign_webhook(const std::string& key_bytes, std::string_view id, std::int64_t timestamp,
+                         std::string_view body);
+
+/// Standard base64 (with padding) of arbitrary bytes.
+std::string base64_encode(std::string_view bytes);
+
+} // namespace herald::channels
