@@ -9,6 +9,7 @@
 #include <cctype>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include <boost/beast/http.hpp>
@@ -70,11 +71,12 @@ public:
 
   const std::string& trace_id() const { return trace_id_; }
 
-  void json(http::status status, std::string body) {
+  /// `level` overrides the log level the status would choose (e.g. an expected 503).
+  void json(http::status status, std::string body, std::optional<log::level> level = {}) {
     http_response response{status, 11};
     response.set(http::field::content_type, "application/json");
     response.body() = std::move(body);
-    send(std::move(response));
+    send(std::move(response), {}, true, level);
   }
 
   void error(http::status status, std::string_view code, std::string_view message,
@@ -117,7 +119,8 @@ public:
     }
   }
 
-  void send(http_response response, std::string_view code = {}, bool log_outcome = true) {
+  void send(http_response response, std::string_view code = {}, bool log_outcome = true,
+            std::optional<log::level> level = {}) {
     if (sent_.exchange(true))
       return;
     response.set("X-Trace-Id", trace_id_);
@@ -133,12 +136,11 @@ public:
                                                {"status", std::to_string(status)},
                                                {"code", std::string(code)},
                                                {"duration_us", std::to_string(micros)}};
-      if (status >= 500)
-        log::write(log::level::warn, "http_request", fields);
-      else if (status >= 400)
-        log::write(log::level::info, "http_request", fields);
-      else
-        log::write(log::level::debug, "http_request", fields);
+      if (!level)
+        level = status >= 500   ? log::level::warn
+                : status >= 400 ? log::level::info
+                                : log::level::debug;
+      log::write(*level, "http_request", fields);
     }
     respond_(std::move(response));
   }
@@ -266,7 +268,9 @@ void routes::handle(http_request request, respond_fn respond) {
           if (ready)
             return ex->json(http::status::ok, status_body("ready"));
           boost::json::object body{{"status", "not_ready"}, {"reason", reason}};
-          ex->json(http::status::service_unavailable, boost::json::serialize(body));
+          // Not ready is a state, not a failure: probes poll it while starting.
+          ex->json(http::status::service_unavailable, boost::json::serialize(body),
+                   log::level::info);
         } catch (const std::exception& e) {
           ex->internal_error(e.what());
         } catch (...) {
