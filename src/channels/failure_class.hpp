@@ -1,0 +1,53 @@
+#pragma once
+
+#include "channels/provider.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string_view>
+
+#include <curl/curl.h>
+
+namespace herald::channels {
+
+/// Pure classification of what an HTTP provider answered (or failed to answer) into a
+/// provider_result. No I/O, no clock: "now" is passed in where a date must be read.
+///
+///   2xx            success
+///   408, 5xx       retryable  (Retry-After honoured)
+///   429            throttled  (Retry-After honoured; the channel pauses)
+///   410            permanent  "endpoint gone (410): disabled"
+///   other 4xx      permanent
+///   3xx            permanent  (redirects are never followed)
+///   anything else  permanent  (not a final HTTP status)
+
+/// The longest pause a Retry-After can ask for; larger values are cut to it, so a broken or
+/// hostile endpoint cannot park a channel for ever.
+inline constexpr std::chrono::milliseconds max_retry_after = std::chrono::hours{24};
+
+/// Longest excerpt of a response body copied into a failure's detail.
+inline constexpr std::size_t max_body_excerpt = 200;
+
+/// Classifies a complete HTTP answer. `retry_after` is kept only for retryable and throttled
+/// answers; `body_excerpt` (cut and stripped of control characters) goes into the detail of
+/// failures.
+provider_result classify_http(long status, std::optional<std::chrono::milliseconds> retry_after,
+                              std::string_view body_excerpt);
+
+/// Classifies a transfer that ended without a complete HTTP answer:
+///   - the request never (fully) reached the endpoint — resolve, connect, TLS handshake, send
+///     errors — is retryable: nothing can have been processed;
+///   - a timeout, or a failure after the request was sent (receive error, reset, empty or
+///     cut answer), is timeout: the endpoint may have processed it, the outcome is unknown;
+///   - a URL or protocol curl cannot use is permanent (configuration);
+///   - any other code is timeout: not knowing, herald must assume it may have been delivered.
+/// `error_text` (curl's error buffer, may be empty) is appended to the detail.
+provider_result classify_transport(CURLcode code, std::string_view error_text = {});
+
+/// Parses a Retry-After header value (RFC 7231 §7.1.3): delta-seconds, or an IMF-fixdate
+/// ("Sun, 06 Nov 1994 08:49:37 GMT") read relative to `now` (a date in the past is 0 ms).
+/// nullopt when malformed. Results are capped at max_retry_after.
+std::optional<std::chrono::milliseconds>
+parse_retry_after(std::string_view value, std::chrono::system_clock::time_point now);
+
+} // namespace herald::channels
