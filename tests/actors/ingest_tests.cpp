@@ -1,0 +1,161 @@
+#include "actor_fixture.hpp"
+#include "actors/dedup_shard.hpp"
+#include "actors/dispatcher.hpp"
+#include "actors/ingest.hpp"
+#include "persistence/connection.hpp"
+#include "recording_provider.hpp"
+
+#include <memory>
+#include <variant>
+
+#include <boost/test/unit_test.hpp>
+#include <soci/soci.h>
+
+using namespace herald;
+using domain::task_state;
+using test::recording_provider;
+
+namespace {
+
+using submit_answer = std::variant<persistence::claim_result, api::service_error>;
+
+/// The whole ingest path on the test thread: ingest -> two shards -> writer -> dispatcher ->
+/// sms channel -> recording provider.
+struct ingest_fixture : test::actor_fixture {
+  std::shared_ptr<recording_provider> provider = std::make_shared<recording_provider>();
+  actors::store_writer_actor writer = spawn_writer();
+  actors::store_reader_actor reader = spawn_reader();
+  actors::dispatcher_actor dispatcher = spawn_dispatcher();
+  std::vector<actors::dedup_shard_actor> shards = {
+      spawn(actors::dedup_shard, writer, dispatcher, metrics, std::chrono::milliseconds{10000}),
+      spawn(actors::dedup_shard, writer, dispatcher, metrics, std::chrono::milliseconds{10000})};
+
+  actors::dispatcher_actor spawn_dispatcher() {
+    actors::channel_spec spec;
+    spec.settings.name = "sms";
+    spec.provider = provider;
+    return spawn(actors::dispatcher, std::vector<actors::channel_spec>{spec}, writer, reader,
+                 metrics, std::shared_ptr<const domain::clock>{clock}, actors::dispatcher_config{});
+  }
+
+  actors::ingest_actor spawn_ingest(actors::ingest_config config = {}) {
+    BOOST_REQUIRE_EQUAL(config.validate(), "");
+    return spawn(actors::ingest, shards, reader, dispatcher, config);
+  }
+
+  /// Submits without running; the answer lands in `answers` (called on the test thread).
+  void submit(const actors::ingest_actor& ingest, domain::message_plan p) {
+    caf::anon_send(ingest, actors::submit_atom_v, std::move(p),
+                   actors::submit_callback{
+                       [this](submit_answer answer) { answers.push_back(std::move(answer)); }});
+  }
+
+  std::vector<submit_answer> answers;
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(ingest_tests, ingest_fixture)
+
+BOOST_AUTO_TEST_CASE(a_submission_is_answered_after_commit_and_sent) {
+  auto ingest = spawn_ingest();
+  auto message = plan("order-1", {"sms"});
+  submit(ingest, message);
+  run();
+  BOOST_REQUIRE_EQUAL(answers.size(), 1u);
+  auto* result = std::get_if<persistence::claim_result>(&answers[0]);
+  BOOST_REQUIRE(result != nullptr);
+  BOOST_TEST(result->message_id == message.message.id);
+  BOOST_REQUIRE_EQUAL(result->tasks.size(), 1u);
+  BOOST_TEST(result->tasks[0].created);
+  BOOST_TEST(provider->calls_for(message.tasks[0].id) == 1u);
+  BOOST_TEST(tasks_in(task_state::sent) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(more_than_max_in_flight_is_refused_as_overloaded) {
+  actors::ingest_config config;
+  config.max_in_flight = 1;
+  auto ingest = spawn_ingest(config);
+  submit(ingest, plan("order-1", {"sms"}));
+  submit(ingest, plan("order-2", {"sms"})); // arrives while the first waits for its commit
+  run();
+  BOOST_REQUIRE_EQUAL(answers.size(), 2u);
+  // The refusal is immediate, so it is answered first.
+  auto* refused = std::get_if<api::service_error>(&answers[0]);
+  BOOST_REQUIRE(refused != nullptr);
+  BOOST_TEST(refused->status == 503);
+  BOOST_TEST(refused->code == "overloaded");
+  BOOST_TEST(std::holds_alternative<persistence::claim_result>(answers[1]));
+  BOOST_TEST(writer_store->claimed_plans == 1u); // the refused one never reached the store
+  // Once the first is answered the slot is free again.
+  submit(ingest, plan("order-3", {"sms"}));
+  run();
+  BOOST_REQUIRE_EQUAL(answers.size(), 3u);
+  BOOST_TEST(std::holds_alternative<persistence::claim_result>(answers[2]));
+}
+
+BOOST_AUTO_TEST_CASE(a_store_failure_is_answered_as_unavailable) {
+  auto ingest = spawn_ingest();
+  {
+    // Break the database under the writer: every claim now fails inside the store.
+    auto sql = persistence::connect(url);
+    *sql << "DROP TABLE attempts";
+    *sql << "DROP TABLE tasks";
+    *sql << "DROP TABLE messages";
+  }
+  submit(ingest, plan("order-1", {"sms"}));
+  run();
+  BOOST_REQUIRE_EQUAL(answers.size(), 1u);
+  auto* error = std::get_if<api::service_error>(&answers[0]);
+  BOOST_REQUIRE(error != nullptr);
+  BOOST_TEST(error->status == 503);
+  BOOST_TEST(error->code == "unavailable");
+  BOOST_TEST(writer_store->claim_batches == 1u);
+  BOOST_TEST(provider->calls.empty());
+}
+
+BOOST_AUTO_TEST_CASE(ready_with_a_working_store_and_a_running_dispatcher) {
+  auto ingest = spawn_ingest();
+  std::optional<std::pair<bool, std::string>> probe;
+  caf::anon_send(
+      ingest, actors::ready_atom_v,
+      actors::ready_callback{[&](bool ok, std::string why) { probe.emplace(ok, std::move(why)); }});
+  run();
+  BOOST_REQUIRE(probe);
+  BOOST_TEST(probe->first);
+  BOOST_TEST(probe->second == "");
+}
+
+BOOST_AUTO_TEST_CASE(not_ready_without_a_dispatcher) {
+  auto ingest = spawn_ingest();
+  caf::anon_send_exit(dispatcher, caf::exit_reason::kill);
+  run();
+  std::optional<std::pair<bool, std::string>> probe;
+  caf::anon_send(
+      ingest, actors::ready_atom_v,
+      actors::ready_callback{[&](bool ok, std::string why) { probe.emplace(ok, std::move(why)); }});
+  run();
+  BOOST_REQUIRE(probe);
+  BOOST_TEST(!probe->first);
+  BOOST_TEST(probe->second.find("dispatcher") != std::string::npos, probe->second);
+}
+
+BOOST_AUTO_TEST_CASE(find_returns_the_committed_message) {
+  auto ingest = spawn_ingest();
+  auto message = plan("order-1", {"sms"});
+  submit(ingest, message);
+  run();
+  std::optional<actors::maybe_message_view> found;
+  caf::anon_send(ingest, actors::find_atom_v, message.message.id,
+                 actors::find_callback{[&](auto answer) {
+                   if (auto* view = std::get_if<std::optional<persistence::message_view>>(&answer))
+                     found = *view;
+                 }});
+  run();
+  BOOST_REQUIRE(found);
+  BOOST_REQUIRE(found->has_value());
+  BOOST_REQUIRE_EQUAL((*found)->tasks.size(), 1u);
+  BOOST_TEST(to_string((*found)->tasks[0].state) == "SENT");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
