@@ -1,0 +1,68 @@
+#pragma once
+
+#include "channels/provider.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace herald::channels {
+
+/// One webhook endpoint.
+struct webhook_config {
+  std::string url;                         ///< http:// or https://
+  std::string secret;                      ///< Standard Webhooks secret, "whsec_<base64>"
+  std::chrono::milliseconds timeout{2000}; ///< whole call: connect, send, answer
+  std::size_t max_connections = 64;        ///< open connections to the endpoint, at most
+
+  /// Empty when usable; otherwise a one-line reason naming the field (for config errors).
+  std::string validate() const;
+};
+
+/// Seconds since the Unix epoch by the system clock: the default time source of the
+/// webhook-timestamp header.
+std::int64_t system_unix_seconds();
+
+/// The JSON body POSTed for `request`:
+/// {"type":"herald.message","timestamp":"<RFC 3339>","data":{"task_id","channel","recipient",
+///  "title","body","trace_id","attempt"}}.
+std::string webhook_payload(const provider_request& request, std::int64_t unix_seconds);
+
+/// Delivers messages as signed Standard Webhooks POSTs (https://www.standardwebhooks.com).
+///
+/// Every call is a POST of webhook_payload() with the headers webhook-id and Idempotency-Key
+/// (both the provider request id, the same on every attempt), webhook-timestamp,
+/// webhook-signature ("v1,<base64 HMAC-SHA256>"), X-Herald-Attempt and Content-Type. Redirects
+/// are not followed; the answer is classified by classify_http()/classify_transport(). A
+/// success's detail is the webhook-id.
+///
+/// All I/O runs on one background thread per adapter (libcurl multi interface, connections
+/// kept alive and reused); send() only queues, so it never blocks on the network and never
+/// throws. Callbacks run on that thread, outside any lock; they may call send() again but
+/// must not destroy the adapter.
+class webhook_provider final : public provider_adapter {
+public:
+  /// Throws std::invalid_argument when `config.validate()` refuses it, std::runtime_error when
+  /// libcurl cannot be set up. `unix_seconds` is the clock of webhook-timestamp (injected for
+  /// tests).
+  explicit webhook_provider(webhook_config config,
+                            std::function<std::int64_t()> unix_seconds = system_unix_seconds);
+
+  /// Stops the thread. Calls still pending are answered with outcome timeout
+  /// ("adapter stopped"): they may or may not have reached the endpoint.
+  ~webhook_provider() override;
+
+  webhook_provider(const webhook_provider&) = delete;
+  webhook_provider& operator=(const webhook_provider&) = delete;
+
+  void send(provider_request request, provider_callback done) override;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace herald::channels

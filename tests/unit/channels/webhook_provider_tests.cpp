@@ -1,0 +1,506 @@
+#include "channels/webhook_provider.hpp"
+#include "channels/webhook_signature.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+using namespace herald;
+using namespace herald::channels;
+using namespace std::chrono_literals;
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr const char* secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+constexpr std::int64_t fixed_now = 1614265330;
+constexpr auto bounded_wait = 10s; // generous: only a broken adapter ever waits this long
+
+/// What the test server saw.
+struct recorded_request {
+  std::string method;
+  std::string target;
+  std::map<std::string, std::string> headers; ///< lower-case names
+  std::string body;
+  std::size_t connection = 0; ///< 1-based number of the TCP connection it came on
+
+  std::string header(const std::string& name) const {
+    auto found = headers.find(name);
+    return found == headers.end() ? std::string{} : found->second;
+  }
+};
+
+/// How the test server answers one request.
+struct reply {
+  unsigned status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body = "ok";
+  bool hang = false; ///< never answer (the connection stays open)
+};
+
+/// A real HTTP/1.1 server on 127.0.0.1 (ephemeral port), one Asio thread, keep-alive; answers
+/// every request by a script and records it.
+class test_server {
+public:
+  using script = std::function<reply(const recorded_request&)>;
+
+  explicit test_server(script answer) : answer_(std::move(answer)) {
+    acceptor_.open(tcp::v4());
+    acceptor_.set_option(asio::socket_base::reuse_address(true));
+    acceptor_.bind({asio::ip::make_address("127.0.0.1"), 0});
+    acceptor_.listen();
+    accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+
+  ~test_server() {
+    io_.stop();
+    thread_.join();
+  }
+
+  test_server(const test_server&) = delete;
+  test_server& operator=(const test_server&) = delete;
+
+  std::string url(const std::string& path = "/hook") const {
+    return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()) + path;
+  }
+
+  std::vector<recorded_request> requests() const {
+    std::lock_guard<std::mutex> guard{mutex_};
+    return requests_;
+  }
+
+  std::size_t connections() const {
+    std::lock_guard<std::mutex> guard{mutex_};
+    return connections_;
+  }
+
+  /// Waits (bounded) until `count` requests have arrived.
+  bool wait_for_requests(std::size_t count) const {
+    std::unique_lock<std::mutex> lock{mutex_};
+    return arrived_.wait_for(lock, bounded_wait, [&] { return requests_.size() >= count; });
+  }
+
+private:
+  struct session : std::enable_shared_from_this<session> {
+    session(tcp::socket s, test_server& owner, std::size_t number)
+        : socket(std::move(s)), server(owner), connection(number) {}
+
+    void read() {
+      request = {};
+      http::async_read(socket, buffer, request,
+                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                         if (!ec)
+                           self->server.handle(self);
+                       });
+    }
+
+    tcp::socket socket;
+    test_server& server;
+    std::size_t connection;
+    beast::flat_buffer buffer;
+    http::request<http::string_body> request;
+    http::response<http::string_body> response;
+  };
+
+  void accept() {
+    acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
+      if (ec)
+        return;
+      std::size_t number = 0;
+      {
+        std::lock_guard<std::mutex> guard{mutex_};
+        number = ++connections_;
+      }
+      std::make_shared<session>(std::move(socket), *this, number)->read();
+      accept();
+    });
+  }
+
+  void handle(const std::shared_ptr<session>& s) {
+    recorded_request seen;
+    seen.method = std::string{s->request.method_string()};
+    seen.target = std::string{s->request.target()};
+    seen.body = s->request.body();
+    seen.connection = s->connection;
+    for (const auto& field : s->request) {
+      std::string name{field.name_string()};
+      for (auto& c : name)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      seen.headers[name] = std::string{field.value()};
+    }
+    const auto keep_alive = s->request.keep_alive();
+    const auto answer = answer_(seen);
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      requests_.push_back(std::move(seen));
+    }
+    arrived_.notify_all();
+    if (answer.hang) {
+      held_.push_back(s); // keeps the connection open, silent, until the server goes
+      return;
+    }
+    s->response = {static_cast<http::status>(answer.status), s->request.version()};
+    for (const auto& [name, value] : answer.headers)
+      s->response.set(name, value);
+    s->response.body() = answer.body;
+    s->response.keep_alive(keep_alive);
+    s->response.prepare_payload();
+    http::async_write(s->socket, s->response, [s, keep_alive](beast::error_code ec, std::size_t) {
+      if (ec)
+        return;
+      if (keep_alive)
+        s->read();
+      else
+        s->socket.shutdown(tcp::socket::shutdown_send, ec);
+    });
+  }
+
+  script answer_;
+  asio::io_context io_;
+  tcp::acceptor acceptor_{io_};
+  std::vector<std::shared_ptr<session>> held_; ///< touched on the server thread only
+  mutable std::mutex mutex_;
+  mutable std::condition_variable arrived_;
+  std::vector<recorded_request> requests_;
+  std::size_t connections_ = 0;
+  std::thread thread_;
+};
+
+/// Collects callbacks; waits for them with a bounded wait.
+class answers {
+public:
+  provider_callback callback(std::string tag) {
+    return [this, tag = std::move(tag)](provider_result result) {
+      {
+        std::lock_guard<std::mutex> guard{mutex_};
+        got_.emplace_back(tag, std::move(result));
+      }
+      changed_.notify_all();
+    };
+  }
+
+  /// All answers so far, once at least `count` have come (or the bounded wait ran out).
+  std::vector<std::pair<std::string, provider_result>> wait(std::size_t count) {
+    std::unique_lock<std::mutex> lock{mutex_};
+    changed_.wait_for(lock, bounded_wait, [&] { return got_.size() >= count; });
+    return got_;
+  }
+
+  std::map<std::string, provider_result> by_tag(std::size_t count) {
+    std::map<std::string, provider_result> out;
+    for (auto& [tag, result] : wait(count)) {
+      BOOST_TEST(out.count(tag) == 0u, "answered twice: " << tag);
+      out[tag] = result;
+    }
+    BOOST_REQUIRE_EQUAL(out.size(), count);
+    return out;
+  }
+
+  std::size_t size() {
+    std::lock_guard<std::mutex> guard{mutex_};
+    return got_.size();
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::pair<std::string, provider_result>> got_;
+};
+
+provider_request make_request(const std::string& id, std::uint32_t attempt = 1) {
+  provider_request request;
+  request.task_id = "task-" + id;
+  request.channel = "webhook";
+  request.recipient = "https://example.test/hooks/u-123";
+  request.provider_request_id = id;
+  request.title = "Order shipped";
+  request.body = "Order 20260907-001 is on its way \xe2\x9c\x93 \"quoted\"";
+  request.trace_id = "trace-" + id;
+  request.attempt = attempt;
+  return request;
+}
+
+webhook_config config_for(const std::string& url, std::chrono::milliseconds timeout = 2000ms) {
+  webhook_config config;
+  config.url = url;
+  config.secret = secret;
+  config.timeout = timeout;
+  return config;
+}
+
+std::string name(call_outcome outcome) {
+  return std::string{to_string(outcome)};
+}
+
+std::string imf_fixdate(std::chrono::system_clock::time_point at) {
+  const std::time_t t = std::chrono::system_clock::to_time_t(at);
+  std::tm parts{};
+  gmtime_r(&t, &parts);
+  char text[64];
+  std::strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &parts);
+  return text;
+}
+
+/// A port nothing listens on: bound once, then closed.
+unsigned short closed_port() {
+  asio::io_context io;
+  tcp::acceptor acceptor{io, {asio::ip::make_address("127.0.0.1"), 0}};
+  const auto port = acceptor.local_endpoint().port();
+  acceptor.close();
+  return port;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(webhook_provider_tests)
+
+BOOST_AUTO_TEST_CASE(posts_signed_json_with_the_same_ids_on_every_attempt) {
+  test_server server{[](const recorded_request&) { return reply{}; }};
+  answers got;
+  webhook_provider provider{config_for(server.url()), [] { return fixed_now; }};
+
+  provider.send(make_request("req-1", 1), got.callback("first"));
+  BOOST_REQUIRE_EQUAL(got.wait(1).size(), 1u);
+  provider.send(make_request("req-1", 2), got.callback("second"));
+  auto results = got.by_tag(2);
+  for (const auto& [tag, result] : results) {
+    BOOST_TEST(name(result.outcome) == "success", tag);
+    BOOST_TEST(result.detail == "req-1");
+    BOOST_TEST(!result.retry_after.has_value());
+  }
+
+  const auto requests = server.requests();
+  BOOST_REQUIRE_EQUAL(requests.size(), 2u);
+  const auto key = *decode_webhook_secret(secret);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto& seen = requests[i];
+    BOOST_TEST(seen.method == "POST");
+    BOOST_TEST(seen.target == "/hook");
+    BOOST_TEST(seen.header("content-type") == "application/json");
+    BOOST_TEST(seen.header("webhook-id") == "req-1");
+    BOOST_TEST(seen.header("idempotency-key") == "req-1");
+    BOOST_TEST(seen.header("webhook-timestamp") == std::to_string(fixed_now));
+    BOOST_TEST(seen.header("x-herald-attempt") == std::to_string(i + 1));
+    BOOST_TEST(seen.header("webhook-signature") ==
+               sign_webhook(key, "req-1", fixed_now, seen.body));
+    BOOST_TEST(seen.header("expect").empty());
+
+    const auto body = json::parse(seen.body).as_object();
+    BOOST_TEST(body.at("type").as_string() == "herald.message");
+    BOOST_TEST(body.at("timestamp").as_string() == "2021-02-25T15:02:10.000000Z");
+    const auto& data = body.at("data").as_object();
+    BOOST_TEST(data.at("task_id").as_string() == "task-req-1");
+    BOOST_TEST(data.at("channel").as_string() == "webhook");
+    BOOST_TEST(data.at("recipient").as_string() == "https://example.test/hooks/u-123");
+    BOOST_TEST(data.at("title").as_string() == "Order shipped");
+    BOOST_TEST(data.at("body").as_string() == make_request("x").body);
+    BOOST_TEST(data.at("trace_id").as_string() == "trace-req-1");
+    BOOST_TEST(data.at("attempt").to_number<std::int64_t>() == static_cast<std::int64_t>(i + 1));
+  }
+  // The second attempt reused the first one's connection.
+  BOOST_TEST(requests[0].connection == requests[1].connection);
+  BOOST_TEST(server.connections() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(http_answers_are_classified) {
+  const auto in_a_minute = imf_fixdate(std::chrono::system_clock::now() + 60s);
+  test_server server{[&](const recorded_request& seen) {
+    const auto id = seen.header("webhook-id");
+    reply answer;
+    if (id == "ok-204")
+      answer.status = 204, answer.body.clear();
+    else if (id == "busy-503")
+      answer.status = 503, answer.headers = {{"Retry-After", "7"}};
+    else if (id == "busy-503-date")
+      answer.status = 503, answer.headers = {{"Retry-After", in_a_minute}};
+    else if (id == "slow-down-429")
+      answer.status = 429, answer.headers = {{"Retry-After", "3"}};
+    else if (id == "gone-410")
+      answer.status = 410;
+    else if (id == "missing-404")
+      answer.status = 404, answer.body = "no such hook";
+    else if (id == "moved-302")
+      answer.status = 302, answer.headers = {{"Location", "/elsewhere"}};
+    return answer;
+  }};
+  answers got;
+  webhook_provider provider{config_for(server.url())};
+  const std::vector<std::string> ids = {"ok-204",   "busy-503",    "busy-503-date", "slow-down-429",
+                                        "gone-410", "missing-404", "moved-302"};
+  for (const auto& id : ids)
+    provider.send(make_request(id), got.callback(id));
+  auto results = got.by_tag(ids.size());
+
+  BOOST_TEST(name(results["ok-204"].outcome) == "success");
+
+  BOOST_TEST(name(results["busy-503"].outcome) == "retryable");
+  BOOST_REQUIRE(results["busy-503"].retry_after.has_value());
+  BOOST_TEST(results["busy-503"].retry_after->count() == 7000);
+
+  BOOST_TEST(name(results["busy-503-date"].outcome) == "retryable");
+  BOOST_REQUIRE(results["busy-503-date"].retry_after.has_value());
+  BOOST_TEST(results["busy-503-date"].retry_after->count() > 50000);
+  BOOST_TEST(results["busy-503-date"].retry_after->count() <= 61000);
+
+  BOOST_TEST(name(results["slow-down-429"].outcome) == "throttled");
+  BOOST_REQUIRE(results["slow-down-429"].retry_after.has_value());
+  BOOST_TEST(results["slow-down-429"].retry_after->count() == 3000);
+
+  BOOST_TEST(name(results["gone-410"].outcome) == "permanent");
+  BOOST_TEST(results["gone-410"].detail == "endpoint gone (410): disabled");
+
+  BOOST_TEST(name(results["missing-404"].outcome) == "permanent");
+  BOOST_TEST(results["missing-404"].detail == "endpoint refused (404): no such hook");
+
+  BOOST_TEST(name(results["moved-302"].outcome) == "permanent");
+
+  // Exactly one request per call: the redirect was not followed.
+  const auto requests = server.requests();
+  BOOST_TEST(requests.size() == ids.size());
+  for (const auto& seen : requests)
+    BOOST_TEST(seen.target == "/hook");
+}
+
+BOOST_AUTO_TEST_CASE(a_silent_endpoint_times_out_after_the_configured_timeout) {
+  test_server server{[](const recorded_request&) {
+    reply answer;
+    answer.hang = true;
+    return answer;
+  }};
+  answers got;
+  webhook_provider provider{config_for(server.url(), 300ms)};
+  const auto started = std::chrono::steady_clock::now();
+  provider.send(make_request("silent"), got.callback("silent"));
+  auto results = got.by_tag(1);
+  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now() - started)
+                           .count();
+  BOOST_TEST(name(results["silent"].outcome) == "timeout");
+  BOOST_TEST(elapsed >= 290);
+  BOOST_TEST(elapsed < 3000);
+  BOOST_TEST(server.requests().size() == 1u); // it did arrive: the outcome is unknown
+}
+
+BOOST_AUTO_TEST_CASE(a_refused_connection_is_retryable) {
+  answers got;
+  webhook_provider provider{
+      config_for("http://127.0.0.1:" + std::to_string(closed_port()) + "/hook", 300ms)};
+  provider.send(make_request("refused"), got.callback("refused"));
+  auto results = got.by_tag(1);
+  BOOST_TEST(name(results["refused"].outcome) == "retryable");
+  BOOST_TEST(results["refused"].detail.find("not delivered") == 0u, results["refused"].detail);
+}
+
+BOOST_AUTO_TEST_CASE(stopping_answers_every_pending_call) {
+  test_server server{[](const recorded_request&) {
+    reply answer;
+    answer.hang = true;
+    return answer;
+  }};
+  answers got;
+  {
+    webhook_provider provider{config_for(server.url(), 60000ms)};
+    for (const auto* id : {"a", "b", "c"})
+      provider.send(make_request(id), got.callback(id));
+    BOOST_REQUIRE(server.wait_for_requests(3));
+    BOOST_TEST(got.size() == 0u);
+  } // destroyed with three calls in flight
+  auto results = got.by_tag(3);
+  for (const auto& [id, result] : results) {
+    BOOST_TEST(name(result.outcome) == "timeout", id);
+    BOOST_TEST(result.detail == "adapter stopped");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(many_concurrent_calls_share_a_bounded_set_of_connections) {
+  test_server server{[](const recorded_request&) { return reply{}; }};
+  answers got;
+  auto config = config_for(server.url());
+  config.max_connections = 4;
+  webhook_provider provider{config};
+  constexpr std::size_t calls = 60;
+  // From several threads at once, as channel actors on different workers would.
+  std::vector<std::thread> senders;
+  for (std::size_t t = 0; t < 3; ++t)
+    senders.emplace_back([&, t] {
+      for (std::size_t i = t; i < calls; i += 3) {
+        const auto id = "m-" + std::to_string(i);
+        provider.send(make_request(id), got.callback(id));
+      }
+    });
+  for (auto& sender : senders)
+    sender.join();
+  auto results = got.by_tag(calls);
+  for (const auto& [id, result] : results)
+    BOOST_TEST(name(result.outcome) == "success", id);
+  std::set<std::string> ids;
+  for (const auto& seen : server.requests())
+    ids.insert(seen.header("webhook-id"));
+  BOOST_TEST(ids.size() == calls);
+  BOOST_TEST(server.requests().size() == calls);
+  BOOST_TEST(server.connections() <= 4u);
+}
+
+BOOST_AUTO_TEST_CASE(a_callback_may_send_again) {
+  test_server server{[](const recorded_request&) { return reply{}; }};
+  answers got;
+  webhook_provider provider{config_for(server.url())};
+  provider.send(make_request("one"), [&](provider_result result) {
+    got.callback("one")(std::move(result));
+    provider.send(make_request("two"), got.callback("two"));
+  });
+  auto results = got.by_tag(2);
+  BOOST_TEST(name(results["two"].outcome) == "success");
+}
+
+BOOST_AUTO_TEST_CASE(config_validation) {
+  BOOST_TEST(config_for("http://127.0.0.1:8080/hook").validate() == "");
+  BOOST_TEST(config_for("https://hooks.example.com/herald?x=1").validate() == "");
+  BOOST_TEST(config_for("HTTPS://hooks.example.com/").validate() == "");
+  for (const char* bad_url : {"", "ftp://example.com/", "example.com/hook", "http://", "https:///x",
+                              "file:///etc/passwd", "http://exa mple.com/"})
+    BOOST_TEST(config_for(bad_url).validate() != "", "accepted url '" << bad_url << "'");
+  auto config = config_for("http://127.0.0.1/");
+  config.secret = "not-a-secret";
+  BOOST_TEST(config.validate().find("secret") != std::string::npos);
+  config = config_for("http://127.0.0.1/", 0ms);
+  BOOST_TEST(config.validate() != "");
+  config = config_for("http://127.0.0.1/");
+  config.max_connections = 0;
+  BOOST_TEST(config.validate() != "");
+  BOOST_CHECK_THROW(webhook_provider{config}, std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(payload_shape) {
+  auto request = make_request("p-1", 3);
+  request.body = "line\nbreak";
+  BOOST_TEST(
+      webhook_payload(request, fixed_now) ==
+      R"({"type":"herald.message","timestamp":"2021-02-25T15:02:10.000000Z","data":{)"
+      R"("task_id":"task-p-1","channel":"webhook","recipient":"https://example.test/hooks/u-123",)"
+      R"("title":"Order shipped","body":"line\nbreak","trace_id":"trace-p-1","attempt":3}})");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
