@@ -306,13 +306,19 @@ struct webhook_provider::impl {
       }
       active.at(easy)->done = std::move(call.done);
     } catch (const std::exception& e) {
-      if (easy != nullptr)
-        curl_easy_cleanup(easy);
-      finished.emplace_back(std::move(call.done),
-                            provider_result{call_outcome::retryable,
-                                            std::string{"webhook call not started: "} + e.what(),
-                                            std::nullopt});
+      not_started(call, easy, e.what(), finished);
+    } catch (...) { // e.g. from the injected clock: the worker thread must survive it
+      not_started(call, easy, "unknown exception", finished);
     }
+  }
+
+  void not_started(pending_call& call, CURL* easy, const char* why, finished_list& finished) {
+    if (easy != nullptr)
+      curl_easy_cleanup(easy);
+    finished.emplace_back(std::move(call.done),
+                          provider_result{call_outcome::retryable,
+                                          std::string{"webhook call not started: "} + why,
+                                          std::nullopt});
   }
 
   /// Answers every transfer curl has finished.
