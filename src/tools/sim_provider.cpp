@@ -1,7 +1,87 @@
 #include "tools/sim_provider.hpp"
 
+#include "api/http_server.hpp"
+#include "tools/sim_provider_config.hpp"
+#include "tools/sim_provider_service.hpp"
+
+#include <csignal>
+#include <iostream>
+#include <pthread.h>
+
+#include <boost/json.hpp>
+
 namespace herald::tools {
 
-int run_sim_provider(const std::vector<std::string>&) { return 2; }
+namespace {
+
+/// Blocks SIGTERM and SIGINT in this thread (and every thread it starts) and returns the set;
+/// main did the same already, this keeps the tool correct on its own.
+sigset_t block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+} // namespace
+
+int run_sim_provider(const std::vector<std::string>& args) {
+  sim_provider_options options;
+  try {
+    options = parse_sim_provider_args(args);
+  } catch (const usage_error& e) {
+    std::cerr << "herald sim-provider: " << e.what() << "\n";
+    return 2;
+  }
+  if (options.help) {
+    std::cout << sim_provider_usage();
+    return 0;
+  }
+
+  auto stop_signals = block_stop_signals();
+  sim_provider_service service(options);
+  api::http_options http;
+  http.host = options.listen.host;
+  http.port = options.listen.port;
+  http.max_body_bytes = 1 << 20;
+  http.io_threads = 2;
+  http.max_in_flight = 100000; // held calls stay in flight until dropped
+  http.idle_timeout = std::chrono::seconds(60);
+  api::http_server server(http, service.handler());
+  try {
+    server.start();
+  } catch (const std::exception& e) {
+    std::cerr << "herald sim-provider: cannot listen on " << options.listen.to_string() << ": "
+              << e.what() << "\n";
+    return 1;
+  }
+  namespace json = boost::json;
+  const auto& f = options.faults;
+  std::cout << json::serialize(json::object{{"event", "sim_provider.listening"},
+                                            {"host", options.listen.host},
+                                            {"port", server.port()},
+                                            {"fail_rate", f.fail_rate},
+                                            {"timeout_rate", f.timeout_rate},
+                                            {"permanent_rate", f.permanent_rate},
+                                            {"latency_ms", options.latency.count()},
+                                            {"dedupe_by_id", options.dedupe_by_id},
+                                            {"seed", options.seed}})
+            << std::endl;
+
+  int received = 0;
+  if (sigwait(&stop_signals, &received) != 0)
+    received = 0; // only EINVAL, impossible with this set: stop anyway
+
+  server.stop();
+  service.shutdown();
+  std::cout << json::serialize(
+                   json::object{{"event", "sim_provider.stopped"},
+                                {"signal", received},
+                                {"summary", json::parse(to_json(service.calls().summary()))}})
+            << std::endl;
+  return 0;
+}
 
 } // namespace herald::tools

@@ -5,10 +5,12 @@
 
 namespace herald::tools {
 
-/// `herald sim-provider --listen HOST:PORT [--fail-rate F] [--timeout-rate F] [--latency-ms N]
-/// [--dedupe-by-id]`: a simulated provider process for tests and load tests. Runs until
-/// SIGTERM/SIGINT (already blocked by main; wait with sigwait). `args` excludes the verb.
-/// Returns the exit code (2 on bad usage, with one line on stderr).
+/// `herald sim-provider --listen HOST:PORT [--fail-rate F] [--timeout-rate F]
+/// [--permanent-rate F] [--latency-ms N] [--hold-ms N] [--dedupe-by-id] [--seed N]`: a simulated
+/// provider process for tests and load tests (see sim_provider_service.hpp for the model).
+/// Prints {"event":"sim_provider.listening","port":N,...} on stdout once it listens. Runs until
+/// SIGTERM/SIGINT (blocked by main; waited for with sigwait). `args` excludes the verb.
+/// Returns the exit code (2 on bad usage, with one line on stderr; 1 when it cannot listen).
 int run_sim_provider(const std::vector<std::string>& args);
 
 } // namespace herald::tools
