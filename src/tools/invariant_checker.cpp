@@ -1,0 +1,225 @@
+#include "tools/invariant_checker.hpp"
+
+#include "domain/task_state.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace herald::tools {
+
+namespace {
+
+constexpr std::size_t max_examples = 5;
+
+/// Collects up to max_examples names for a detail line.
+class examples {
+public:
+  void add(const std::string& text) {
+    if (items_.size() < max_examples)
+      items_.push_back(text);
+  }
+  std::string text() const {
+    if (items_.empty())
+      return {};
+    std::string out = " (e.g.";
+    for (const auto& item : items_)
+      out += " " + item;
+    return out + ")";
+  }
+
+private:
+  std::vector<std::string> items_;
+};
+
+invariant_result verdict(std::string name, std::size_t violations, const std::string& what,
+                         const examples& e = {}) {
+  invariant_result result;
+  result.name = std::move(name);
+  result.pass = violations == 0;
+  result.detail = std::to_string(violations) + " " + what + (result.pass ? "" : e.text());
+  return result;
+}
+
+/// The (channel -> task id) map of one answer, as a comparable value.
+std::map<std::string, std::string> task_map(const accepted_answer& answer) {
+  std::map<std::string, std::string> tasks;
+  for (const auto& task : answer.tasks)
+    tasks[task.channel] = task.task_id;
+  return tasks;
+}
+
+} // namespace
+
+bool check_report::all_pass() const {
+  return std::all_of(invariants.begin(), invariants.end(),
+                     [](const invariant_result& r) { return r.pass; });
+}
+
+bool is_terminal_status(const std::string& status) {
+  auto state = domain::parse_task_state(status);
+  return state && domain::is_terminal(*state);
+}
+
+bool is_delivered_status(const std::string& status) {
+  return status == "SENT" || status == "DELIVERED" || status == "READ" || status == "CLICKED" ||
+         status == "UNCONFIRMED";
+}
+
+check_report check_invariants(const run_record& run) {
+  check_report report;
+
+  // Group the answers by event; the first answer of an event is its reference.
+  std::map<std::size_t, std::vector<const accepted_answer*>> by_event;
+  for (const auto& answer : run.answers)
+    by_event[answer.event].push_back(&answer);
+  report.accepted_events = by_event.size();
+
+  // Accepted tasks: every task id any answer named (with its message and channel).
+  struct accepted_task {
+    std::string message_id;
+    std::string channel;
+  };
+  std::map<std::string, accepted_task> accepted;
+  std::set<std::string> message_ids;
+  examples mismatch_examples;
+  examples late_examples;
+  for (const auto& [event, answers] : by_event) {
+    auto reference = task_map(*answers.front());
+    bool mismatch = answers.front()->message_id.empty() ||
+                    reference.size() != answers.front()->tasks.size() ||
+                    (run.channels_per_event != 0 && reference.size() != run.channels_per_event);
+    for (const auto* answer : answers) {
+      message_ids.insert(answer->message_id);
+      for (const auto& task : answer->tasks)
+        accepted.emplace(task.task_id, accepted_task{answer->message_id, task.channel});
+      if (answer->message_id != answers.front()->message_id || task_map(*answer) != reference)
+        mismatch = true;
+      if (answer->late) {
+        bool created = answer->status != 200 ||
+                       std::any_of(answer->tasks.begin(), answer->tasks.end(),
+                                   [](const answered_task& t) { return !t.duplicate; });
+        if (created) {
+          ++report.late_creations;
+          late_examples.add("event " + std::to_string(event));
+        }
+      }
+    }
+    if (mismatch) {
+      ++report.id_mismatches;
+      mismatch_examples.add("event " + std::to_string(event));
+    }
+  }
+  message_ids.erase(std::string());
+  report.accepted_messages = message_ids.size();
+  report.accepted_tasks = accepted.size();
+
+  // What herald shows, by task id, counting how often each id appears.
+  std::unordered_map<std::string, const observed_task*> observed;
+  std::unordered_map<std::string, std::size_t> seen_count;
+  for (const auto& [message_id, message] : run.messages) {
+    if (!message.found)
+      continue;
+    for (const auto& task : message.tasks) {
+      observed.emplace(task.task_id, &task);
+      ++seen_count[task.task_id];
+    }
+  }
+
+  examples lost_examples;
+  std::size_t seen_twice = 0;
+  for (const auto& [task_id, info] : accepted) {
+    auto found = observed.find(task_id);
+    if (found == observed.end()) {
+      ++report.states["MISSING"];
+      ++report.lost_tasks;
+      lost_examples.add(task_id + "(missing)");
+      continue;
+    }
+    const auto& status = found->second->status;
+    ++report.states[status.empty() ? "UNKNOWN" : status];
+    if (!is_terminal_status(status)) {
+      ++report.lost_tasks;
+      lost_examples.add(task_id + "(" + status + ")");
+    }
+    if (seen_count[task_id] > 1)
+      ++seen_twice;
+  }
+  for (const auto& [task_id, task] : observed) {
+    if (!accepted.count(task_id))
+      ++report.extra_tasks;
+    if (is_delivered_status(task->status))
+      ++report.delivered_tasks;
+  }
+
+  std::size_t state_sum = 0;
+  for (const auto& [state, count] : report.states)
+    if (state != "MISSING")
+      state_sum += count;
+
+  report.invariants.push_back(verdict("something_accepted",
+                                      report.accepted_events == 0 && run.events > 0 ? 1 : 0,
+                                      "runs with no accepted event"));
+  report.invariants.push_back(verdict("nothing_lost", report.lost_tasks,
+                                      "accepted tasks not found or not terminal", lost_examples));
+  {
+    auto result =
+        verdict("stable_ids", report.id_mismatches + run.unparseable_answers,
+                "events whose answers disagree or were not understood", mismatch_examples);
+    report.invariants.push_back(result);
+  }
+  report.invariants.push_back(verdict("late_duplicates_create_nothing", report.late_creations,
+                                      "late resubmissions that created a task", late_examples));
+  {
+    std::size_t off = (report.accepted_tasks - state_sum) + seen_twice;
+    auto result = verdict("accounting", off, "accepted tasks not counted exactly once");
+    result.detail += "; accepted " + std::to_string(report.accepted_tasks) + " = sum over states " +
+                     std::to_string(state_sum) + " + missing " +
+                     std::to_string(report.accepted_tasks - state_sum);
+    report.invariants.push_back(result);
+  }
+
+  if (run.provider_expected) {
+    report.invariants.push_back(verdict("provider_reachable", run.provider ? 0 : 1,
+                                        "failed reads of the provider's records"));
+  }
+  if (run.provider) {
+    const auto& provider = *run.provider;
+    examples twice;
+    for (const auto& id : provider.ids_delivered_more_than_once)
+      twice.add(id);
+    report.invariants.push_back(verdict("provider_at_most_once",
+                                        provider.duplicate_effective_deliveries,
+                                        "duplicate effective deliveries", twice));
+
+    examples not_delivered;
+    std::unordered_set<std::string> known_ids;
+    for (const auto& [task_id, task] : observed) {
+      if (!task->provider_request_id.empty())
+        known_ids.insert(task->provider_request_id);
+      if (!run.provider_channels.count(task->channel) || !is_delivered_status(task->status))
+        continue;
+      if (!provider.delivered_ids.count(task->provider_request_id)) {
+        ++report.sent_without_delivery;
+        not_delivered.add(task_id);
+      }
+    }
+    report.invariants.push_back(verdict("provider_none_lost", report.sent_without_delivery,
+                                        "delivered tasks the provider never processed",
+                                        not_delivered));
+
+    examples unknown;
+    for (const auto& id : provider.delivered_ids) {
+      if (!known_ids.count(id)) {
+        ++report.unknown_provider_ids;
+        unknown.add(id);
+      }
+    }
+    report.invariants.push_back(verdict("provider_no_unknown", report.unknown_provider_ids,
+                                        "provider deliveries of ids herald does not show",
+                                        unknown));
+  }
+  return report;
+}
+
+} // namespace herald::tools

@@ -1,0 +1,106 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace herald::tools {
+
+/// One task in a 2xx answer to POST /v1/messages.
+struct answered_task {
+  std::string task_id;
+  std::string channel;
+  bool duplicate = false;
+};
+
+/// One accepted (2xx) POST /v1/messages.
+struct accepted_answer {
+  std::size_t event = 0;
+  bool late = false; ///< sent after the drain
+  int status = 0;    ///< 200 or 202
+  std::string message_id;
+  std::vector<answered_task> tasks;
+};
+
+/// One task as GET /v1/messages/{id} last showed it.
+struct observed_task {
+  std::string task_id;
+  std::string channel;
+  std::string status;
+  std::string provider_request_id;
+  std::int64_t attempts = 0;
+};
+
+/// The last look at one message; `found` is false when it was never read (404 or no answer).
+struct observed_message {
+  bool found = false;
+  std::vector<observed_task> tasks;
+};
+
+/// What the sim-provider recorded.
+struct provider_observation {
+  std::uint64_t calls = 0;
+  std::uint64_t effective_deliveries = 0;
+  std::uint64_t duplicate_effective_deliveries = 0;
+  std::vector<std::string> ids_delivered_more_than_once;
+  std::set<std::string> delivered_ids;
+};
+
+/// Everything a load run recorded; the checker's only input.
+struct run_record {
+  std::size_t events = 0; ///< events planned
+  std::size_t channels_per_event = 0;
+  std::vector<accepted_answer> answers;
+  std::size_t unparseable_answers = 0;              ///< 2xx answers whose body was not understood
+  std::map<std::string, observed_message> messages; ///< by message id
+  bool provider_expected = false;                   ///< --provider given
+  std::optional<provider_observation> provider;     ///< nullopt when it could not be read
+  std::set<std::string> provider_channels;
+};
+
+struct invariant_result {
+  std::string name;
+  bool pass = true;
+  std::string detail;
+};
+
+struct check_report {
+  std::size_t accepted_events = 0;
+  std::size_t accepted_messages = 0;
+  std::size_t accepted_tasks = 0;
+  std::size_t lost_tasks = 0;      ///< accepted, not found or not terminal
+  std::size_t id_mismatches = 0;   ///< events whose answers disagree
+  std::size_t late_creations = 0;  ///< late resubmissions that created a task
+  std::size_t extra_tasks = 0;     ///< tasks herald shows that no answer named (e.g. fallbacks)
+  std::size_t delivered_tasks = 0; ///< SENT, DELIVERED, READ, CLICKED or UNCONFIRMED
+  std::size_t sent_without_delivery = 0;
+  std::size_t unknown_provider_ids = 0;
+  std::map<std::string, std::size_t> states; ///< accepted tasks per state; "MISSING" if unseen
+  std::vector<invariant_result> invariants;
+
+  bool all_pass() const;
+};
+
+/// Whether herald makes no further provider call for a task in `status` (design.md §3).
+bool is_terminal_status(const std::string& status);
+
+/// Whether `status` means the provider accepted the task.
+bool is_delivered_status(const std::string& status);
+
+/// Checks design.md §4 over a finished run:
+/// - nothing_lost: every accepted task exists and is terminal;
+/// - stable_ids: all answers of one event carry the same message id and task ids, one task per
+///   channel;
+/// - late_duplicates_create_nothing: answers after the drain are 200 with every task duplicate;
+/// - accounting: accepted tasks = sum over states (each seen exactly once);
+/// - with a provider: provider_reachable, provider_at_most_once (no id delivered twice),
+///   provider_none_lost (every delivered task of a provider channel was delivered there),
+///   provider_no_unknown (every id it delivered belongs to a task herald shows);
+/// - something_accepted: at least one event got a 2xx.
+check_report check_invariants(const run_record& run);
+
+} // namespace herald::tools

@@ -1,0 +1,41 @@
+#pragma once
+
+#include "tools/cli_args.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace herald::tools {
+
+struct load_options {
+  host_port target;
+  std::uint64_t events = 1000;
+  std::uint64_t users = 100;
+  std::vector<std::string> channels{"sms", "wechat", "app"};
+  double duplicate_ratio = 0.1;  ///< events resubmitted once during the run
+  double late_duplicates = 0.05; ///< events resubmitted once after the drain
+  unsigned concurrency = 8;
+  std::optional<host_port> provider;
+  /// Channels whose tasks go to the sim-provider (checked against it); all channels unless
+  /// --provider-channels says otherwise.
+  std::vector<std::string> provider_channels;
+  bool reset_provider = false;
+  std::chrono::seconds drain_timeout{120};
+  std::chrono::milliseconds request_timeout{10000};
+  bool json = false;
+  std::string biz_prefix; ///< "load-<unix seconds>-" unless given
+  bool to_from_channel = false;
+  std::uint64_t seed = 1;
+  bool help = false;
+};
+
+/// Parses the arguments after `herald load`; throws usage_error (also for non-loopback
+/// addresses: the tool is for local load tests only).
+load_options parse_load_args(const std::vector<std::string>& args);
+
+std::string load_usage();
+
+} // namespace herald::tools

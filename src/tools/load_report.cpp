@@ -1,0 +1,165 @@
+#include "tools/load_report.hpp"
+
+#include "tools/percentiles.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include <boost/json.hpp>
+
+namespace herald::tools {
+
+namespace json = boost::json;
+
+namespace {
+
+double rate(double count, double seconds) {
+  return seconds > 0 ? count / seconds : 0;
+}
+
+double rounded(double value) {
+  return std::round(value * 1000) / 1000;
+}
+
+json::object stats_json(const submit_stats& stats, std::size_t accepted_tasks) {
+  auto latency = summarize_latencies(stats.latencies_ms);
+  json::object rejected;
+  for (const auto& [status, count] : stats.rejected_statuses)
+    rejected[std::to_string(status)] = count;
+  return json::object{
+      {"submissions", stats.submissions},
+      {"exchanges", stats.exchanges},
+      {"accepted", stats.accepted},
+      {"created_answers", stats.created_answers},
+      {"duplicate_answers", stats.duplicate_answers},
+      {"rejected", stats.rejected},
+      {"rejected_statuses", std::move(rejected)},
+      {"gave_up", stats.gave_up},
+      {"retries_overloaded", stats.retries_overloaded},
+      {"retries_connection", stats.retries_connection},
+      {"retries_server_error", stats.retries_server_error},
+      {"duration_s", rounded(stats.duration_s)},
+      {"accepted_per_s", rounded(rate(static_cast<double>(stats.accepted), stats.duration_s))},
+      {"accepted_tasks_per_s",
+       rounded(rate(static_cast<double>(accepted_tasks), stats.duration_s))},
+      {"latency_ms", json::object{{"count", latency.count},
+                                  {"p50", rounded(latency.p50)},
+                                  {"p99", rounded(latency.p99)},
+                                  {"max", rounded(latency.max)}}}};
+}
+
+std::string fixed(double value, int digits = 1) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
+  return buffer;
+}
+
+} // namespace
+
+std::string report_json(const load_options& options, const load_run& run,
+                        const check_report& report) {
+  json::object body;
+  body["pass"] = report.all_pass();
+  body["target"] = options.target.to_string();
+  body["provider"] =
+      options.provider ? json::value(options.provider->to_string()) : json::value(nullptr);
+  body["events"] = run.record.events;
+  json::array channels;
+  for (const auto& channel : options.channels)
+    channels.emplace_back(channel);
+  body["channels"] = std::move(channels);
+  body["duration_s"] = rounded(run.total_duration_s);
+  body["ingest"] = stats_json(run.live, report.accepted_tasks);
+  body["late"] = stats_json(run.late, 0);
+  body["drain"] = json::object{{"complete", run.drain.complete},
+                               {"rounds", run.drain.rounds},
+                               {"pending_at_end", run.drain.pending_at_end},
+                               {"duration_s", rounded(run.drain.duration_s)},
+                               {"retry_queue_depth", run.drain.retry_queue_depth
+                                                         ? json::value(*run.drain.retry_queue_depth)
+                                                         : json::value(nullptr)}};
+  body["delivered_tasks"] = report.delivered_tasks;
+  body["delivered_per_s"] =
+      rounded(rate(static_cast<double>(report.delivered_tasks), run.elapsed_to_drain_s));
+  json::object states;
+  for (const auto& [state, count] : report.states)
+    states[state] = count;
+  body["states"] = std::move(states);
+  body["counts"] = json::object{{"accepted_events", report.accepted_events},
+                                {"accepted_messages", report.accepted_messages},
+                                {"accepted_tasks", report.accepted_tasks},
+                                {"lost_tasks", report.lost_tasks},
+                                {"id_mismatches", report.id_mismatches},
+                                {"unparseable_answers", run.record.unparseable_answers},
+                                {"late_creations", report.late_creations},
+                                {"extra_tasks", report.extra_tasks},
+                                {"sent_without_delivery", report.sent_without_delivery},
+                                {"unknown_provider_ids", report.unknown_provider_ids}};
+  body["ambiguous_resends"] =
+      run.ambiguous_resends ? json::value(*run.ambiguous_resends) : json::value(nullptr);
+  if (run.provider_summary_json.empty()) {
+    body["provider_summary"] = nullptr;
+  } else {
+    boost::system::error_code ec;
+    auto summary = json::parse(run.provider_summary_json, ec);
+    body["provider_summary"] = ec ? json::value(nullptr) : std::move(summary);
+  }
+  json::array invariants;
+  for (const auto& invariant : report.invariants)
+    invariants.push_back(json::object{
+        {"name", invariant.name}, {"pass", invariant.pass}, {"detail", invariant.detail}});
+  body["invariants"] = std::move(invariants);
+  return json::serialize(body);
+}
+
+std::string report_text(const load_options& options, const load_run& run,
+                        const check_report& report) {
+  std::ostringstream out;
+  auto latency = summarize_latencies(run.live.latencies_ms);
+  out << "herald load against " << options.target.to_string() << ": " << run.record.events
+      << " events x " << options.channels.size() << " channels in " << fixed(run.total_duration_s)
+      << " s\n";
+  out << "  ingest     " << run.live.accepted << "/" << run.live.submissions << " POSTs accepted ("
+      << run.live.created_answers << " x 202, " << run.live.duplicate_answers << " x 200), "
+      << run.live.rejected << " rejected, " << run.live.gave_up
+      << " given up; retries: " << run.live.retries_overloaded << " overloaded, "
+      << run.live.retries_connection << " connection, " << run.live.retries_server_error
+      << " server error\n";
+  out << "  throughput " << fixed(rate(static_cast<double>(run.live.accepted), run.live.duration_s))
+      << " accepted POSTs/s, "
+      << fixed(rate(static_cast<double>(report.accepted_tasks), run.live.duration_s))
+      << " accepted tasks/s, "
+      << fixed(rate(static_cast<double>(report.delivered_tasks), run.elapsed_to_drain_s))
+      << " delivered tasks/s\n";
+  out << "  latency    p50 " << fixed(latency.p50, 2) << " ms, p99 " << fixed(latency.p99, 2)
+      << " ms, max " << fixed(latency.max, 2) << " ms (" << latency.count << " POSTs)\n";
+  out << "  drain      " << (run.drain.complete ? "complete" : "INCOMPLETE") << " after "
+      << fixed(run.drain.duration_s) << " s, " << run.drain.rounds << " rounds";
+  if (!run.drain.complete)
+    out << ", " << run.drain.pending_at_end << " messages unfinished";
+  out << "\n";
+  if (run.late.submissions > 0)
+    out << "  late       " << run.late.accepted << "/" << run.late.submissions
+        << " resubmissions accepted after the drain\n";
+  out << "  tasks      " << report.accepted_tasks << " accepted:";
+  for (const auto& [state, count] : report.states)
+    out << " " << state << "=" << count;
+  if (report.extra_tasks > 0)
+    out << "; " << report.extra_tasks << " more not named by any answer";
+  out << "\n";
+  if (run.ambiguous_resends)
+    out << "  herald     " << static_cast<long long>(*run.ambiguous_resends)
+        << " ambiguous resends\n";
+  if (run.record.provider)
+    out << "  provider   " << run.record.provider->calls << " calls, "
+        << run.record.provider->effective_deliveries << " effective deliveries, "
+        << run.record.provider->duplicate_effective_deliveries << " duplicates\n";
+  for (const auto& invariant : report.invariants)
+    out << "  " << (invariant.pass ? "PASS " : "FAIL ") << invariant.name << ": "
+        << invariant.detail << "\n";
+  out << (report.all_pass() ? "PASS" : "FAIL") << "\n";
+  return out.str();
+}
+
+} // namespace herald::tools

@@ -1,0 +1,12 @@
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace herald::tools {
+
+/// The sum of every sample of metric `name` in Prometheus text format (all label sets), or
+/// nullopt when no sample has that exact name. Comments and other metrics are skipped.
+std::optional<double> metric_sum(std::string_view text, std::string_view name);
+
+} // namespace herald::tools

@@ -1,0 +1,181 @@
+#include "tools/cli_args.hpp"
+#include "tools/load_config.hpp"
+#include "tools/sim_provider_config.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace herald::tools;
+using args = std::vector<std::string>;
+
+namespace {
+
+/// The usage error's message, or "" when `parse` accepted the arguments.
+template <typename Parse> std::string usage_message(Parse parse) {
+  try {
+    parse();
+  } catch (const usage_error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+bool mentions(const std::string& message, const std::string& part) {
+  return message.find(part) != std::string::npos;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_args_tests)
+
+BOOST_AUTO_TEST_CASE(host_port_forms) {
+  auto v4 = parse_host_port("--x", "127.0.0.1:8080");
+  BOOST_TEST(v4.host == "127.0.0.1");
+  BOOST_TEST(v4.port == 8080);
+  auto v6 = parse_host_port("--x", "[::1]:9");
+  BOOST_TEST(v6.host == "::1");
+  BOOST_TEST(v6.to_string() == "[::1]:9");
+  BOOST_TEST(parse_host_port("--x", "localhost:0", true).port == 0);
+  for (auto bad : {"", "8080", ":80", "host:", "host:x", "host:65536", "host:0", "host:-1"})
+    BOOST_TEST(!usage_message([&] { parse_host_port("--x", bad); }).empty(), bad);
+}
+
+BOOST_AUTO_TEST_CASE(loopback_hosts) {
+  for (auto host : {"127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]"})
+    BOOST_TEST(is_loopback_host(host), host);
+  for (auto host : {"10.0.0.1", "0.0.0.0", "128.0.0.1", "127.0.0", "127.0.0.1.5", "example.com",
+                    "127.0.0.256", "::", "localhost.example.com"})
+    BOOST_TEST(!is_loopback_host(host), host);
+}
+
+BOOST_AUTO_TEST_CASE(numbers_and_lists) {
+  BOOST_TEST(parse_rate("--r", "0.25") == 0.25);
+  BOOST_TEST(parse_rate("--r", "1") == 1.0);
+  for (auto bad : {"", "-0.1", "1.5", "nan", "0.1x", "inf"})
+    BOOST_TEST(!usage_message([&] { parse_rate("--r", bad); }).empty(), bad);
+  BOOST_TEST(parse_count("--n", "42", 1, 100) == 42u);
+  for (auto bad : {"0", "101", "", "-1", "4.2", "1e3", "99999999999999999999999"})
+    BOOST_TEST(!usage_message([&] { parse_count("--n", bad, 1, 100); }).empty(), bad);
+  BOOST_TEST(parse_name_list("--c", "sms,wechat") == (args{"sms", "wechat"}));
+  for (auto bad : {"", "sms,", ",sms", "sms,,app", "sms,sms", "s ms"})
+    BOOST_TEST(!usage_message([&] { parse_name_list("--c", bad); }).empty(), bad);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(load_config_tests)
+
+BOOST_AUTO_TEST_CASE(defaults_and_every_option) {
+  auto defaults = parse_load_args({"--target", "127.0.0.1:8080"});
+  BOOST_TEST(defaults.events == 1000u);
+  BOOST_TEST(defaults.channels == (args{"sms", "wechat", "app"}));
+  BOOST_TEST(defaults.provider_channels == defaults.channels);
+  BOOST_TEST(!defaults.provider);
+  BOOST_TEST(!defaults.json);
+
+  auto all = parse_load_args({"--target=localhost:1",
+                              "--events",
+                              "5",
+                              "--users",
+                              "2",
+                              "--channels",
+                              "sms,email",
+                              "--duplicate-ratio",
+                              "0.5",
+                              "--concurrency",
+                              "3",
+                              "--late-duplicates",
+                              "0.2",
+                              "--provider",
+                              "127.0.0.1:9",
+                              "--provider-channels",
+                              "sms",
+                              "--reset-provider",
+                              "--drain-timeout-s",
+                              "7",
+                              "--request-timeout-ms",
+                              "500",
+                              "--json",
+                              "--biz-prefix",
+                              "p-",
+                              "--to-from-channel",
+                              "--seed",
+                              "9"});
+  BOOST_TEST(all.events == 5u);
+  BOOST_TEST(all.users == 2u);
+  BOOST_TEST(all.channels == (args{"sms", "email"}));
+  BOOST_TEST(all.duplicate_ratio == 0.5);
+  BOOST_TEST(all.concurrency == 3u);
+  BOOST_TEST(all.late_duplicates == 0.2);
+  BOOST_TEST(all.provider->port == 9);
+  BOOST_TEST(all.provider_channels == args{"sms"});
+  BOOST_TEST(all.reset_provider);
+  BOOST_TEST(all.drain_timeout.count() == 7);
+  BOOST_TEST(all.request_timeout.count() == 500);
+  BOOST_TEST(all.json);
+  BOOST_TEST(all.biz_prefix == "p-");
+  BOOST_TEST(all.to_from_channel);
+  BOOST_TEST(all.seed == 9u);
+  BOOST_TEST(parse_load_args({"--help"}).help);
+}
+
+BOOST_AUTO_TEST_CASE(usage_errors_name_the_problem) {
+  auto error = [](args a) { return usage_message([&] { parse_load_args(a); }); };
+  BOOST_TEST(mentions(error({}), "--target"));
+  BOOST_TEST(mentions(error({"--target", "10.0.0.1:8080"}), "loopback"));
+  BOOST_TEST(
+      mentions(error({"--target", "127.0.0.1:80", "--provider", "192.168.1.1:9"}), "loopback"));
+  BOOST_TEST(mentions(error({"--target", "127.0.0.1:80", "--events", "0"}), "--events"));
+  BOOST_TEST(
+      mentions(error({"--target", "127.0.0.1:80", "--concurrency", "1000"}), "--concurrency"));
+  BOOST_TEST(
+      mentions(error({"--target", "127.0.0.1:80", "--duplicate-ratio", "2"}), "--duplicate-ratio"));
+  BOOST_TEST(mentions(error({"--target", "127.0.0.1:80", "--bogus"}), "--bogus"));
+  BOOST_TEST(mentions(error({"--target", "127.0.0.1:80", "stray"}), "stray"));
+  BOOST_TEST(mentions(error({"--target"}), "needs a value"));
+  BOOST_TEST(mentions(error({"--target", "127.0.0.1:80", "--json=yes"}), "takes no value"));
+  BOOST_TEST(
+      mentions(error({"--target", "127.0.0.1:80", "--provider-channels", "sms"}), "--provider"));
+  BOOST_TEST(mentions(error({"--target", "127.0.0.1:80", "--biz-prefix", "a b"}), "--biz-prefix"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(sim_provider_config_tests)
+
+BOOST_AUTO_TEST_CASE(options_parse) {
+  auto options = parse_sim_provider_args(
+      {"--listen", "127.0.0.1:0", "--fail-rate", "0.1", "--timeout-rate", "0.2", "--permanent-rate",
+       "0.05", "--latency-ms", "3", "--hold-ms", "100", "--dedupe-by-id", "--seed", "7"});
+  BOOST_TEST(options.listen.port == 0);
+  BOOST_TEST(options.faults.fail_rate == 0.1);
+  BOOST_TEST(options.faults.timeout_rate == 0.2);
+  BOOST_TEST(options.faults.permanent_rate == 0.05);
+  BOOST_TEST(options.latency.count() == 3);
+  BOOST_TEST(options.hold.count() == 100);
+  BOOST_TEST(options.dedupe_by_id);
+  BOOST_TEST(options.seed == 7u);
+}
+
+BOOST_AUTO_TEST_CASE(usage_errors) {
+  auto error = [](args a) { return usage_message([&] { parse_sim_provider_args(a); }); };
+  BOOST_TEST(mentions(error({}), "--listen"));
+  BOOST_TEST(mentions(error({"--listen", "nowhere"}), "--listen"));
+  BOOST_TEST(mentions(
+      error({"--listen", "127.0.0.1:0", "--fail-rate", "0.6", "--timeout-rate", "0.6"}), "add up"));
+  BOOST_TEST(mentions(error({"--listen", "127.0.0.1:0", "--latency-ms", "x"}), "--latency-ms"));
+  BOOST_TEST(mentions(error({"--listen", "127.0.0.1:0", "--dedupe-by-id=1"}), "takes no value"));
+  BOOST_TEST(mentions(error({"--listen", "127.0.0.1:0", "--what"}), "--what"));
+}
+
+BOOST_AUTO_TEST_CASE(fault_profile_slices_one_draw) {
+  fault_profile faults{0.1, 0.2, 0.3};
+  BOOST_CHECK(faults.choose(0.0) == call_outcome::retryable);
+  BOOST_CHECK(faults.choose(0.099) == call_outcome::retryable);
+  BOOST_CHECK(faults.choose(0.1) == call_outcome::timeout);
+  BOOST_CHECK(faults.choose(0.299) == call_outcome::timeout);
+  BOOST_CHECK(faults.choose(0.35) == call_outcome::permanent);
+  BOOST_CHECK(faults.choose(0.65) == call_outcome::success);
+  BOOST_CHECK(fault_profile{}.choose(0.0) == call_outcome::success);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
