@@ -28,8 +28,7 @@ std::string_view dialect::schema_table_exists() const {
              : "SELECT CASE WHEN to_regclass('schema_migrations') IS NULL THEN 0 ELSE 1 END";
 }
 
-std::string dialect::json_rows(std::string_view parameter,
-                               std::initializer_list<json_column> columns,
+std::string dialect::json_rows(std::string_view parameter, const std::vector<json_column>& columns,
                                std::string_view alias) const {
   std::string out;
   if (backend_ == database_url::kind::postgresql) {
@@ -43,16 +42,108 @@ std::string dialect::json_rows(std::string_view parameter,
     }
     out.append(")");
   } else {
+    // One row is one JSON array; SQLite parses it once per row (its parse cache serves the
+    // other columns).
     out.append("(SELECT ");
-    bool first = true;
-    for (const auto& column : columns) {
-      out.append(first ? "" : ", ").append("json_extract(value, '$.").append(column.name);
-      out.append("') AS ").append(column.name);
-      first = false;
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      out.append(i == 0 ? "" : ", ").append("json_extract(value, '$[").append(std::to_string(i));
+      out.append("]') AS ").append(columns[i].name);
     }
     out.append(" FROM json_each(:").append(parameter).append(")) AS ").append(alias);
   }
   return out;
+}
+
+json_batch::json_batch(const dialect& dialect, const std::vector<json_column>& columns)
+    : columns_(columns), objects_(dialect.json_rows_as_objects()), json_("[") {}
+
+void json_batch::add_row() {
+  if (rows_ != 0 && column_ != columns_.size())
+    throw store_error("json_batch: a row is missing values");
+  if (rows_ != 0)
+    json_.append(objects_ ? "}," : "],");
+  json_.push_back(objects_ ? '{' : '[');
+  ++rows_;
+  column_ = 0;
+}
+
+void json_batch::next_value() {
+  if (column_ >= columns_.size())
+    throw store_error("json_batch: more values than columns");
+  if (column_ != 0)
+    json_.push_back(',');
+  if (objects_) {
+    json_.push_back('"');
+    json_.append(columns_[column_].name);
+    json_.append("\":");
+  }
+  ++column_;
+}
+
+json_batch& json_batch::text(std::string_view value) {
+  next_value();
+  append_json_string(json_, value);
+  return *this;
+}
+
+json_batch& json_batch::number(std::int64_t value) {
+  next_value();
+  json_.append(std::to_string(value));
+  return *this;
+}
+
+json_batch& json_batch::null() {
+  next_value();
+  json_.append("null");
+  return *this;
+}
+
+json_batch& json_batch::time(const std::optional<std::int64_t>& micros) {
+  return micros ? number(*micros) : null();
+}
+
+std::string json_batch::finish() const {
+  if (rows_ == 0)
+    return "[]";
+  if (column_ != columns_.size())
+    throw store_error("json_batch: a row is missing values");
+  return json_ + (objects_ ? "}]" : "]]");
+}
+
+void append_json_string(std::string& out, std::string_view value) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out.push_back('"');
+  std::size_t run = 0; // start of the bytes not yet copied
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(value[i]);
+    if (byte >= 0x20 && byte != '"' && byte != '\\')
+      continue;
+    out.append(value.data() + run, i - run);
+    run = i + 1;
+    switch (byte) {
+    case '"':
+      out.append("\\\"");
+      break;
+    case '\\':
+      out.append("\\\\");
+      break;
+    case '\n':
+      out.append("\\n");
+      break;
+    case '\r':
+      out.append("\\r");
+      break;
+    case '\t':
+      out.append("\\t");
+      break;
+    default:
+      out.append("\\u00");
+      out.push_back(hex[byte >> 4]);
+      out.push_back(hex[byte & 0xf]);
+    }
+  }
+  out.append(value.data() + run, value.size() - run);
+  out.push_back('"');
 }
 
 sql_failure dialect::classify(const soci::soci_error& error) const {

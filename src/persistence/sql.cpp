@@ -10,7 +10,98 @@ namespace {
 
 constexpr std::size_t fetch_chunk = 512;
 
+/// Fetches every row of an executed statement whose intos are `values`/`nulls`.
+void read_rows(soci::statement& st, std::vector<std::vector<std::string>>& values,
+               std::vector<std::vector<soci::indicator>>& nulls, std::vector<sql_row>& rows) {
+  const std::size_t columns = values.size();
+  while (st.fetch()) {
+    const std::size_t fetched = values[0].size();
+    rows.reserve(rows.size() + fetched);
+    for (std::size_t r = 0; r < fetched; ++r) {
+      sql_row row(columns);
+      for (std::size_t c = 0; c < columns; ++c)
+        if (nulls[c][r] != soci::i_null)
+          row[c] = std::move(values[c][r]);
+      rows.push_back(std::move(row));
+    }
+    for (std::size_t c = 0; c < columns; ++c) {
+      values[c].resize(fetch_chunk);
+      nulls[c].resize(fetch_chunk);
+    }
+  }
+}
+
+/// A bound statement never holds more than this many distinct queries; past it the cache starts
+/// again (queries are a fixed set, so this only guards against a bug).
+constexpr std::size_t max_cached_statements = 256;
+
 } // namespace
+
+struct statement_cache::entry {
+  explicit entry(soci::session& sql) : st(sql) {}
+  soci::statement st;
+  std::vector<std::string> params; ///< bound by reference: never resized after prepare
+  std::vector<std::vector<std::string>> values;
+  std::vector<std::vector<soci::indicator>> nulls;
+};
+
+statement_cache::statement_cache(soci::session& sql) : sql_(sql) {}
+
+statement_cache::~statement_cache() = default;
+
+void statement_cache::clear() {
+  entries_.clear();
+}
+
+statement_cache::entry& statement_cache::prepared(const std::string& query, std::size_t params,
+                                                  std::size_t columns) {
+  auto it = entries_.find(query);
+  if (it != entries_.end()) {
+    if (it->second->params.size() != params || it->second->values.size() != columns)
+      throw store_error("statement used with another number of parameters or columns");
+    return *it->second;
+  }
+  if (entries_.size() >= max_cached_statements)
+    entries_.clear();
+  auto e = std::make_unique<entry>(sql_);
+  e->params.resize(params);
+  e->values.resize(columns);
+  e->nulls.resize(columns);
+  for (auto& param : e->params)
+    e->st.exchange(soci::use(param));
+  for (std::size_t i = 0; i < columns; ++i) {
+    e->values[i].resize(fetch_chunk);
+    e->nulls[i].resize(fetch_chunk);
+    e->st.exchange(soci::into(e->values[i], e->nulls[i]));
+  }
+  e->st.alloc();
+  e->st.prepare(query, soci::details::st_repeatable_query);
+  e->st.define_and_bind();
+  return *entries_.emplace(query, std::move(e)).first->second;
+}
+
+std::vector<sql_row> statement_cache::fetch(const std::string& query,
+                                            std::vector<std::string> params, std::size_t columns) {
+  entry& e = prepared(query, params.size(), columns);
+  for (std::size_t i = 0; i < params.size(); ++i)
+    e.params[i].swap(params[i]);
+  std::vector<sql_row> rows;
+  if (columns == 0) {
+    e.st.execute(true);
+    return rows;
+  }
+  for (std::size_t c = 0; c < columns; ++c) {
+    e.values[c].resize(fetch_chunk);
+    e.nulls[c].resize(fetch_chunk);
+  }
+  e.st.execute(false);
+  read_rows(e.st, e.values, e.nulls, rows);
+  return rows;
+}
+
+void statement_cache::execute(const std::string& query, std::vector<std::string> params) {
+  fetch(query, std::move(params), 0);
+}
 
 std::vector<sql_row> fetch_rows(soci::session& sql, const std::string& query,
                                 std::vector<std::string> params, std::size_t columns) {
@@ -33,20 +124,7 @@ std::vector<sql_row> fetch_rows(soci::session& sql, const std::string& query,
     return rows;
   }
   st.execute(false);
-  while (st.fetch()) {
-    const std::size_t fetched = values[0].size();
-    for (std::size_t r = 0; r < fetched; ++r) {
-      sql_row row(columns);
-      for (std::size_t c = 0; c < columns; ++c)
-        if (nulls[c][r] != soci::i_null)
-          row[c] = std::move(values[c][r]);
-      rows.push_back(std::move(row));
-    }
-    for (std::size_t c = 0; c < columns; ++c) {
-      values[c].resize(fetch_chunk);
-      nulls[c].resize(fetch_chunk);
-    }
-  }
+  read_rows(st, values, nulls, rows);
   return rows;
 }
 

@@ -4,9 +4,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace soci {
@@ -26,6 +28,36 @@ std::vector<sql_row> fetch_rows(soci::session& sql, const std::string& query,
 
 /// Runs a statement that returns no rows.
 void execute(soci::session& sql, const std::string& query, std::vector<std::string> params = {});
+
+/// The statements of one session, each prepared once and executed again with new parameter
+/// values: SQLite parses and plans a statement only the first time, PostgreSQL runs a named
+/// prepared statement. Only scalar text parameters are bound (re-executing SOCI vector binds
+/// loses data on PostgreSQL). Results come back in chunks of `into(vector)`.
+class statement_cache {
+public:
+  explicit statement_cache(soci::session& sql);
+  statement_cache(const statement_cache&) = delete;
+  statement_cache& operator=(const statement_cache&) = delete;
+  ~statement_cache();
+
+  /// As fetch_rows, with the statement prepared on first use.
+  std::vector<sql_row> fetch(const std::string& query, std::vector<std::string> params,
+                             std::size_t columns);
+
+  /// As execute, with the statement prepared on first use.
+  void execute(const std::string& query, std::vector<std::string> params = {});
+
+  /// Forgets every statement: after an error (a statement may be left half-way) and before the
+  /// session reconnects (the statements belong to the old connection).
+  void clear();
+
+private:
+  struct entry;
+  entry& prepared(const std::string& query, std::size_t params, std::size_t columns);
+
+  soci::session& sql_;
+  std::unordered_map<std::string, std::unique_ptr<entry>> entries_;
+};
 
 /// The cell as an integer; throws store_error if NULL or not a number.
 std::int64_t to_int(const sql_cell& cell);

@@ -8,7 +8,6 @@
 #include <unordered_set>
 #include <utility>
 
-#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -24,12 +23,6 @@ constexpr auto bigint = json_column::type::bigint;
 /// How often a transaction that hit a deadlock, a busy database or a unique violation is rerun
 /// before the error is reported. A rerun re-reads what the other writer committed.
 constexpr int max_tries = 4;
-
-boost::json::value json_time(const std::optional<domain::timestamp>& at) {
-  if (!at)
-    return nullptr;
-  return domain::to_unix_micros(*at);
-}
 
 std::optional<domain::timestamp> time_of(const sql_cell& cell) {
   if (!cell)
@@ -73,36 +66,130 @@ std::string params_json(const std::map<std::string, std::string>& params) {
   return boost::json::serialize(object);
 }
 
-std::map<std::string, std::string> params_of(const sql_cell& cell) {
+std::map<std::string, std::string> params_of(const sql_cell& cell, const char* column) {
   std::map<std::string, std::string> params;
   if (!cell || cell->empty())
     return params;
   boost::system::error_code ec;
   auto value = boost::json::parse(*cell, ec);
   if (ec || !value.is_object())
-    throw store_error("params_json is not a JSON object in the database");
+    throw store_error(std::string(column) + " is not a JSON object in the database");
   for (const auto& [key, item] : value.as_object())
     params.emplace(std::string(key),
                    item.is_string() ? std::string(item.as_string()) : boost::json::serialize(item));
   return params;
 }
 
-std::string unfinished_states() {
-  using domain::task_state;
-  return "('" + state_text(task_state::pending) + "', '" + state_text(task_state::sending) +
-         "', '" + state_text(task_state::retry_wait) + "')";
+/// Ids of the tasks in the given states (each with an extra condition, may be empty) after
+/// `:after` in id order, at most `limit`: one range of index tasks (status, id) per state, each
+/// stopping at `limit` rows, so a page costs the same however many tasks are finished. Each
+/// part binds its own parameters: the condition's, then `after`. SQLite binds a name used twice
+/// once, so "#" in a condition becomes the part's number.
+std::string numbered(std::string text, const std::string& n) {
+  for (auto at = text.find('#'); at != std::string::npos; at = text.find('#', at + n.size()))
+    text.replace(at, 1, n);
+  return text;
+}
+
+std::string page_of_ids(const std::vector<std::pair<domain::task_state, std::string>>& parts,
+                        std::size_t limit) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const auto n = std::to_string(i);
+    out.append(i == 0 ? "" : " UNION ALL ");
+    out.append("SELECT id FROM (SELECT id FROM tasks WHERE status = '")
+        .append(state_text(parts[i].first))
+        .append("'")
+        .append(numbered(parts[i].second, n))
+        .append(" AND id > :after" + n + " ORDER BY id LIMIT " + std::to_string(limit) + ") AS s" +
+                n);
+  }
+  return out;
+}
+
+/// Columns of a delivery: tasks `t` joined with their message `m` (see delivery_of).
+const std::string delivery_columns =
+    "t.id, t.message_id, t.tenant, t.biz_type, t.biz_id, t.user_id, m.recipients_json, "
+    "t.channel, t.recipient, t.provider_request_id, m.title, m.body, m.trace_id, m.priority, "
+    "t.status, t.attempts, t.next_attempt_at, m.send_at, m.expire_at, m.created_at";
+constexpr std::size_t delivery_column_count = 20;
+
+domain::delivery delivery_of(const sql_row& row) {
+  domain::delivery d;
+  d.task_id = text_of(row[0]);
+  d.message_id = text_of(row[1]);
+  d.key = domain::message_key{text_of(row[2]), text_of(row[3]), text_of(row[4]), text_of(row[5])};
+  d.recipients = params_of(row[6], "recipients_json");
+  d.channel = text_of(row[7]);
+  d.recipient = text_of(row[8]);
+  d.provider_request_id = text_of(row[9]);
+  d.title = text_of(row[10]);
+  d.body = text_of(row[11]);
+  d.trace_id = text_of(row[12]);
+  d.priority = priority_of(row[13]);
+  d.state = state_of(row[14]);
+  d.attempts = static_cast<std::uint32_t>(to_int(row[15]));
+  d.next_attempt_at = time_of(row[16]);
+  d.send_at = time_of(row[17]);
+  d.expire_at = time_of(row[18]);
+  d.accepted_at = domain::from_unix_micros(to_int(row[19]));
+  return d;
+}
+
+/// Columns of a task_view: tasks `t` (see task_view_of).
+const std::string task_view_columns =
+    "t.id, t.channel, t.recipient, t.status, t.attempts, t.next_attempt_at, t.last_error, "
+    "t.provider_request_id, t.created_at, t.updated_at";
+constexpr std::size_t task_view_column_count = 10;
+
+task_view task_view_of(const sql_row& t) {
+  task_view task;
+  task.task_id = text_of(t[0]);
+  task.channel = text_of(t[1]);
+  task.recipient = text_of(t[2]);
+  task.state = state_of(t[3]);
+  task.attempts = static_cast<std::uint32_t>(to_int(t[4]));
+  task.next_attempt_at = time_of(t[5]);
+  task.last_error = text_of(t[6]);
+  task.provider_request_id = text_of(t[7]);
+  task.created_at = domain::from_unix_micros(to_int(t[8]));
+  task.updated_at = domain::from_unix_micros(to_int(t[9]));
+  return task;
+}
+
+/// Columns of an attempt_record: attempts `a` (see attempt_of).
+const std::string attempt_columns = "a.task_id, a.attempt_no, a.provider_request_id, a.outcome, "
+                                    "a.detail, a.started_at, a.finished_at";
+constexpr std::size_t attempt_column_count = 7;
+
+attempt_record attempt_of(const sql_row& a) {
+  attempt_record record;
+  record.task_id = text_of(a[0]);
+  record.attempt_no = static_cast<std::uint32_t>(to_int(a[1]));
+  record.provider_request_id = text_of(a[2]);
+  record.outcome = text_of(a[3]);
+  record.detail = text_of(a[4]);
+  record.started_at = domain::from_unix_micros(to_int(a[5]));
+  record.finished_at = domain::from_unix_micros(to_int(a[6]));
+  return record;
+}
+
+std::string micros_text(domain::timestamp at) {
+  return std::to_string(domain::to_unix_micros(at));
 }
 
 } // namespace
 
 sql_task_store::sql_task_store(database_url url, std::unique_ptr<soci::session> sql)
-    : url_(std::move(url)), dialect_(url_.backend), sql_(std::move(sql)) {}
+    : url_(std::move(url)), dialect_(url_.backend), sql_(std::move(sql)),
+      statements_(std::make_unique<statement_cache>(*sql_)) {}
 
 sql_task_store::~sql_task_store() = default;
 
 void sql_task_store::reconnect_if_lost() {
   if (sql_->is_connected())
     return;
+  statements_->clear(); // prepared on the lost connection
   sql_->reconnect();
   configure(*sql_, url_);
 }
@@ -116,6 +203,7 @@ template <class Body> auto sql_task_store::in_transaction(const char* what, Body
       tx.commit();
       return result;
     } catch (const soci::soci_error& e) {
+      statements_->clear(); // the failed statement may be left half-way; rolled back by now
       if (dialect_.classify(e) == sql_failure::other || attempt == max_tries)
         throw store_error(std::string(what) + " failed: " + short_message(e.what()));
     }
@@ -127,157 +215,116 @@ template <class Body> auto sql_task_store::outside_transaction(const char* what,
     reconnect_if_lost();
     return body();
   } catch (const soci::soci_error& e) {
+    statements_->clear();
     throw store_error(std::string(what) + " failed: " + short_message(e.what()));
   }
 }
 
-std::vector<claim_result> sql_task_store::claim(const std::vector<domain::message_plan>& plans) {
-  if (plans.empty())
-    return {};
+namespace {
 
-  // Each message and task goes to the database once; a key repeated in the batch is answered
-  // from its first occurrence.
-  boost::json::array messages;
-  boost::json::array tasks;
-  std::unordered_set<std::string> message_ids;
-  std::unordered_map<std::string, std::size_t> task_slot; // task id -> index into `tasks`
-  for (const auto& plan : plans) {
-    const auto& m = plan.message;
-    if (message_ids.insert(m.id).second) {
-      messages.push_back(boost::json::object{
-          {"m_id", m.id},
-          {"tenant", m.key.tenant},
-          {"biz_type", m.key.biz_type},
-          {"biz_id", m.key.biz_id},
-          {"user_id", m.key.user_id},
-          {"template_name", m.template_name},
-          {"params_json", params_json(m.params)},
-          {"title", m.title},
-          {"body", m.body},
-          {"category", domain::to_string(m.category)},
-          {"priority", domain::to_string(m.priority)},
-          {"send_at", json_time(m.send_at)},
-          {"expire_at", json_time(m.expire_at)},
-          {"trace_id", m.trace_id},
-          {"created_at", domain::to_unix_micros(m.created_at)},
-      });
-    }
-    for (const auto& t : plan.tasks) {
-      if (!task_slot.emplace(t.id, tasks.size()).second)
-        continue;
-      tasks.push_back(boost::json::object{
-          {"t_id", t.id},
-          {"message_id", m.id},
-          {"tenant", m.key.tenant},
-          {"biz_type", m.key.biz_type},
-          {"biz_id", m.key.biz_id},
-          {"user_id", m.key.user_id},
-          {"channel", t.channel},
-          {"recipient", t.recipient},
-          {"provider_request_id", t.provider_request_id},
-          {"priority", domain::to_string(m.priority)},
-          {"created_at", domain::to_unix_micros(m.created_at)},
-      });
+std::optional<std::int64_t> micros_of(const std::optional<domain::timestamp>& at) {
+  if (!at)
+    return std::nullopt;
+  return domain::to_unix_micros(*at);
+}
+
+const std::vector<json_column> message_columns = {
+    text{"m_id"},        text{"tenant"},        text{"biz_type"},    text{"biz_id"},
+    text{"user_id"},     text{"template_name"}, text{"params_json"}, text{"recipients_json"},
+    text{"title"},       text{"body"},          text{"category"},    text{"priority"},
+    {"send_at", bigint}, {"expire_at", bigint}, text{"trace_id"},    {"created_at", bigint}};
+
+const std::vector<json_column> task_columns = {
+    text{"t_id"},     text{"message_id"},    text{"tenant"},
+    text{"biz_type"}, text{"biz_id"},        text{"user_id"},
+    text{"channel"},  text{"recipient"},     text{"provider_request_id"},
+    text{"priority"}, {"created_at", bigint}};
+
+const std::vector<json_column> key_columns = {{"slot", bigint}, text{"tenant"},  text{"biz_type"},
+                                              text{"biz_id"},   text{"user_id"}, text{"channel"}};
+
+const std::vector<json_column> change_columns = {
+    text{"task_id"},           text{"from_status"}, text{"to_status"},
+    {"attempt_count", bigint}, {"next_at", bigint}, text{"error_text"},
+    {"changed_at", bigint},    text{"lease_owner"}, {"lease_until", bigint}};
+
+const std::vector<json_column> attempt_row_columns = {
+    text{"task_id"}, {"attempt_no", bigint}, text{"provider_request_id"}, text{"outcome"},
+    text{"detail"},  {"started_at", bigint}, {"finished_at", bigint}};
+
+const std::vector<json_column> id_columns = {text{"task_id"}};
+
+} // namespace
+
+namespace store_detail {
+
+/// A claim's messages and tasks, each once (a key repeated in the batch is answered from its
+/// first occurrence), written as JSON for one statement per table.
+struct claim_batch {
+  claim_batch(const dialect& dialect, const std::vector<domain::message_plan>& plans)
+      : messages(dialect, message_columns), tasks(dialect, task_columns) {
+    std::unordered_set<std::string_view> message_ids;
+    for (const auto& plan : plans) {
+      const auto& m = plan.message;
+      if (message_ids.insert(m.id).second) {
+        messages.add_row();
+        messages.text(m.id)
+            .text(m.key.tenant)
+            .text(m.key.biz_type)
+            .text(m.key.biz_id)
+            .text(m.key.user_id)
+            .text(m.template_name)
+            .text(params_json(m.params))
+            .text(params_json(m.recipients))
+            .text(m.title)
+            .text(m.body)
+            .text(domain::to_string(m.category))
+            .text(domain::to_string(m.priority))
+            .time(micros_of(m.send_at))
+            .time(micros_of(m.expire_at))
+            .text(m.trace_id)
+            .number(domain::to_unix_micros(m.created_at));
+      }
+      for (const auto& t : plan.tasks) {
+        if (!slot_of.emplace(t.id, slots.size()).second)
+          continue;
+        slots.push_back({&m, &t});
+        tasks.add_row();
+        tasks.text(t.id)
+            .text(m.id)
+            .text(m.key.tenant)
+            .text(m.key.biz_type)
+            .text(m.key.biz_id)
+            .text(m.key.user_id)
+            .text(t.channel)
+            .text(t.recipient)
+            .text(t.provider_request_id)
+            .text(domain::to_string(m.priority))
+            .number(domain::to_unix_micros(m.created_at));
+      }
     }
   }
 
-  // Rows are inserted in id order so concurrent claims lock keys in the same order and cannot
-  // deadlock each other.
-  const std::string insert_messages =
-      "INSERT INTO messages (id, tenant, biz_type, biz_id, user_id, template_name, params_json, "
-      "title, body, category, priority, send_at, expire_at, trace_id, created_at) "
-      "SELECT r.m_id, r.tenant, r.biz_type, r.biz_id, r.user_id, r.template_name, r.params_json, "
-      "r.title, r.body, r.category, r.priority, r.send_at, r.expire_at, r.trace_id, r.created_at "
-      "FROM " +
-      dialect_.json_rows("rows", {text{"m_id"},
-                                  text{"tenant"},
-                                  text{"biz_type"},
-                                  text{"biz_id"},
-                                  text{"user_id"},
-                                  text{"template_name"},
-                                  text{"params_json"},
-                                  text{"title"},
-                                  text{"body"},
-                                  text{"category"},
-                                  text{"priority"},
-                                  {"send_at", bigint},
-                                  {"expire_at", bigint},
-                                  text{"trace_id"},
-                                  {"created_at", bigint}}) +
-      " WHERE true ORDER BY r.m_id ON CONFLICT DO NOTHING";
-  const std::string insert_tasks =
-      "INSERT INTO tasks (id, message_id, tenant, biz_type, biz_id, user_id, channel, recipient, "
-      "provider_request_id, status, priority, attempts, created_at, updated_at) "
-      "SELECT r.t_id, r.message_id, r.tenant, r.biz_type, r.biz_id, r.user_id, r.channel, "
-      "r.recipient, r.provider_request_id, '" +
-      state_text(domain::task_state::pending) +
-      "', r.priority, 0, r.created_at, r.created_at "
-      "FROM " +
-      dialect_.json_rows("rows", {text{"t_id"},
-                                  text{"message_id"},
-                                  text{"tenant"},
-                                  text{"biz_type"},
-                                  text{"biz_id"},
-                                  text{"user_id"},
-                                  text{"channel"},
-                                  text{"recipient"},
-                                  text{"provider_request_id"},
-                                  text{"priority"},
-                                  {"created_at", bigint}}) +
-      " WHERE true ORDER BY r.t_id ON CONFLICT DO NOTHING RETURNING id";
-  // Existing tasks are found by their business key: the unique index every key maps to.
-  const std::string select_existing =
-      "SELECT r.slot, t.id, t.status FROM " +
-      dialect_.json_rows("rows", {{"slot", bigint},
-                                  text{"tenant"},
-                                  text{"biz_type"},
-                                  text{"biz_id"},
-                                  text{"user_id"},
-                                  text{"channel"}}) +
-      " JOIN tasks t ON t.tenant = r.tenant AND t.biz_type = r.biz_type AND t.biz_id = r.biz_id "
-      "AND t.user_id = r.user_id AND t.channel = r.channel";
-
-  struct answer {
-    std::string task_id;
-    domain::task_state state = domain::task_state::pending;
-    bool created = false;
+  struct slot {
+    const domain::message_record* message;
+    const domain::task_record* task;
   };
-  auto answers = in_transaction("claim", [&] {
-    std::vector<std::optional<answer>> slots(tasks.size());
-    execute(*sql_, insert_messages, {boost::json::serialize(messages)});
-    if (tasks.empty())
-      return slots;
-    for (const auto& row : fetch_rows(*sql_, insert_tasks, {boost::json::serialize(tasks)}, 1))
-      if (auto it = task_slot.find(text_of(row[0])); it != task_slot.end())
-        slots[it->second] = answer{it->first, domain::task_state::pending, true};
-    boost::json::array missing;
-    for (std::size_t i = 0; i < tasks.size(); ++i) {
-      if (slots[i])
-        continue;
-      const auto& t = tasks[i].as_object();
-      missing.push_back(boost::json::object{{"slot", i},
-                                            {"tenant", t.at("tenant")},
-                                            {"biz_type", t.at("biz_type")},
-                                            {"biz_id", t.at("biz_id")},
-                                            {"user_id", t.at("user_id")},
-                                            {"channel", t.at("channel")}});
-    }
-    if (missing.empty())
-      return slots;
-    for (const auto& row :
-         fetch_rows(*sql_, select_existing, {boost::json::serialize(missing)}, 3)) {
-      auto slot = static_cast<std::size_t>(to_int(row[0]));
-      if (slot < slots.size())
-        slots[slot] = answer{text_of(row[1]), state_of(row[2]), false};
-    }
-    for (std::size_t i = 0; i < slots.size(); ++i)
-      if (!slots[i])
-        throw store_error("claim failed: task " +
-                          std::string(tasks[i].as_object().at("t_id").as_string()) +
-                          " was neither inserted nor found (an id used by another key?)");
-    return slots;
-  });
+  json_batch messages;
+  json_batch tasks;
+  std::vector<slot> slots;                                   // one per distinct task
+  std::unordered_map<std::string_view, std::size_t> slot_of; // task id -> index into `slots`
+};
 
+struct claim_answer {
+  std::string task_id;
+  domain::task_state state = domain::task_state::pending;
+  bool created = false;
+};
+
+/// One answer per planned task, in plan order.
+std::vector<claim_result> claim_results(const std::vector<domain::message_plan>& plans,
+                                        const claim_batch& batch,
+                                        const std::vector<claim_answer>& answers) {
   std::vector<claim_result> results;
   results.reserve(plans.size());
   std::vector<bool> answered(answers.size(), false);
@@ -285,8 +332,8 @@ std::vector<claim_result> sql_task_store::claim(const std::vector<domain::messag
     claim_result result{plan.message.id, {}};
     result.tasks.reserve(plan.tasks.size());
     for (const auto& t : plan.tasks) {
-      const std::size_t slot = task_slot.at(t.id);
-      const answer& a = *answers[slot];
+      const std::size_t slot = batch.slot_of.at(t.id);
+      const claim_answer& a = answers[slot];
       result.tasks.push_back(
           claim_outcome{a.task_id, t.channel, a.state, a.created && !answered[slot]});
       answered[slot] = true;
@@ -296,94 +343,200 @@ std::vector<claim_result> sql_task_store::claim(const std::vector<domain::messag
   return results;
 }
 
+/// State changes in rounds (the k-th change of each task goes in round k, so a task changed
+/// twice in one batch, SENDING then SENT, has the first change applied before the second is
+/// checked against it), and attempts, as JSON.
+struct apply_batch {
+  apply_batch(const dialect& dialect, const std::vector<state_change>& changes,
+              const std::vector<attempt_record>& attempt_records)
+      : attempts(dialect, attempt_row_columns) {
+    std::unordered_map<std::string_view, std::size_t> seen;
+    round_of.reserve(changes.size());
+    for (const auto& c : changes) {
+      const std::size_t round = seen[c.task_id]++;
+      if (round == rounds.size())
+        rounds.emplace_back(dialect, change_columns);
+      round_of.push_back(round);
+      auto& rows = rounds[round];
+      rows.add_row();
+      rows.text(c.task_id)
+          .text(domain::to_string(c.from))
+          .text(domain::to_string(c.to))
+          .number(c.attempts)
+          .time(micros_of(c.next_attempt_at))
+          .text(c.last_error)
+          .number(domain::to_unix_micros(c.at));
+      if (c.lease_owner)
+        rows.text(*c.lease_owner);
+      else
+        rows.null();
+      rows.time(micros_of(c.lease_until));
+    }
+    for (const auto& a : attempt_records) {
+      attempts.add_row();
+      attempts.text(a.task_id)
+          .number(a.attempt_no)
+          .text(a.provider_request_id)
+          .text(a.outcome)
+          .text(a.detail)
+          .number(domain::to_unix_micros(a.started_at))
+          .number(domain::to_unix_micros(a.finished_at));
+    }
+  }
+
+  std::vector<json_batch> rounds;
+  std::vector<std::size_t> round_of; // per change
+  json_batch attempts;
+};
+
+} // namespace store_detail
+
+using store_detail::apply_batch;
+using store_detail::claim_answer;
+using store_detail::claim_batch;
+
+std::vector<claim_answer> sql_task_store::run_claim(const claim_batch& batch) {
+  // Rows are inserted in id order so concurrent claims lock keys in the same order and cannot
+  // deadlock each other.
+  static const std::string message_list =
+      "id, tenant, biz_type, biz_id, user_id, template_name, params_json, recipients_json, title, "
+      "body, category, priority, send_at, expire_at, trace_id, created_at";
+  const std::string insert_messages =
+      "INSERT INTO messages (" + message_list +
+      ") SELECT r.m_id, r.tenant, r.biz_type, r.biz_id, r.user_id, r.template_name, "
+      "r.params_json, r.recipients_json, r.title, r.body, r.category, r.priority, r.send_at, "
+      "r.expire_at, r.trace_id, r.created_at FROM " +
+      dialect_.json_rows("rows", message_columns) +
+      " WHERE true ORDER BY r.m_id ON CONFLICT DO NOTHING";
+  const std::string insert_tasks =
+      "INSERT INTO tasks (id, message_id, tenant, biz_type, biz_id, user_id, channel, recipient, "
+      "provider_request_id, status, priority, attempts, created_at, updated_at) "
+      "SELECT r.t_id, r.message_id, r.tenant, r.biz_type, r.biz_id, r.user_id, r.channel, "
+      "r.recipient, r.provider_request_id, '" +
+      state_text(domain::task_state::pending) +
+      "', r.priority, 0, r.created_at, r.created_at FROM " +
+      dialect_.json_rows("rows", task_columns) +
+      " WHERE true ORDER BY r.t_id ON CONFLICT DO NOTHING RETURNING id";
+  // Existing tasks are found by their business key: the unique index every key maps to.
+  const std::string select_existing =
+      "SELECT r.slot, t.id, t.status FROM " + dialect_.json_rows("rows", key_columns) +
+      " JOIN tasks t ON t.tenant = r.tenant AND t.biz_type = r.biz_type AND t.biz_id = r.biz_id "
+      "AND t.user_id = r.user_id AND t.channel = r.channel";
+
+  std::vector<std::optional<claim_answer>> slots(batch.slots.size());
+  if (!batch.messages.empty())
+    statements_->execute(insert_messages, {batch.messages.finish()});
+  if (batch.tasks.empty())
+    return {};
+  for (const auto& row : statements_->fetch(insert_tasks, {batch.tasks.finish()}, 1))
+    if (auto it = batch.slot_of.find(text_of(row[0])); it != batch.slot_of.end())
+      slots[it->second] = claim_answer{std::string(it->first), domain::task_state::pending, true};
+  json_batch missing(dialect_, key_columns);
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i])
+      continue;
+    const auto& [m, t] = batch.slots[i];
+    missing.add_row();
+    missing.number(static_cast<std::int64_t>(i))
+        .text(m->key.tenant)
+        .text(m->key.biz_type)
+        .text(m->key.biz_id)
+        .text(m->key.user_id)
+        .text(t->channel);
+  }
+  if (!missing.empty()) {
+    for (const auto& row : statements_->fetch(select_existing, {missing.finish()}, 3)) {
+      auto slot = static_cast<std::size_t>(to_int(row[0]));
+      if (slot < slots.size())
+        slots[slot] = claim_answer{text_of(row[1]), state_of(row[2]), false};
+    }
+  }
+  std::vector<claim_answer> answers;
+  answers.reserve(slots.size());
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    if (!slots[i])
+      throw store_error("claim failed: task " + batch.slots[i].task->id +
+                        " was neither inserted nor found (an id used by another key?)");
+    answers.push_back(std::move(*slots[i]));
+  }
+  return answers;
+}
+
+std::vector<std::unordered_set<std::string>> sql_task_store::run_changes(const apply_batch& batch) {
+  const std::string update =
+      "UPDATE tasks SET status = r.to_status, attempts = r.attempt_count, "
+      "next_attempt_at = r.next_at, last_error = COALESCE(NULLIF(r.error_text, ''), "
+      "tasks.last_error), updated_at = r.changed_at, lease_owner = r.lease_owner, "
+      "lease_until = r.lease_until FROM " +
+      dialect_.json_rows("rows", change_columns) +
+      " WHERE tasks.id = r.task_id AND tasks.status = r.from_status RETURNING id";
+  std::vector<std::unordered_set<std::string>> applied_in(batch.rounds.size());
+  for (std::size_t round = 0; round < batch.rounds.size(); ++round)
+    for (const auto& row : statements_->fetch(update, {batch.rounds[round].finish()}, 1))
+      applied_in[round].insert(text_of(row[0]));
+  return applied_in;
+}
+
+void sql_task_store::run_attempts(const apply_batch& batch) {
+  if (batch.attempts.empty())
+    return;
+  const std::string insert_attempts =
+      "INSERT INTO attempts (task_id, attempt_no, provider_request_id, outcome, detail, "
+      "started_at, finished_at) SELECT r.task_id, r.attempt_no, r.provider_request_id, "
+      "r.outcome, r.detail, r.started_at, r.finished_at FROM " +
+      dialect_.json_rows("rows", attempt_row_columns) + " WHERE true ON CONFLICT DO NOTHING";
+  statements_->execute(insert_attempts, {batch.attempts.finish()});
+}
+
+std::vector<claim_result> sql_task_store::claim(const std::vector<domain::message_plan>& plans) {
+  if (plans.empty())
+    return {};
+  const claim_batch batch(dialect_, plans);
+  auto answers = in_transaction("claim", [&] { return run_claim(batch); });
+  return claim_results(plans, batch, answers);
+}
+
 std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& changes,
                                                const std::vector<attempt_record>& attempts) {
   if (changes.empty() && attempts.empty())
     return {};
-
-  // A task changed twice in one batch (SENDING, then SENT) needs the first change applied
-  // before the second is checked against it: the k-th change of each task goes in round k.
-  std::unordered_map<std::string, std::size_t> seen;
-  std::vector<boost::json::array> rounds;
-  std::vector<std::size_t> round_of(changes.size());
-  for (std::size_t i = 0; i < changes.size(); ++i) {
-    const auto& c = changes[i];
-    const std::size_t round = seen[c.task_id]++;
-    if (round == rounds.size())
-      rounds.emplace_back();
-    round_of[i] = round;
-    rounds[round].push_back(boost::json::object{
-        {"task_id", c.task_id},
-        {"from_status", state_text(c.from)},
-        {"to_status", state_text(c.to)},
-        {"attempt_count", c.attempts},
-        {"next_at", json_time(c.next_attempt_at)},
-        {"error_text", c.last_error},
-        {"changed_at", domain::to_unix_micros(c.at)},
-    });
-  }
-  boost::json::array attempt_rows;
-  for (const auto& a : attempts) {
-    attempt_rows.push_back(boost::json::object{
-        {"task_id", a.task_id},
-        {"attempt_no", a.attempt_no},
-        {"provider_request_id", a.provider_request_id},
-        {"outcome", a.outcome},
-        {"detail", a.detail},
-        {"started_at", domain::to_unix_micros(a.started_at)},
-        {"finished_at", domain::to_unix_micros(a.finished_at)},
-    });
-  }
-
-  const std::string update =
-      "UPDATE tasks SET status = r.to_status, attempts = r.attempt_count, "
-      "next_attempt_at = r.next_at, last_error = COALESCE(NULLIF(r.error_text, ''), "
-      "tasks.last_error), updated_at = r.changed_at FROM " +
-      dialect_.json_rows("rows", {text{"task_id"},
-                                  text{"from_status"},
-                                  text{"to_status"},
-                                  {"attempt_count", bigint},
-                                  {"next_at", bigint},
-                                  text{"error_text"},
-                                  {"changed_at", bigint}}) +
-      " WHERE tasks.id = r.task_id AND tasks.status = r.from_status RETURNING id";
-  const std::string insert_attempts =
-      "INSERT INTO attempts (task_id, attempt_no, provider_request_id, outcome, detail, "
-      "started_at, finished_at) SELECT r.task_id, r.attempt_no, r.provider_request_id, r.outcome, "
-      "r.detail, r.started_at, r.finished_at FROM " +
-      dialect_.json_rows("rows", {text{"task_id"},
-                                  {"attempt_no", bigint},
-                                  text{"provider_request_id"},
-                                  text{"outcome"},
-                                  text{"detail"},
-                                  {"started_at", bigint},
-                                  {"finished_at", bigint}}) +
-      " WHERE true ON CONFLICT DO NOTHING";
-
+  const apply_batch batch(dialect_, changes, attempts);
   auto applied = in_transaction("apply", [&] {
-    std::vector<std::unordered_set<std::string>> applied_in(rounds.size());
-    for (std::size_t round = 0; round < rounds.size(); ++round)
-      for (const auto& row : fetch_rows(*sql_, update, {boost::json::serialize(rounds[round])}, 1))
-        applied_in[round].insert(text_of(row[0]));
-    if (!attempt_rows.empty())
-      execute(*sql_, insert_attempts, {boost::json::serialize(attempt_rows)});
+    auto applied_in = run_changes(batch);
+    run_attempts(batch);
     return applied_in;
   });
-
   std::vector<std::string> ids;
   for (std::size_t i = 0; i < changes.size(); ++i)
-    if (applied[round_of[i]].count(changes[i].task_id) != 0)
+    if (applied[batch.round_of[i]].count(changes[i].task_id) != 0)
       ids.push_back(changes[i].task_id);
   return ids;
 }
 
+std::optional<claim_result> sql_task_store::fail_over(const state_change& change,
+                                                      const std::vector<attempt_record>& attempts,
+                                                      const domain::message_plan& fallback) {
+  const apply_batch changes(dialect_, {change}, attempts);
+  const std::vector<domain::message_plan> plans{fallback};
+  const claim_batch claims(dialect_, plans);
+  auto answers = in_transaction("fail_over", [&]() -> std::optional<std::vector<claim_answer>> {
+    if (run_changes(changes).at(0).count(change.task_id) == 0)
+      return std::nullopt; // the task moved on: nothing written, nothing claimed
+    run_attempts(changes);
+    return run_claim(claims);
+  });
+  if (!answers)
+    return std::nullopt;
+  return claim_results(plans, claims, *answers).at(0);
+}
+
 std::optional<message_view> sql_task_store::find_message(const std::string& message_id) {
   return outside_transaction("find_message", [&]() -> std::optional<message_view> {
-    auto messages = fetch_rows(
-        *sql_,
+    auto messages = statements_->fetch(
         "SELECT id, tenant, biz_type, biz_id, user_id, template_name, params_json, title, body, "
-        "category, priority, send_at, expire_at, trace_id, created_at FROM messages WHERE id = :id",
-        {message_id}, 15);
+        "category, priority, send_at, expire_at, trace_id, created_at, recipients_json "
+        "FROM messages WHERE id = :id",
+        {message_id}, 16);
     if (messages.empty())
       return std::nullopt;
     const auto& m = messages[0];
@@ -392,7 +545,7 @@ std::optional<message_view> sql_task_store::find_message(const std::string& mess
     record.id = text_of(m[0]);
     record.key = domain::message_key{text_of(m[1]), text_of(m[2]), text_of(m[3]), text_of(m[4])};
     record.template_name = text_of(m[5]);
-    record.params = params_of(m[6]);
+    record.params = params_of(m[6], "params_json");
     record.title = text_of(m[7]);
     record.body = text_of(m[8]);
     record.category = category_of(m[9]);
@@ -401,91 +554,134 @@ std::optional<message_view> sql_task_store::find_message(const std::string& mess
     record.expire_at = time_of(m[12]);
     record.trace_id = text_of(m[13]);
     record.created_at = domain::from_unix_micros(to_int(m[14]));
+    record.recipients = params_of(m[15], "recipients_json");
 
     std::unordered_map<std::string, std::size_t> index;
-    for (const auto& t : fetch_rows(*sql_,
-                                    "SELECT id, channel, recipient, status, attempts, "
-                                    "next_attempt_at, last_error, provider_request_id, "
-                                    "created_at, updated_at FROM tasks WHERE message_id = :id "
-                                    "ORDER BY channel, id",
-                                    {message_id}, 10)) {
-      task_view task;
-      task.task_id = text_of(t[0]);
-      task.channel = text_of(t[1]);
-      task.recipient = text_of(t[2]);
-      task.state = state_of(t[3]);
-      task.attempts = static_cast<std::uint32_t>(to_int(t[4]));
-      task.next_attempt_at = time_of(t[5]);
-      task.last_error = text_of(t[6]);
-      task.provider_request_id = text_of(t[7]);
-      task.created_at = domain::from_unix_micros(to_int(t[8]));
-      task.updated_at = domain::from_unix_micros(to_int(t[9]));
-      index.emplace(task.task_id, view.tasks.size());
-      view.tasks.push_back(std::move(task));
+    for (const auto& t : statements_->fetch("SELECT " + task_view_columns +
+                                                " FROM tasks t WHERE t.message_id = :id "
+                                                "ORDER BY t.channel, t.id",
+                                            {message_id}, task_view_column_count)) {
+      index.emplace(text_of(t[0]), view.tasks.size());
+      view.tasks.push_back(task_view_of(t));
     }
     for (const auto& a :
-         fetch_rows(*sql_,
-                    "SELECT a.task_id, a.attempt_no, a.provider_request_id, a.outcome, a.detail, "
-                    "a.started_at, a.finished_at FROM attempts a JOIN tasks t ON t.id = a.task_id "
-                    "WHERE t.message_id = :id ORDER BY a.task_id, a.attempt_no",
-                    {message_id}, 7)) {
+         statements_->fetch("SELECT " + attempt_columns +
+                                " FROM attempts a JOIN tasks t ON t.id = a.task_id "
+                                "WHERE t.message_id = :id ORDER BY a.task_id, a.attempt_no",
+                            {message_id}, attempt_column_count)) {
       auto it = index.find(text_of(a[0]));
-      if (it == index.end())
-        continue;
-      attempt_record record_of_attempt;
-      record_of_attempt.task_id = text_of(a[0]);
-      record_of_attempt.attempt_no = static_cast<std::uint32_t>(to_int(a[1]));
-      record_of_attempt.provider_request_id = text_of(a[2]);
-      record_of_attempt.outcome = text_of(a[3]);
-      record_of_attempt.detail = text_of(a[4]);
-      record_of_attempt.started_at = domain::from_unix_micros(to_int(a[5]));
-      record_of_attempt.finished_at = domain::from_unix_micros(to_int(a[6]));
-      view.tasks[it->second].attempt_log.push_back(std::move(record_of_attempt));
+      if (it != index.end())
+        view.tasks[it->second].attempt_log.push_back(attempt_of(a));
     }
     return view;
   });
 }
 
 std::vector<domain::delivery> sql_task_store::load_unfinished(const std::string& after_task_id,
-                                                              std::size_t limit) {
+                                                              std::size_t limit,
+                                                              domain::timestamp now) {
   if (limit == 0)
     return {};
+  using domain::task_state;
+  const std::string query =
+      "SELECT " + delivery_columns + " FROM (" +
+      page_of_ids({{task_state::pending, ""},
+                   {task_state::retry_wait, ""},
+                   {task_state::sending,
+                    " AND (lease_until IS NULL OR lease_until <= CAST(:now# AS BIGINT))"}},
+                  limit) +
+      ") AS page JOIN tasks t ON t.id = page.id JOIN messages m ON m.id = t.message_id "
+      "ORDER BY t.id LIMIT " +
+      std::to_string(limit);
   return outside_transaction("load_unfinished", [&] {
     std::vector<domain::delivery> deliveries;
-    for (const auto& row : fetch_rows(
-             *sql_,
-             "SELECT t.id, t.message_id, t.channel, t.recipient, t.provider_request_id, m.title, "
-             "m.body, m.trace_id, m.priority, t.status, t.attempts, m.send_at, m.expire_at, "
-             "m.created_at FROM tasks t JOIN messages m ON m.id = t.message_id WHERE t.status IN " +
-                 unfinished_states() + " AND t.id > :after ORDER BY t.id LIMIT " +
-                 std::to_string(limit),
-             {after_task_id}, 14)) {
-      domain::delivery d;
-      d.task_id = text_of(row[0]);
-      d.message_id = text_of(row[1]);
-      d.channel = text_of(row[2]);
-      d.recipient = text_of(row[3]);
-      d.provider_request_id = text_of(row[4]);
-      d.title = text_of(row[5]);
-      d.body = text_of(row[6]);
-      d.trace_id = text_of(row[7]);
-      d.priority = priority_of(row[8]);
-      d.state = state_of(row[9]);
-      d.attempts = static_cast<std::uint32_t>(to_int(row[10]));
-      d.send_at = time_of(row[11]);
-      d.expire_at = time_of(row[12]);
-      d.accepted_at = domain::from_unix_micros(to_int(row[13]));
-      deliveries.push_back(std::move(d));
-    }
+    for (const auto& row :
+         statements_->fetch(query, {after_task_id, after_task_id, micros_text(now), after_task_id},
+                            delivery_column_count))
+      deliveries.push_back(delivery_of(row));
     return deliveries;
+  });
+}
+
+std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& channel,
+                                                           const std::string& after_task_id,
+                                                           std::size_t limit) {
+  if (limit == 0)
+    return {};
+  using domain::task_state;
+  const std::string of_channel = " AND (CAST(:channel# AS TEXT) = '' OR channel = :other_channel#)";
+  const std::string tasks_query =
+      "SELECT t.message_id, " + task_view_columns + " FROM (" +
+      page_of_ids({{task_state::dead, of_channel}, {task_state::failed, of_channel}}, limit) +
+      ") AS page JOIN tasks t ON t.id = page.id ORDER BY t.id LIMIT " + std::to_string(limit);
+  // The attempts of the whole page in one query, by task id.
+  const std::string attempts_query = "SELECT " + attempt_columns + " FROM " +
+                                     dialect_.json_rows("ids", id_columns) +
+                                     " JOIN attempts a ON a.task_id = r.task_id "
+                                     "ORDER BY a.task_id, a.attempt_no";
+  return outside_transaction("list_dead_letters", [&] {
+    std::vector<dead_letter> letters;
+    std::unordered_map<std::string, std::size_t> index;
+    json_batch ids(dialect_, id_columns);
+    for (const auto& row : statements_->fetch(
+             tasks_query, {channel, channel, after_task_id, channel, channel, after_task_id},
+             1 + task_view_column_count)) {
+      dead_letter letter;
+      letter.message_id = text_of(row[0]);
+      letter.task = task_view_of(sql_row(row.begin() + 1, row.end()));
+      index.emplace(letter.task.task_id, letters.size());
+      ids.add_row();
+      ids.text(letter.task.task_id);
+      letters.push_back(std::move(letter));
+    }
+    if (letters.empty())
+      return letters;
+    for (const auto& a : statements_->fetch(attempts_query, {ids.finish()}, attempt_column_count)) {
+      auto it = index.find(text_of(a[0]));
+      if (it != index.end())
+        letters[it->second].task.attempt_log.push_back(attempt_of(a));
+    }
+    return letters;
+  });
+}
+
+replay_result sql_task_store::replay(const std::string& task_id, domain::timestamp now) {
+  // One guarded statement decides: of two concurrent replays, exactly one finds the row DEAD or
+  // FAILED. The attempt count is kept (attempts already made stay counted).
+  const std::string update = "UPDATE tasks SET status = '" +
+                             state_text(domain::task_state::pending) +
+                             "', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL, "
+                             "updated_at = CAST(:now AS BIGINT) WHERE id = :id AND status IN ('" +
+                             state_text(domain::task_state::dead) + "', '" +
+                             state_text(domain::task_state::failed) + "') RETURNING id";
+  const std::string select_delivery = "SELECT " + delivery_columns +
+                                      " FROM tasks t JOIN messages m ON m.id = t.message_id "
+                                      "WHERE t.id = :id";
+  return in_transaction("replay", [&] {
+    replay_result result;
+    const bool replayed = !statements_->fetch(update, {micros_text(now), task_id}, 1).empty();
+    auto rows = statements_->fetch(select_delivery, {task_id}, delivery_column_count);
+    if (rows.empty()) {
+      result.result = replay_result::outcome::not_found;
+      return result;
+    }
+    auto delivery = delivery_of(rows[0]);
+    result.state = delivery.state;
+    if (replayed) {
+      result.result = replay_result::outcome::replayed;
+      result.task = std::move(delivery);
+    } else {
+      result.result = replay_result::outcome::not_replayable;
+    }
+    return result;
   });
 }
 
 std::vector<state_count> sql_task_store::count_by_state() {
   return outside_transaction("count_by_state", [&] {
     std::vector<state_count> counts;
-    for (const auto& row : fetch_rows(
-             *sql_, "SELECT status, COUNT(*) FROM tasks GROUP BY status ORDER BY status", {}, 2))
+    for (const auto& row : statements_->fetch(
+             "SELECT status, COUNT(*) FROM tasks GROUP BY status ORDER BY status", {}, 2))
       counts.push_back(state_count{state_of(row[0]), static_cast<std::uint64_t>(to_int(row[1]))});
     return counts;
   });
@@ -493,7 +689,7 @@ std::vector<state_count> sql_task_store::count_by_state() {
 
 void sql_task_store::ping() {
   outside_transaction("ping", [&] {
-    auto rows = fetch_rows(*sql_, "SELECT 1", {}, 1);
+    auto rows = statements_->fetch("SELECT 1", {}, 1);
     if (rows.size() != 1 || to_int(rows[0][0]) != 1)
       throw store_error("ping failed: unexpected answer");
     return 0;

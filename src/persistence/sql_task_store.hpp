@@ -4,12 +4,23 @@
 #include "persistence/task_store.hpp"
 
 #include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
 
 namespace soci {
 class session;
 }
 
 namespace herald::persistence {
+
+class statement_cache;
+
+namespace store_detail {
+struct apply_batch;
+struct claim_answer;
+struct claim_batch;
+} // namespace store_detail
 
 /// task_store over one SOCI connection, for SQLite and PostgreSQL alike: every statement is
 /// written once, with the few differing fragments taken from `dialect`. Batches are set-based:
@@ -22,9 +33,16 @@ public:
   std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans) override;
   std::vector<std::string> apply(const std::vector<state_change>& changes,
                                  const std::vector<attempt_record>& attempts) override;
+  std::optional<claim_result> fail_over(const state_change& change,
+                                        const std::vector<attempt_record>& attempts,
+                                        const domain::message_plan& fallback) override;
   std::optional<message_view> find_message(const std::string& message_id) override;
-  std::vector<domain::delivery> load_unfinished(const std::string& after_task_id,
-                                                std::size_t limit) override;
+  std::vector<domain::delivery> load_unfinished(const std::string& after_task_id, std::size_t limit,
+                                                domain::timestamp now) override;
+  std::vector<dead_letter> list_dead_letters(const std::string& channel,
+                                             const std::string& after_task_id,
+                                             std::size_t limit) override;
+  replay_result replay(const std::string& task_id, domain::timestamp now) override;
   std::vector<state_count> count_by_state() override;
   void ping() override;
 
@@ -33,9 +51,15 @@ private:
   template <class Body> auto outside_transaction(const char* what, Body&& body);
   void reconnect_if_lost();
 
+  // Steps run inside an open transaction; see sql_task_store.cpp for the batch types.
+  std::vector<store_detail::claim_answer> run_claim(const store_detail::claim_batch& batch);
+  std::vector<std::unordered_set<std::string>> run_changes(const store_detail::apply_batch& batch);
+  void run_attempts(const store_detail::apply_batch& batch);
+
   database_url url_;
   dialect dialect_;
   std::unique_ptr<soci::session> sql_;
+  std::unique_ptr<statement_cache> statements_; ///< destroyed before the session
 };
 
 } // namespace herald::persistence

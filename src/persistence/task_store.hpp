@@ -38,10 +38,15 @@ struct state_change {
   std::string task_id;
   domain::task_state from = domain::task_state::pending;
   domain::task_state to = domain::task_state::pending;
-  std::uint32_t attempts = 0;                   ///< provider calls made so far, after this change
+  std::uint32_t attempts = 0; ///< provider calls made so far, after this change
   std::optional<domain::timestamp> next_attempt_at;
-  std::string last_error;                       ///< empty keeps none
+  std::string last_error; ///< empty keeps none
   domain::timestamp at;
+  /// Who holds the task while it is SENDING, and until when: another node (or this one after
+  /// a restart) takes a SENDING task over only once its lease has run out. Written as given
+  /// (nullopt clears it), so changes away from SENDING release the lease.
+  std::optional<std::string> lease_owner;
+  std::optional<domain::timestamp> lease_until;
 };
 
 /// One provider call, as recorded.
@@ -49,8 +54,8 @@ struct attempt_record {
   std::string task_id;
   std::uint32_t attempt_no = 0; ///< 1-based
   std::string provider_request_id;
-  std::string outcome;          ///< success | retryable | permanent | timeout | throttled
-  std::string detail;           ///< provider message id on success, error text otherwise
+  std::string outcome; ///< success | retryable | permanent | timeout | throttled
+  std::string detail;  ///< provider message id on success, error text otherwise
   domain::timestamp started_at;
   domain::timestamp finished_at;
 };
@@ -76,6 +81,25 @@ struct message_view {
   std::vector<task_view> tasks;
 };
 
+/// A task that will not be sent without an operator: DEAD (attempts exhausted) or FAILED
+/// (permanent error).
+struct dead_letter {
+  std::string message_id;
+  task_view task;
+};
+
+/// What replaying a dead letter did.
+struct replay_result {
+  enum class outcome {
+    replayed,      ///< moved back to PENDING; `task` is ready to dispatch
+    not_found,     ///< no such task
+    not_replayable ///< the task is not DEAD or FAILED (e.g. already replayed): nothing changed
+  };
+  outcome result = outcome::not_found;
+  std::optional<domain::delivery> task;
+  domain::task_state state = domain::task_state::pending; ///< state after the call
+};
+
 /// Counts of tasks per state, for accounting checks.
 struct state_count {
   domain::task_state state = domain::task_state::pending;
@@ -99,13 +123,32 @@ public:
   virtual std::vector<std::string> apply(const std::vector<state_change>& changes,
                                          const std::vector<attempt_record>& attempts) = 0;
 
+  /// Failover in one transaction: applies the guarded `change` to the failing task (with its
+  /// `attempts`) and, only if it applied, claims `fallback` (a plan from domain::fallback_plan,
+  /// whose message row already exists) exactly as claim() would. nullopt when the change did
+  /// not apply; then nothing was written.
+  virtual std::optional<claim_result> fail_over(const state_change& change,
+                                                const std::vector<attempt_record>& attempts,
+                                                const domain::message_plan& fallback) = 0;
+
   /// The message, its tasks and their attempts; nullopt if unknown.
   virtual std::optional<message_view> find_message(const std::string& message_id) = 0;
 
-  /// Non-terminal tasks (PENDING, SENDING, RETRY_WAIT), oldest first, after `after_task_id`
-  /// in task-id order for paging (empty: from the start); for recovery at start.
-  virtual std::vector<domain::delivery> load_unfinished(const std::string& after_task_id,
-                                                        std::size_t limit) = 0;
+  /// Non-terminal tasks (PENDING, RETRY_WAIT, and SENDING whose lease has run out by `now`),
+  /// after `after_task_id` in task-id order for paging (empty: from the start); for recovery
+  /// at start and the periodic sweep.
+  virtual std::vector<domain::delivery>
+  load_unfinished(const std::string& after_task_id, std::size_t limit, domain::timestamp now) = 0;
+
+  /// DEAD and FAILED tasks, optionally of one channel (empty: all), after `after_task_id` in
+  /// task-id order (paging).
+  virtual std::vector<dead_letter> list_dead_letters(const std::string& channel,
+                                                     const std::string& after_task_id,
+                                                     std::size_t limit) = 0;
+
+  /// Moves a DEAD or FAILED task back to PENDING (same key, same id, attempt count kept), in
+  /// one guarded statement: replaying twice replays once.
+  virtual replay_result replay(const std::string& task_id, domain::timestamp now) = 0;
 
   /// Task counts per state.
   virtual std::vector<state_count> count_by_state() = 0;

@@ -50,6 +50,9 @@ inline domain::message_plan make_plan(const std::string& biz_id,
   m.send_at = micros(1'800'000'000'000'001);
   m.trace_id = "trace-" + biz_id;
   m.created_at = micros(1'790'000'000'123'456);
+  for (const auto& channel : channels)
+    m.recipients[channel] = "to-" + channel + "-" + user;
+  m.recipients["email"] = user + "@example.com \"quoted\" ünïcode"; // an address without a task
   for (const auto& channel : channels) {
     const domain::task_key key{m.key, channel};
     plan.tasks.push_back(domain::task_record{domain::task_id_for(key), channel,
@@ -320,6 +323,8 @@ inline void find_message_returns_message_tasks_and_attempts(store_backend& backe
   BOOST_TEST(!m.expire_at.has_value());
   BOOST_TEST(m.trace_id == plan.message.trace_id);
   BOOST_TEST((m.created_at == plan.message.created_at));
+  BOOST_TEST((m.recipients == plan.message.recipients));
+  BOOST_TEST(m.recipients.size() == 3u);
   BOOST_TEST_REQUIRE(view->tasks.size() == 2u);
   BOOST_TEST(view->tasks[0].channel == "app"); // ordered by channel
   BOOST_TEST(view->tasks[0].recipient == "to-app-u-123");
@@ -356,7 +361,7 @@ inline void load_unfinished_pages_in_id_order(store_backend& backend) {
   std::vector<domain::delivery> seen;
   std::string after;
   for (;;) {
-    auto page = store->load_unfinished(after, 5);
+    auto page = store->load_unfinished(after, 5, micros(1'790'000'100'000'000));
     BOOST_TEST_REQUIRE(page.size() <= 5u);
     if (page.empty())
       break;
@@ -383,12 +388,395 @@ inline void load_unfinished_pages_in_id_order(store_backend& backend) {
   BOOST_TEST((retrying->priority == domain::priority::high));
   BOOST_TEST((retrying->send_at == plans[6].message.send_at));
   BOOST_TEST((retrying->accepted_at == plans[6].message.created_at));
-  BOOST_TEST(store->load_unfinished(ids.back(), 5).empty());
+  BOOST_TEST((retrying->key == plans[6].message.key));
+  BOOST_TEST((retrying->recipients == plans[6].message.recipients));
+  BOOST_TEST(store->load_unfinished(ids.back(), 5, micros(1'790'000'100'000'000)).empty());
 
   BOOST_TEST(tasks_in(*store, task_state::sent) == 5u);
   BOOST_TEST(tasks_in(*store, task_state::retry_wait) == 1u);
   BOOST_TEST(tasks_in(*store, task_state::pending) == 18u);
   BOOST_CHECK_NO_THROW(store->ping());
+}
+
+inline const domain::timestamp lease_start = micros(1'790'000'010'000'000);
+inline const domain::timestamp lease_end = micros(1'790'000'040'000'000);
+
+inline state_change take_lease(const std::string& task_id, task_state from,
+                               std::uint32_t attempts = 0) {
+  auto c = change(task_id, from, task_state::sending, attempts, 1'790'000'010'000'000);
+  c.lease_owner = "node-a";
+  c.lease_until = lease_end;
+  return c;
+}
+
+inline bool has_task(const std::vector<domain::delivery>& page, const std::string& task_id) {
+  return std::any_of(page.begin(), page.end(), [&](const auto& d) { return d.task_id == task_id; });
+}
+
+inline void sending_tasks_come_back_when_their_lease_runs_out(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto plan = make_plan("order-l1", {"sms", "app", "email"});
+  store->claim({plan});
+  const auto& leased = plan.tasks[0].id;
+  const auto& crashed = plan.tasks[1].id; // SENDING without a lease: taken over at once
+  const auto& pending = plan.tasks[2].id;
+  BOOST_TEST(store
+                 ->apply({take_lease(leased, task_state::pending),
+                          change(crashed, task_state::pending, task_state::sending)},
+                         {})
+                 .size() == 2u);
+
+  auto before = store->load_unfinished("", 10, micros(1'790'000'039'999'999));
+  BOOST_TEST(!has_task(before, leased));
+  BOOST_TEST(has_task(before, crashed));
+  BOOST_TEST(has_task(before, pending));
+  auto at_end = store->load_unfinished("", 10, lease_end);
+  BOOST_TEST(has_task(at_end, leased));
+  auto after = store->load_unfinished("", 10, micros(1'790'000'050'000'000));
+  BOOST_TEST_REQUIRE(has_task(after, leased));
+  const auto& d =
+      *std::find_if(after.begin(), after.end(), [&](const auto& x) { return x.task_id == leased; });
+  BOOST_TEST((d.state == task_state::sending));
+  BOOST_TEST((d.key == plan.message.key));
+
+  // Leaving SENDING releases the lease: back in RETRY_WAIT it is due whatever `now` says.
+  auto wait = change(leased, task_state::sending, task_state::retry_wait, 1, 1'790'000'011'000'000);
+  wait.next_attempt_at = micros(1'790'000'070'000'000);
+  BOOST_TEST(store->apply({wait}, {}).size() == 1u);
+  auto waiting = store->load_unfinished("", 10, lease_start);
+  BOOST_TEST_REQUIRE(has_task(waiting, leased));
+  const auto& w = *std::find_if(waiting.begin(), waiting.end(),
+                                [&](const auto& x) { return x.task_id == leased; });
+  BOOST_TEST((w.state == task_state::retry_wait));
+  BOOST_TEST((w.next_attempt_at == wait.next_attempt_at));
+
+  // A new lease, then SENT: the lease columns are cleared, not kept.
+  BOOST_TEST(store->apply({take_lease(leased, task_state::retry_wait, 1)}, {}).size() == 1u);
+  BOOST_TEST(!has_task(store->load_unfinished("", 10, lease_start), leased));
+  BOOST_TEST(store->apply({change(leased, task_state::sending, task_state::sent, 2)}, {}).size() ==
+             1u);
+  auto sql = persistence::connect(backend.url());
+  soci::indicator owner_null = soci::i_ok, until_null = soci::i_ok;
+  std::string owner;
+  long long until = 0;
+  *sql << "SELECT lease_owner, lease_until FROM tasks WHERE id = :id", soci::use(leased),
+      soci::into(owner, owner_null), soci::into(until, until_null);
+  BOOST_TEST((owner_null == soci::i_null));
+  BOOST_TEST((until_null == soci::i_null));
+  BOOST_TEST(!has_task(store->load_unfinished("", 10, micros(1'890'000'000'000'000)), leased));
+}
+
+inline void lease_columns_are_written_as_given(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto plan = make_plan("order-l2", {"sms"});
+  store->claim({plan});
+  BOOST_TEST(store->apply({take_lease(plan.tasks[0].id, task_state::pending)}, {}).size() == 1u);
+  auto sql = persistence::connect(backend.url());
+  std::string owner;
+  long long until = 0;
+  *sql << "SELECT lease_owner, lease_until FROM tasks WHERE id = :id", soci::use(plan.tasks[0].id),
+      soci::into(owner), soci::into(until);
+  BOOST_TEST(owner == "node-a");
+  BOOST_TEST(until == domain::to_unix_micros(lease_end));
+}
+
+inline void next_attempt_at_round_trips(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto plan = make_plan("order-n1", {"sms"});
+  store->claim({plan});
+  const auto& id = plan.tasks[0].id;
+  auto wait = change(id, task_state::sending, task_state::retry_wait, 1, 1'790'000'011'000'000);
+  wait.next_attempt_at = micros(1'790'000'123'456'789);
+  BOOST_TEST(
+      store->apply({change(id, task_state::pending, task_state::sending), wait}, {}).size() == 2u);
+  auto page = store->load_unfinished("", 10, lease_start);
+  BOOST_TEST_REQUIRE(page.size() == 1u);
+  BOOST_TEST((page[0].next_attempt_at == wait.next_attempt_at));
+  BOOST_TEST(page[0].attempts == 1u);
+  auto view = store->find_message(plan.message.id);
+  BOOST_TEST_REQUIRE(view.has_value());
+  BOOST_TEST((view->tasks.at(0).next_attempt_at == wait.next_attempt_at));
+  // A pending task has none.
+  const auto other = make_plan("order-n2", {"sms"});
+  store->claim({other});
+  bool found = false;
+  for (const auto& d : store->load_unfinished("", 10, lease_start))
+    if (d.task_id == other.tasks[0].id) {
+      found = true;
+      BOOST_TEST(!d.next_attempt_at.has_value());
+    }
+  BOOST_TEST(found);
+}
+
+inline void recipients_round_trip(store_backend& backend) {
+  auto store = backend.open_store();
+  auto plan = make_plan("order-r1", {"sms", "app"});
+  plan.message.recipients["wechat"] = "openid-\x01-\n-\\-\"-'";
+  store->claim({plan});
+  auto view = store->find_message(plan.message.id);
+  BOOST_TEST_REQUIRE(view.has_value());
+  BOOST_TEST((view->message.recipients == plan.message.recipients));
+  auto page = store->load_unfinished("", 10, lease_start);
+  BOOST_TEST_REQUIRE(page.size() == 2u);
+  for (const auto& d : page) {
+    BOOST_TEST((d.recipients == plan.message.recipients));
+    BOOST_TEST((d.key == plan.message.key));
+  }
+  // No recipients at all is an empty map, not an error.
+  auto bare = make_plan("order-r2", {"sms"});
+  bare.message.recipients.clear();
+  store->claim({bare});
+  BOOST_TEST(store->find_message(bare.message.id)->message.recipients.empty());
+}
+
+/// Drives a task to DEAD (or FAILED) through the states, with its attempts recorded.
+inline void finish_badly(persistence::task_store& store, const domain::message_plan& plan,
+                         std::size_t task, task_state end, std::uint32_t attempts) {
+  const auto& t = plan.tasks.at(task);
+  std::vector<state_change> changes;
+  std::vector<persistence::attempt_record> records;
+  task_state at = task_state::pending;
+  for (std::uint32_t n = 1; n <= attempts; ++n) {
+    changes.push_back(change(t.id, at, task_state::sending, n - 1));
+    const bool last = n == attempts;
+    const task_state next = last ? end : task_state::retry_wait;
+    changes.push_back(change(t.id, task_state::sending, next, n, 1'790'000'020'000'000 + n,
+                             "error " + std::to_string(n)));
+    persistence::attempt_record a;
+    a.task_id = t.id;
+    a.attempt_no = n;
+    a.provider_request_id = t.provider_request_id;
+    a.outcome = last && end == task_state::failed ? "permanent" : "retryable";
+    a.detail = "error " + std::to_string(n);
+    a.started_at = micros(1'790'000'020'000'000);
+    a.finished_at = micros(1'790'000'020'500'000);
+    records.push_back(a);
+    at = task_state::retry_wait;
+  }
+  BOOST_TEST_REQUIRE(store.apply(changes, records).size() == changes.size());
+}
+
+inline void dead_letters_are_listed_by_channel_and_paged(store_backend& backend) {
+  auto store = backend.open_store();
+  std::vector<domain::message_plan> plans;
+  for (int i = 0; i < 6; ++i)
+    plans.push_back(make_plan("order-d" + std::to_string(i), {"sms", "app"}));
+  store->claim(plans);
+  std::set<std::string> dead_sms, all_dead;
+  for (int i = 0; i < 6; ++i) {
+    if (i == 5)
+      continue; // order-d5 stays pending
+    // sms: DEAD after 3 attempts (FAILED after 1 for odd i); app: FAILED for i < 2.
+    finish_badly(*store, plans[i], 0, i % 2 == 0 ? task_state::dead : task_state::failed,
+                 i % 2 == 0 ? 3 : 1);
+    dead_sms.insert(plans[i].tasks[0].id);
+    all_dead.insert(plans[i].tasks[0].id);
+    if (i < 2) {
+      finish_badly(*store, plans[i], 1, task_state::failed, 1);
+      all_dead.insert(plans[i].tasks[1].id);
+    }
+  }
+  BOOST_TEST(store->list_dead_letters("", "", 0).empty());
+
+  auto collect = [&](const std::string& channel, std::size_t page_size) {
+    std::vector<persistence::dead_letter> seen;
+    std::string after;
+    for (;;) {
+      auto page = store->list_dead_letters(channel, after, page_size);
+      BOOST_TEST_REQUIRE(page.size() <= page_size);
+      if (page.empty())
+        break;
+      seen.insert(seen.end(), page.begin(), page.end());
+      after = page.back().task.task_id;
+    }
+    return seen;
+  };
+  auto every = collect("", 2);
+  std::vector<std::string> ids;
+  for (const auto& letter : every)
+    ids.push_back(letter.task.task_id);
+  BOOST_TEST((ids == std::vector<std::string>(all_dead.begin(), all_dead.end()))); // id order
+
+  auto sms = collect("sms", 3);
+  ids.clear();
+  for (const auto& letter : sms) {
+    ids.push_back(letter.task.task_id);
+    BOOST_TEST(letter.task.channel == "sms");
+  }
+  BOOST_TEST((ids == std::vector<std::string>(dead_sms.begin(), dead_sms.end())));
+  BOOST_TEST(collect("email", 5).empty());
+
+  // Each letter carries its message id and its whole attempt log, in attempt order.
+  for (const auto& letter : every) {
+    const auto plan = std::find_if(plans.begin(), plans.end(), [&](const auto& p) {
+      return std::any_of(p.tasks.begin(), p.tasks.end(),
+                         [&](const auto& t) { return t.id == letter.task.task_id; });
+    });
+    BOOST_TEST_REQUIRE((plan != plans.end()));
+    BOOST_TEST(letter.message_id == plan->message.id);
+    BOOST_TEST((letter.task.state == task_state::dead || letter.task.state == task_state::failed));
+    BOOST_TEST_REQUIRE(letter.task.attempt_log.size() == letter.task.attempts);
+    for (std::size_t n = 0; n < letter.task.attempt_log.size(); ++n) {
+      BOOST_TEST(letter.task.attempt_log[n].attempt_no == n + 1);
+      BOOST_TEST(letter.task.attempt_log[n].task_id == letter.task.task_id);
+    }
+    BOOST_TEST(letter.task.last_error == "error " + std::to_string(letter.task.attempts));
+  }
+  const auto three = std::find_if(every.begin(), every.end(),
+                                  [&](const auto& l) { return l.task.attempts == 3u; });
+  BOOST_TEST_REQUIRE((three != every.end()));
+  BOOST_TEST((three->task.state == task_state::dead));
+  BOOST_TEST(three->task.attempt_log.at(2).detail == "error 3");
+}
+
+inline void replay_moves_a_dead_letter_back_once(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto plan = make_plan("order-x1", {"sms", "app"});
+  store->claim({plan});
+  finish_badly(*store, plan, 0, task_state::dead, 3);
+  const auto& id = plan.tasks[0].id;
+  const auto now = micros(1'790'000'500'000'000);
+
+  auto first = store->replay(id, now);
+  BOOST_TEST((first.result == persistence::replay_result::outcome::replayed));
+  BOOST_TEST((first.state == task_state::pending));
+  BOOST_TEST_REQUIRE(first.task.has_value());
+  const auto& d = *first.task;
+  BOOST_TEST(d.task_id == id);
+  BOOST_TEST(d.message_id == plan.message.id);
+  BOOST_TEST((d.key == plan.message.key));
+  BOOST_TEST((d.recipients == plan.message.recipients));
+  BOOST_TEST(d.channel == "sms");
+  BOOST_TEST(d.recipient == plan.tasks[0].recipient);
+  BOOST_TEST(d.provider_request_id == plan.tasks[0].provider_request_id); // same id, same key
+  BOOST_TEST((d.state == task_state::pending));
+  BOOST_TEST(d.attempts == 3u); // attempts are kept
+  BOOST_TEST(!d.next_attempt_at.has_value());
+  BOOST_TEST(d.body == plan.message.body);
+
+  auto second = store->replay(id, now);
+  BOOST_TEST((second.result == persistence::replay_result::outcome::not_replayable));
+  BOOST_TEST((second.state == task_state::pending));
+  BOOST_TEST(!second.task.has_value());
+
+  // Not a dead letter (PENDING from the start): not replayable, nothing changed.
+  auto pending = store->replay(plan.tasks[1].id, now);
+  BOOST_TEST((pending.result == persistence::replay_result::outcome::not_replayable));
+  BOOST_TEST((pending.state == task_state::pending));
+
+  auto unknown = store->replay("no-such-task", now);
+  BOOST_TEST((unknown.result == persistence::replay_result::outcome::not_found));
+  BOOST_TEST(!unknown.task.has_value());
+
+  auto view = store->find_message(plan.message.id);
+  BOOST_TEST_REQUIRE(view.has_value());
+  const auto sms = std::find_if(view->tasks.begin(), view->tasks.end(),
+                                [&](const auto& t) { return t.task_id == id; });
+  BOOST_TEST_REQUIRE((sms != view->tasks.end()));
+  BOOST_TEST((sms->state == task_state::pending));
+  BOOST_TEST(sms->attempts == 3u);
+  BOOST_TEST(sms->attempt_log.size() == 3u);
+  BOOST_TEST(domain::to_unix_micros(sms->updated_at) == domain::to_unix_micros(now));
+  BOOST_TEST(store->list_dead_letters("", "", 10).empty());
+  BOOST_TEST(has_task(store->load_unfinished("", 10, now), id));
+
+  // A FAILED task replays too; then, sent to DEAD again, it can be replayed again.
+  finish_badly(*store, plan, 1, task_state::failed, 1);
+  BOOST_TEST((store->replay(plan.tasks[1].id, now).result ==
+              persistence::replay_result::outcome::replayed));
+}
+
+/// Of two stores replaying the same dead letter at once, exactly one replays it.
+inline void concurrent_replays_replay_once(store_backend& backend) {
+  auto store = backend.open_store();
+  std::vector<domain::message_plan> plans;
+  for (int i = 0; i < 20; ++i)
+    plans.push_back(make_plan("order-cr" + std::to_string(i), {"sms"}));
+  store->claim(plans);
+  for (const auto& plan : plans)
+    finish_badly(*store, plan, 0, task_state::failed, 1);
+  constexpr int workers = 4;
+  std::vector<int> replayed(workers, 0);
+  std::vector<std::string> errors(workers);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w)
+    threads.emplace_back([&, w] {
+      try {
+        auto mine = persistence::open_task_store(backend.url(), false);
+        for (const auto& plan : plans)
+          if (mine->replay(plan.tasks[0].id, micros(1'790'000'600'000'000)).result ==
+              persistence::replay_result::outcome::replayed)
+            ++replayed[w];
+      } catch (const std::exception& e) {
+        errors[w] = e.what();
+      }
+    });
+  for (auto& thread : threads)
+    thread.join();
+  int total = 0;
+  for (int w = 0; w < workers; ++w) {
+    BOOST_TEST(errors[w] == "");
+    total += replayed[w];
+  }
+  BOOST_TEST(total == 20);
+  BOOST_TEST(tasks_in(*store, task_state::pending) == 20u);
+}
+
+/// Failover in one transaction: the failing task moves on and the fallback task is claimed, or
+/// (the task moved already) nothing is written at all.
+inline void fail_over_applies_and_claims_together(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto plan = make_plan("order-f1", {"sms"});
+  store->claim({plan});
+  const auto& sms = plan.tasks[0].id;
+  BOOST_TEST(store->apply({take_lease(sms, task_state::pending)}, {}).size() == 1u);
+  auto page = store->load_unfinished("", 10, micros(1'890'000'000'000'000));
+  BOOST_TEST_REQUIRE(page.size() == 1u);
+  auto fallback = domain::fallback_plan(page[0], "email", micros(1'790'000'030'000'000));
+  BOOST_TEST_REQUIRE(fallback.has_value());
+
+  persistence::attempt_record attempt;
+  attempt.task_id = sms;
+  attempt.attempt_no = 1;
+  attempt.provider_request_id = plan.tasks[0].provider_request_id;
+  attempt.outcome = "permanent";
+  attempt.detail = "unknown number";
+  attempt.started_at = micros(1'790'000'020'000'000);
+  attempt.finished_at = micros(1'790'000'020'100'000);
+  auto failed =
+      change(sms, task_state::sending, task_state::failed, 1, 1'790'000'021'000'000, "unknown");
+  auto result = store->fail_over(failed, {attempt}, *fallback);
+  BOOST_TEST_REQUIRE(result.has_value());
+  BOOST_TEST(result->message_id == plan.message.id);
+  BOOST_TEST_REQUIRE(result->tasks.size() == 1u);
+  BOOST_TEST(result->tasks[0].created);
+  BOOST_TEST(result->tasks[0].channel == "email");
+  BOOST_TEST(result->tasks[0].task_id == fallback->tasks[0].id);
+
+  // Again, from a state the task has left: nothing applies, nothing is written.
+  auto again = store->fail_over(failed, {attempt}, *fallback);
+  BOOST_TEST(!again.has_value());
+  auto view = store->find_message(plan.message.id);
+  BOOST_TEST_REQUIRE(view.has_value());
+  BOOST_TEST_REQUIRE(view->tasks.size() == 2u);
+  BOOST_TEST(view->tasks[0].channel == "email");
+  BOOST_TEST(view->tasks[0].recipient == plan.message.recipients.at("email"));
+  BOOST_TEST((view->tasks[1].state == task_state::failed));
+  BOOST_TEST(view->tasks[1].attempt_log.size() == 1u);
+  BOOST_TEST(total_tasks(*store) == 2u);
+
+  // A change that does not apply writes neither its attempts nor the fallback.
+  const auto other = make_plan("order-f2", {"sms"});
+  store->claim({other});
+  auto stale = change(other.tasks[0].id, task_state::sending, task_state::failed, 1);
+  attempt.task_id = other.tasks[0].id;
+  auto other_fallback = *fallback;
+  other_fallback.message.id = other.message.id;
+  other_fallback.message.key = other.message.key;
+  other_fallback.tasks[0].id = "never-written";
+  BOOST_TEST(!store->fail_over(stale, {attempt}, other_fallback).has_value());
+  BOOST_TEST(store->find_message(other.message.id)->tasks.at(0).attempt_log.empty());
+  BOOST_TEST(total_tasks(*store) == 3u);
 }
 
 /// Invariant 1 under contention: eight connections claim the same 1,000 keys at once.
@@ -483,4 +871,12 @@ inline void concurrent_claims_create_each_key_once(store_backend& backend) {
   HERALD_TASK_STORE_CONTRACT_TEST(apply_is_guarded_and_records_attempts)                           \
   HERALD_TASK_STORE_CONTRACT_TEST(find_message_returns_message_tasks_and_attempts)                 \
   HERALD_TASK_STORE_CONTRACT_TEST(load_unfinished_pages_in_id_order)                               \
+  HERALD_TASK_STORE_CONTRACT_TEST(sending_tasks_come_back_when_their_lease_runs_out)               \
+  HERALD_TASK_STORE_CONTRACT_TEST(lease_columns_are_written_as_given)                              \
+  HERALD_TASK_STORE_CONTRACT_TEST(next_attempt_at_round_trips)                                     \
+  HERALD_TASK_STORE_CONTRACT_TEST(recipients_round_trip)                                           \
+  HERALD_TASK_STORE_CONTRACT_TEST(dead_letters_are_listed_by_channel_and_paged)                    \
+  HERALD_TASK_STORE_CONTRACT_TEST(replay_moves_a_dead_letter_back_once)                            \
+  HERALD_TASK_STORE_CONTRACT_TEST(concurrent_replays_replay_once)                                  \
+  HERALD_TASK_STORE_CONTRACT_TEST(fail_over_applies_and_claims_together)                           \
   HERALD_TASK_STORE_CONTRACT_TEST(concurrent_claims_create_each_key_once)
