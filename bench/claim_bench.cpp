@@ -1,6 +1,6 @@
 // claim_bench: how many task rows per second task_store::claim writes, by batch size.
 //
-//   claim_bench [--tasks N] [URL...]
+//   claim_bench [--tasks N] [--batch SIZE]... [URL...]
 //
 // With no URL: a SQLite file in a temporary folder, plus $HERALD_TEST_POSTGRES_URL when set
 // (scripts/with-postgres.sh build/bench/claim_bench). Each batch size claims N new keys
@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <random>
@@ -37,9 +38,18 @@ domain::message_plan plan_for(const std::string& run, std::size_t i) {
   return plan;
 }
 
-double claim_all(persistence::task_store& store, const std::vector<domain::message_plan>& plans,
-                 std::size_t batch_size, bool expect_created) {
+/// Rows per second of wall time, and per second of this process's CPU time: the machine is
+/// shared, so wall time also counts other programs; CPU time does not, but leaves out the
+/// PostgreSQL server's work.
+struct rate {
+  double wall = 0;
+  double cpu = 0;
+};
+
+rate claim_all(persistence::task_store& store, const std::vector<domain::message_plan>& plans,
+               std::size_t batch_size, bool expect_created) {
   const auto start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
   std::size_t wrong = 0;
   for (std::size_t at = 0; at < plans.size(); at += batch_size) {
     std::vector<domain::message_plan> batch(
@@ -50,10 +60,12 @@ double claim_all(persistence::task_store& store, const std::vector<domain::messa
         wrong += task.created != expect_created ? 1 : 0;
   }
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   if (wrong != 0)
     std::cerr << "  " << wrong << " answers were not " << (expect_created ? "created" : "duplicate")
               << "\n";
-  return static_cast<double>(plans.size()) / took.count();
+  const auto rows = static_cast<double>(plans.size());
+  return rate{rows / took.count(), cpu > 0 ? rows / cpu : 0};
 }
 
 } // namespace
@@ -61,10 +73,13 @@ double claim_all(persistence::task_store& store, const std::vector<domain::messa
 int main(int argc, char** argv) {
   std::size_t tasks = 10000;
   std::vector<std::string> urls;
+  std::vector<std::size_t> batch_sizes;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--tasks" && i + 1 < argc)
       tasks = std::stoul(argv[++i]);
+    else if (arg == "--batch" && i + 1 < argc)
+      batch_sizes.push_back(std::stoul(argv[++i]));
     else
       urls.push_back(arg);
   }
@@ -77,6 +92,9 @@ int main(int argc, char** argv) {
       urls.push_back(pg);
   }
 
+  if (batch_sizes.empty())
+    batch_sizes = {1, 100, 1000};
+
   int status = 0;
   for (const auto& text : urls) {
     try {
@@ -84,16 +102,17 @@ int main(int argc, char** argv) {
       auto store = persistence::open_task_store(url, true);
       std::cout << url.text << "\n";
       const std::string run = std::to_string(std::random_device{}());
-      for (std::size_t batch_size : {1, 100, 1000}) {
+      for (std::size_t batch_size : batch_sizes) {
         // Batch size 1 is one transaction per task: fewer rows keep the run short.
         const std::size_t count = batch_size == 1 ? std::min<std::size_t>(tasks, 2000) : tasks;
         std::vector<domain::message_plan> plans;
         for (std::size_t i = 0; i < count; ++i)
           plans.push_back(plan_for(run + "-b" + std::to_string(batch_size), i));
-        const double created = claim_all(*store, plans, batch_size, true);
-        const double duplicate = claim_all(*store, plans, batch_size, false);
-        std::printf("  batch %5zu: %9.0f new rows/s  %9.0f duplicate answers/s  (%zu tasks)\n",
-                    batch_size, created, duplicate, count);
+        const rate created = claim_all(*store, plans, batch_size, true);
+        const rate duplicate = claim_all(*store, plans, batch_size, false);
+        std::printf("  batch %5zu: %9.0f new rows/s  %9.0f duplicate answers/s  (%zu tasks; per "
+                    "client CPU second: %.0f new, %.0f duplicate)\n",
+                    batch_size, created.wall, duplicate.wall, count, created.cpu, duplicate.cpu);
       }
     } catch (const std::exception& e) {
       std::cerr << text << ": " << e.what() << "\n";
