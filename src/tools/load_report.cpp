@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include <boost/json.hpp>
@@ -22,12 +23,13 @@ double rounded(double value) {
   return std::round(value * 1000) / 1000;
 }
 
-json::object stats_json(const submit_stats& stats, std::size_t accepted_tasks) {
+/// `accepted_tasks` only for the live phase (late resubmissions create none).
+json::object stats_json(const submit_stats& stats, std::optional<std::size_t> accepted_tasks) {
   auto latency = summarize_latencies(stats.latencies_ms);
   json::object rejected;
   for (const auto& [status, count] : stats.rejected_statuses)
     rejected[std::to_string(status)] = count;
-  return json::object{
+  json::object body{
       {"submissions", stats.submissions},
       {"exchanges", stats.exchanges},
       {"accepted", stats.accepted},
@@ -41,12 +43,14 @@ json::object stats_json(const submit_stats& stats, std::size_t accepted_tasks) {
       {"retries_server_error", stats.retries_server_error},
       {"duration_s", rounded(stats.duration_s)},
       {"accepted_per_s", rounded(rate(static_cast<double>(stats.accepted), stats.duration_s))},
-      {"accepted_tasks_per_s",
-       rounded(rate(static_cast<double>(accepted_tasks), stats.duration_s))},
       {"latency_ms", json::object{{"count", latency.count},
                                   {"p50", rounded(latency.p50)},
                                   {"p99", rounded(latency.p99)},
                                   {"max", rounded(latency.max)}}}};
+  if (accepted_tasks)
+    body["accepted_tasks_per_s"] =
+        rounded(rate(static_cast<double>(*accepted_tasks), stats.duration_s));
+  return body;
 }
 
 std::string fixed(double value, int digits = 1) {
@@ -71,7 +75,7 @@ std::string report_json(const load_options& options, const load_run& run,
   body["channels"] = std::move(channels);
   body["duration_s"] = rounded(run.total_duration_s);
   body["ingest"] = stats_json(run.live, report.accepted_tasks);
-  body["late"] = stats_json(run.late, 0);
+  body["late"] = stats_json(run.late, std::nullopt);
   body["drain"] = json::object{{"complete", run.drain.complete},
                                {"rounds", run.drain.rounds},
                                {"pending_at_end", run.drain.pending_at_end},
