@@ -99,6 +99,20 @@ public:
         false);
   }
 
+  void list_dead_letters(
+      std::string, std::string, std::size_t,
+      std::function<void(std::variant<std::vector<persistence::dead_letter>, api::service_error>)>
+          done) override {
+    enqueue([done = std::move(done)] { done(std::vector<persistence::dead_letter>{}); }, false);
+  }
+
+  void replay_dead_letter(
+      std::string,
+      std::function<void(std::variant<persistence::replay_result, api::service_error>)> done)
+      override {
+    enqueue([done = std::move(done)] { done(persistence::replay_result{}); }, false);
+  }
+
   void readiness(std::function<void(bool, std::string)> done) override {
     enqueue([this, done = std::move(done)] { done(ready, ready ? "" : "database unreachable"); },
             false);
