@@ -32,6 +32,12 @@ CAF_ADD_ATOM(herald, herald::atoms, submit_atom, "submit")
 CAF_ADD_ATOM(herald, herald::atoms, ready_atom, "ready")
 CAF_ADD_ATOM(herald, herald::atoms, drain_atom, "drain")
 CAF_ADD_ATOM(herald, herald::atoms, count_atom, "count")
+CAF_ADD_ATOM(herald, herald::atoms, schedule_atom, "schedule")
+CAF_ADD_ATOM(herald, herald::atoms, cancel_atom, "cancel")
+CAF_ADD_ATOM(herald, herald::atoms, failover_atom, "failover")
+CAF_ADD_ATOM(herald, herald::atoms, replay_atom, "replay")
+CAF_ADD_ATOM(herald, herald::atoms, sweep_atom, "sweep")
+CAF_ADD_ATOM(herald, herald::atoms, letters_atom, "letters")
 
 namespace herald::actors {
 
@@ -45,6 +51,12 @@ using find_callback =
     std::function<void(std::variant<std::optional<persistence::message_view>, api::service_error>)>;
 /// Answer to a readiness probe.
 using ready_callback = std::function<void(bool ready, std::string reason)>;
+/// Answer to a dead-letter listing.
+using letters_callback =
+    std::function<void(std::variant<std::vector<persistence::dead_letter>, api::service_error>)>;
+/// Answer to a dead-letter replay.
+using replay_callback =
+    std::function<void(std::variant<persistence::replay_result, api::service_error>)>;
 
 using deliveries = std::vector<domain::delivery>;
 using state_changes = std::vector<persistence::state_change>;
@@ -52,6 +64,8 @@ using attempt_records = std::vector<persistence::attempt_record>;
 using task_ids = std::vector<std::string>;
 using maybe_message_view = std::optional<persistence::message_view>;
 using state_counts = std::vector<persistence::state_count>;
+using dead_letters = std::vector<persistence::dead_letter>;
+using maybe_claim_result = std::optional<persistence::claim_result>;
 
 /// herald's error codes inside CAF errors (category "herald").
 enum class errc : std::uint8_t {
@@ -83,3 +97,9 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::state_counts)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::submit_callback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::find_callback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::ready_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::letters_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::replay_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::dead_letters)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::maybe_claim_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::state_change)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::replay_result)

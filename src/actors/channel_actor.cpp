@@ -4,24 +4,31 @@
 #include "domain/masking.hpp"
 #include "observability/log.hpp"
 
+#include <algorithm>
+
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 namespace herald::actors {
 
 std::string channel_settings::validate() const {
+  auto problem = [&](const std::string& what) { return "channel '" + name + "': " + what; };
   if (name.empty())
     return "channel name must not be empty";
   if (!(rate_per_sec > 0))
-    return "channel '" + name + "': rate_per_sec must be > 0";
+    return problem("rate_per_sec must be > 0");
   if (!(burst >= 1))
-    return "channel '" + name + "': burst must be >= 1";
+    return problem("burst must be >= 1");
   if (window == 0)
-    return "channel '" + name + "': window must be >= 1";
+    return problem("window must be >= 1");
   if (retry.max_attempts == 0)
-    return "channel '" + name + "': retry.max_attempts must be >= 1";
+    return problem("retry.max_attempts must be >= 1");
   if (retry.schedule.empty())
-    return "channel '" + name + "': retry.schedule_ms must not be empty";
+    return problem("retry.schedule_ms must not be empty");
+  if (circuit_failure_threshold == 0)
+    return problem("circuit.failure_threshold must be >= 1");
+  if (lease.count() <= 0)
+    return problem("lease_ms must be > 0");
   return "";
 }
 
@@ -32,6 +39,32 @@ using domain::task_state;
 
 std::size_t lane_of(domain::priority p) {
   return static_cast<std::size_t>(p);
+}
+
+// A guarded change of `task` from its current state; the lease is released unless set.
+persistence::state_change change_of(const domain::delivery& task, task_state to,
+                                    std::uint32_t attempts, domain::timestamp now,
+                                    std::string last_error = {}) {
+  persistence::state_change change;
+  change.task_id = task.task_id;
+  change.from = task.state;
+  change.to = to;
+  change.attempts = attempts;
+  change.last_error = std::move(last_error);
+  change.at = now;
+  return change;
+}
+
+int circuit_gauge(domain::circuit_breaker::state s) {
+  switch (s) {
+  case domain::circuit_breaker::state::closed:
+    return 0;
+  case domain::circuit_breaker::state::open:
+    return 1;
+  case domain::circuit_breaker::state::half_open:
+    return 2;
+  }
+  return 0;
 }
 
 void answer_drain_if_idle(channel_state& st) {
@@ -53,10 +86,19 @@ void queue_tick(self_pointer self, std::chrono::microseconds after) {
 
 void start_call(self_pointer self, domain::delivery task) {
   auto& st = self->state;
+  if (task.state ==
+      task_state::sending) { // recovered SENDING: the earlier call's outcome is unknown
+    st.metrics->ambiguous_resend(st.settings.name);
+    log::warn("channel.ambiguous_resend", {{"channel", st.settings.name},
+                                           {"task_id", task.task_id},
+                                           {"provider_request_id", task.provider_request_id},
+                                           {"trace_id", task.trace_id}});
+  }
   channels::provider_request request{
       task.task_id, task.channel, task.recipient, task.provider_request_id,
       task.title,   task.body,    task.trace_id,  task.attempts + 1};
   auto task_id = task.task_id;
+  task.state = task_state::sending;
   st.calls.emplace(task_id, channel_state::call{std::move(task), st.clock->now()});
   auto handle = caf::actor_cast<channel_actor>(self);
   auto done = [handle, task_id](channels::provider_result result) {
@@ -69,14 +111,19 @@ void start_call(self_pointer self, domain::delivery task) {
   }
 }
 
-// Commits SENDING for `batch`, then calls the provider for each task whose change applied.
+// Commits SENDING with our lease for `batch`, then calls the provider for each task whose
+// change applied. A task found SENDING by recovery goes the same way: the guarded change
+// renews the lease before the resend.
 void mark_and_send(self_pointer self, std::vector<domain::delivery> batch) {
   auto& st = self->state;
   state_changes changes;
   auto now = st.clock->now();
-  for (auto& task : batch)
-    changes.push_back(
-        {task.task_id, task.state, task_state::sending, task.attempts, std::nullopt, "", now});
+  for (auto& task : batch) {
+    auto change = change_of(task, task_state::sending, task.attempts, now);
+    change.lease_owner = st.settings.node_id;
+    change.lease_until = now + st.settings.lease;
+    changes.push_back(std::move(change));
+  }
   st.marking += batch.size();
   self->request(st.store, st.settings.store_timeout, apply_atom_v, std::move(changes),
                 attempt_records{})
@@ -88,12 +135,15 @@ void mark_and_send(self_pointer self, std::vector<domain::delivery> batch) {
             for (auto& task : batch) {
               if (moved.count(task.task_id) != 0) {
                 start_call(self, std::move(task));
-              } else { // another sender got there first, or the task moved on: not ours to send
-                st.known.erase(task.task_id);
-                log::debug("channel.skip_stale", {{"channel", st.settings.name},
-                                                  {"task_id", task.task_id},
-                                                  {"trace_id", task.trace_id}});
+                continue;
               }
+              // Another sender got there first, or the task moved on: not ours to send.
+              st.known.erase(task.task_id);
+              if (task.task_id == st.probe_task_id)
+                st.breaker->abandon_probe();
+              log::debug("channel.skip_stale", {{"channel", st.settings.name},
+                                                {"task_id", task.task_id},
+                                                {"trace_id", task.trace_id}});
             }
             answer_drain_if_idle(st);
             pump(self);
@@ -106,25 +156,145 @@ void mark_and_send(self_pointer self, std::vector<domain::delivery> batch) {
             // Nothing was committed: put the tasks back and try again in a moment.
             for (auto it = batch.rbegin(); it != batch.rend(); ++it)
               st.lanes[lane_of(it->priority)].push_front(std::move(*it));
+            if (std::any_of(batch.begin(), batch.end(),
+                            [&](auto& task) { return task.task_id == st.probe_task_id; }))
+              st.breaker->abandon_probe();
             answer_drain_if_idle(st);
             queue_tick(self, std::chrono::seconds{1});
           });
 }
 
-void expire(self_pointer self, const domain::delivery& task) {
+// Commits one change with its attempts; afterwards a RETRY_WAIT task goes to the timer.
+void record(self_pointer self, domain::delivery task, persistence::state_change change,
+            attempt_records attempts) {
+  auto& st = self->state;
+  st.writing += 1;
+  task.state = change.to;
+  task.attempts = change.attempts;
+  task.next_attempt_at = change.next_attempt_at;
+  self->request(st.store, st.settings.store_timeout, apply_atom_v, state_changes{change},
+                std::move(attempts))
+      .then(
+          [self, task](task_ids& applied) mutable {
+            auto& st = self->state;
+            st.writing -= 1;
+            if (!applied.empty()) {
+              if (task.state == task_state::retry_wait)
+                self->send(st.dispatcher, dispatch_atom_v, deliveries{std::move(task)});
+              else if (task.state == task_state::dead || task.state == task_state::failed)
+                st.metrics->dead_letter(st.settings.name);
+            }
+            answer_drain_if_idle(st);
+          },
+          [self, task](caf::error& err) {
+            // The row keeps its earlier state (SENDING: recovery resends it with the same id).
+            auto& st = self->state;
+            st.writing -= 1;
+            log::error("channel.record_failed", {{"channel", st.settings.name},
+                                                 {"task_id", task.task_id},
+                                                 {"trace_id", task.trace_id},
+                                                 {"error", describe(err)}});
+            answer_drain_if_idle(st);
+          });
+}
+
+// Applies `change` to the task and claims its fallback `plan` in one transaction, so the task
+// is never given up without its fallback, nor sent on both channels.
+void fail_over(self_pointer self, domain::delivery task, persistence::state_change change,
+               attempt_records attempts, domain::message_plan plan) {
+  auto& st = self->state;
+  st.writing += 1;
+  st.known.erase(task.task_id);
+  auto plan_copy = plan;
+  self->request(st.store, st.settings.store_timeout, failover_atom_v, change, std::move(attempts),
+                std::move(plan))
+      .then(
+          [self, task, plan_copy, to = change.to](maybe_claim_result& result) {
+            auto& st = self->state;
+            st.writing -= 1;
+            if (result) {
+              st.metrics->failover(st.settings.name, st.settings.fallback);
+              if (to == task_state::failed)
+                st.metrics->dead_letter(st.settings.name);
+              deliveries created;
+              for (auto& outcome : result->tasks) {
+                if (!outcome.created) {
+                  st.metrics->task_duplicate(outcome.channel);
+                  continue;
+                }
+                st.metrics->task_created(outcome.channel);
+                created.push_back(
+                    domain::make_delivery(plan_copy.message, plan_copy.tasks.front()));
+              }
+              log::info("channel.failed_over", {{"channel", st.settings.name},
+                                                {"fallback", st.settings.fallback},
+                                                {"task_id", task.task_id},
+                                                {"trace_id", task.trace_id},
+                                                {"created", created.empty() ? "false" : "true"}});
+              if (!created.empty())
+                self->send(st.dispatcher, dispatch_atom_v, std::move(created));
+            }
+            answer_drain_if_idle(st);
+          },
+          [self, task](caf::error& err) {
+            auto& st = self->state;
+            st.writing -= 1;
+            log::error("channel.failover_failed", {{"channel", st.settings.name},
+                                                   {"task_id", task.task_id},
+                                                   {"trace_id", task.trace_id},
+                                                   {"error", describe(err)}});
+            answer_drain_if_idle(st);
+          });
+}
+
+// While the circuit is open, tasks never tried leave for the fallback channel; tasks already
+// tried stay (their outcome may be unknown: failing them over could send twice).
+void fail_over_fresh_tasks(self_pointer self, domain::timestamp now) {
+  auto& st = self->state;
+  if (st.settings.fallback.empty())
+    return;
+  for (auto& lane : st.lanes) {
+    std::deque<domain::delivery> keep;
+    for (auto& task : lane) {
+      auto plan = task.attempts == 0 && task.state == task_state::pending
+                      ? domain::fallback_plan(task, st.settings.fallback, now)
+                      : std::nullopt;
+      if (!plan) { // tried before, or no address for the fallback: wait for the circuit
+        keep.push_back(std::move(task));
+        continue;
+      }
+      auto change = change_of(task, task_state::suppressed, 0, now,
+                              "failed over to " + st.settings.fallback + ": circuit open");
+      fail_over(self, std::move(task), std::move(change), {}, std::move(*plan));
+    }
+    lane = std::move(keep);
+  }
+}
+
+void expire(self_pointer self, domain::delivery task) {
   auto& st = self->state;
   st.known.erase(task.task_id);
-  st.writing += 1;
-  self->request(st.store, st.settings.store_timeout, apply_atom_v,
-                state_changes{{task.task_id, task.state, task_state::expired, task.attempts,
-                               std::nullopt, "expire_at passed before sending", st.clock->now()}},
-                attempt_records{})
-      .then([self](task_ids&) { self->state.writing -= 1, answer_drain_if_idle(self->state); },
-            [self](caf::error& err) {
-              self->state.writing -= 1;
-              log::warn("channel.expire_failed", {{"error", describe(err)}});
-              answer_drain_if_idle(self->state);
-            });
+  auto change = change_of(task, task_state::expired, task.attempts, st.clock->now(),
+                          "expire_at passed before sending");
+  record(self, std::move(task), std::move(change), {});
+}
+
+// Whether a provider call may start now; arranges a wake-up when not.
+bool may_call(self_pointer self, domain::timestamp now) {
+  auto& st = self->state;
+  if (st.paused_until > now) {
+    queue_tick(self, std::chrono::duration_cast<std::chrono::microseconds>(st.paused_until - now));
+    return false;
+  }
+  if (st.breaker->is_open(now)) {
+    queue_tick(self, st.settings.circuit_cool_down / 4);
+    return false;
+  }
+  if (auto wait = st.bucket->wait_time(now); wait.count() > 0) {
+    queue_tick(self, wait);
+    return false;
+  }
+  return true;
 }
 
 void pump(self_pointer self) {
@@ -132,39 +302,35 @@ void pump(self_pointer self) {
   if (st.draining)
     return;
   auto now = st.clock->now();
+  if (st.breaker->is_open(now))
+    fail_over_fresh_tasks(self, now);
   std::vector<domain::delivery> to_mark;
   auto busy = st.calls.size() + st.marking;
   for (auto& lane : st.lanes) {
     while (!lane.empty() && busy + to_mark.size() < st.settings.window) {
       auto& task = lane.front();
       if (task.expire_at && *task.expire_at <= now) {
-        expire(self, task);
+        expire(self, std::move(task));
         lane.pop_front();
         continue;
       }
-      if (task.send_at && *task.send_at > now) { // not yet: come back at send_at
-        auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(*task.send_at - now);
+      if (task.send_at && *task.send_at > now) { // not yet: the timer holds it until send_at
         st.known.erase(task.task_id);
-        self->delayed_send(self, wait + std::chrono::milliseconds{1}, dispatch_atom_v,
-                           deliveries{std::move(task)});
+        self->send(st.dispatcher, dispatch_atom_v, deliveries{std::move(task)});
         lane.pop_front();
         continue;
       }
-      if (!st.bucket->try_take(now)) {
-        queue_tick(self, st.bucket->wait_time(now));
+      if (!may_call(self, now))
+        break;
+      auto probing = st.breaker->current() != domain::circuit_breaker::state::closed;
+      if (!st.breaker->allow(now)) { // a half-open probe is already on its way
+        queue_tick(self, std::chrono::milliseconds{100});
         break;
       }
-      if (task.state == task_state::sending) { // found SENDING by recovery: outcome unknown
-        st.metrics->ambiguous_resend(st.settings.name);
-        log::warn("channel.ambiguous_resend", {{"channel", st.settings.name},
-                                               {"task_id", task.task_id},
-                                               {"provider_request_id", task.provider_request_id},
-                                               {"trace_id", task.trace_id}});
-        start_call(self, std::move(task));
-        ++busy;
-      } else {
-        to_mark.push_back(std::move(task));
-      }
+      if (probing)
+        st.probe_task_id = task.task_id;
+      st.bucket->try_take(now);
+      to_mark.push_back(std::move(task));
       lane.pop_front();
     }
   }
@@ -175,9 +341,8 @@ void pump(self_pointer self) {
 persistence::state_change outcome_change(channel_state& st, const domain::delivery& task,
                                          const channels::provider_result& result,
                                          domain::timestamp now) {
-  persistence::state_change change{
-      task.task_id, task_state::sending, task_state::sent, task.attempts + 1, std::nullopt, "",
-      now};
+  auto change = change_of(task, task_state::sent, task.attempts + 1, now);
+  change.from = task_state::sending;
   switch (result.outcome) {
   case call_outcome::success:
     break;
@@ -205,6 +370,26 @@ persistence::state_change outcome_change(channel_state& st, const domain::delive
   return change;
 }
 
+// Feeds the circuit breaker and the throttle pause from one provider answer.
+void observe_health(channel_state& st, const channels::provider_result& result,
+                    domain::timestamp now) {
+  switch (result.outcome) {
+  case call_outcome::success:
+  case call_outcome::permanent: // the provider answered: it is up, the recipient is bad
+    st.breaker->on_success();
+    break;
+  case call_outcome::throttled:
+    st.paused_until = now + result.retry_after.value_or(st.settings.throttle_pause);
+    st.breaker->on_failure(now);
+    break;
+  case call_outcome::retryable:
+  case call_outcome::timeout:
+    st.breaker->on_failure(now);
+    break;
+  }
+  st.metrics->circuit_state(st.settings.name, circuit_gauge(st.breaker->current()));
+}
+
 void on_result(self_pointer self, const std::string& task_id,
                const channels::provider_result& result) {
   auto& st = self->state;
@@ -215,19 +400,18 @@ void on_result(self_pointer self, const std::string& task_id,
   auto started_at = found->second.started_at;
   st.calls.erase(found);
   st.known.erase(task_id);
+  if (task_id == st.probe_task_id)
+    st.probe_task_id.clear();
   auto now = st.clock->now();
   st.metrics->provider_call(st.settings.name, result.outcome);
   if (result.outcome == call_outcome::success)
     st.metrics->delivery_latency(st.settings.name,
                                  std::chrono::duration<double>(now - task.accepted_at).count());
+  observe_health(st, result, now);
   auto change = outcome_change(st, task, result, now);
-  persistence::attempt_record attempt{task.task_id,
-                                      change.attempts,
-                                      task.provider_request_id,
-                                      std::string{to_string(result.outcome)},
-                                      result.detail,
-                                      started_at,
-                                      now};
+  attempt_records attempts{{task.task_id, change.attempts, task.provider_request_id,
+                            std::string{to_string(result.outcome)}, result.detail, started_at,
+                            now}};
   log::write(result.outcome == call_outcome::success ? log::level::debug : log::level::info,
              "channel.provider_result",
              {{"channel", st.settings.name},
@@ -237,54 +421,34 @@ void on_result(self_pointer self, const std::string& task_id,
               {"outcome", std::string{to_string(result.outcome)}},
               {"state", std::string{domain::to_string(change.to)}},
               {"attempt", std::to_string(change.attempts)}});
-  st.writing += 1;
-  auto retry = change.to == task_state::retry_wait
-                   ? std::optional<domain::timestamp>{change.next_attempt_at}
-                   : std::nullopt;
-  task.state = change.to;
-  task.attempts = change.attempts;
-  self->request(st.store, st.settings.store_timeout, apply_atom_v, state_changes{change},
-                attempt_records{attempt})
-      .then(
-          [self, task, retry](task_ids& applied) mutable {
-            auto& st = self->state;
-            st.writing -= 1;
-            if (retry && !applied.empty()) {
-              auto wait =
-                  std::chrono::duration_cast<std::chrono::milliseconds>(*retry - st.clock->now());
-              self->delayed_send(self, std::max(wait, std::chrono::milliseconds{1}),
-                                 dispatch_atom_v, deliveries{std::move(task)});
-            }
-            answer_drain_if_idle(st);
-          },
-          [self, task](caf::error& err) {
-            // The task stays SENDING in the database; recovery resends it with the same id.
-            auto& st = self->state;
-            st.writing -= 1;
-            log::error("channel.record_result_failed", {{"channel", st.settings.name},
-                                                        {"task_id", task.task_id},
-                                                        {"trace_id", task.trace_id},
-                                                        {"error", describe(err)}});
-            answer_drain_if_idle(st);
-          });
+  auto plan = change.to == task_state::failed && !st.settings.fallback.empty()
+                  ? domain::fallback_plan(task, st.settings.fallback, now)
+                  : std::nullopt;
+  if (plan)
+    fail_over(self, std::move(task), std::move(change), std::move(attempts), std::move(*plan));
+  else
+    record(self, std::move(task), std::move(change), std::move(attempts));
   answer_drain_if_idle(st);
   pump(self);
 }
 
 } // namespace
 
-channel_actor::behavior_type
-channel(channel_actor::stateful_pointer<channel_state> self, channel_settings settings,
-        std::shared_ptr<channels::provider_adapter> provider, store_writer_actor store,
-        std::shared_ptr<herald::metrics> metrics, std::shared_ptr<const domain::clock> clock) {
+channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_state> self,
+                                     channel_settings settings,
+                                     std::shared_ptr<channels::provider_adapter> provider,
+                                     channel_peers peers) {
   install_logging_handlers(self);
   auto& st = self->state;
-  st.bucket.emplace(settings.rate_per_sec, settings.burst, clock->now());
+  st.bucket.emplace(settings.rate_per_sec, settings.burst, peers.clock->now());
+  st.breaker.emplace(settings.circuit_failure_threshold, settings.circuit_cool_down);
   st.settings = std::move(settings);
   st.provider = std::move(provider);
-  st.store = std::move(store);
-  st.metrics = std::move(metrics);
-  st.clock = std::move(clock);
+  st.store = std::move(peers.store);
+  st.dispatcher = std::move(peers.dispatcher);
+  st.metrics = std::move(peers.metrics);
+  st.clock = std::move(peers.clock);
+  st.metrics->circuit_state(st.settings.name, 0);
   return {
       [self](dispatch_atom, deliveries& tasks) {
         auto& st = self->state;

@@ -2,6 +2,7 @@
 
 #include "actors/interfaces.hpp"
 #include "domain/backoff.hpp"
+#include "domain/circuit_breaker.hpp"
 #include "domain/rate_limit.hpp"
 #include "domain/time.hpp"
 #include "observability/metrics.hpp"
@@ -28,6 +29,12 @@ struct channel_settings {
   double burst = 100;         ///< token bucket size
   std::size_t window = 64;    ///< provider calls in flight at most
   domain::retry_policy retry = domain::default_retry_policy();
+  std::string fallback;                        ///< channel to fail over to; empty: none
+  std::uint32_t circuit_failure_threshold = 5; ///< consecutive failures that open the circuit
+  std::chrono::milliseconds circuit_cool_down{30000};
+  std::chrono::milliseconds throttle_pause{1000}; ///< pause after a 429 without Retry-After
+  std::chrono::milliseconds lease{60000}; ///< how long a SENDING task is ours; > provider timeout
+  std::string node_id;                    ///< lease owner name of this process
   std::chrono::milliseconds store_timeout{10000};
 
   /// An empty string when valid, else the reason.
@@ -35,8 +42,10 @@ struct channel_settings {
 };
 
 /// One channel's sender. Tasks wait in three priority lanes; a task leaves its lane when the
-/// token bucket and the in-flight window allow, is committed as SENDING (in a batch with its
-/// neighbours), and only then handed to the provider. Results are committed in batches too.
+/// token bucket, the in-flight window and the circuit breaker allow, is committed as SENDING
+/// with a lease (in a batch with its neighbours), and only then handed to the provider.
+/// Results are committed in batches too; retries wait in the retry timer. While the circuit
+/// is open, tasks never tried fail over to the fallback channel.
 struct channel_state {
   static constexpr const char* name = "channel";
 
@@ -48,9 +57,13 @@ struct channel_state {
   channel_settings settings;
   std::shared_ptr<channels::provider_adapter> provider;
   store_writer_actor store;
+  dispatcher_actor dispatcher; ///< takes fallback tasks, and retries (it hands them to the timer)
   std::shared_ptr<herald::metrics> metrics;
   std::shared_ptr<const domain::clock> clock;
   std::optional<domain::token_bucket> bucket;
+  std::optional<domain::circuit_breaker> breaker;
+  std::string probe_task_id;        ///< the half-open probe, while it is on its way
+  domain::timestamp paused_until{}; ///< throttled by the provider until then
   std::array<std::deque<domain::delivery>, 3> lanes; ///< by domain::priority
   std::unordered_set<std::string> known;             ///< queued, being marked or in flight
   std::unordered_map<std::string, call> calls;       ///< in flight, by task id
@@ -62,9 +75,17 @@ struct channel_state {
   std::mt19937_64 jitter_rng{std::random_device{}()};
 };
 
-channel_actor::behavior_type
-channel(channel_actor::stateful_pointer<channel_state> self, channel_settings settings,
-        std::shared_ptr<channels::provider_adapter> provider, store_writer_actor store,
-        std::shared_ptr<herald::metrics> metrics, std::shared_ptr<const domain::clock> clock);
+/// Who a channel works with.
+struct channel_peers {
+  store_writer_actor store;
+  dispatcher_actor dispatcher; ///< takes fallback tasks, and retries (it hands them to the timer)
+  std::shared_ptr<herald::metrics> metrics;
+  std::shared_ptr<const domain::clock> clock;
+};
+
+channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_state> self,
+                                     channel_settings settings,
+                                     std::shared_ptr<channels::provider_adapter> provider,
+                                     channel_peers peers);
 
 } // namespace herald::actors

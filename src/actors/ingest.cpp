@@ -25,13 +25,15 @@ api::service_error to_service_error(const caf::error& err) {
 }
 
 ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> self,
-                                   std::vector<dedup_shard_actor> shards, store_reader_actor reader,
-                                   dispatcher_actor dispatcher, ingest_config config) {
+                                   std::vector<dedup_shard_actor> shards, ingest_peers peers,
+                                   ingest_config config) {
   install_logging_handlers(self);
   auto& st = self->state;
   st.shards = std::move(shards);
-  st.reader = std::move(reader);
-  st.dispatcher = std::move(dispatcher);
+  st.writer = std::move(peers.writer);
+  st.reader = std::move(peers.reader);
+  st.dispatcher = std::move(peers.dispatcher);
+  st.clock = std::move(peers.clock);
   st.config = config;
   return {
       [self](submit_atom, domain::message_plan& plan, submit_callback& done) {
@@ -65,6 +67,36 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
                     log::warn("ingest.find_failed", {{"error", describe(err)}});
                     done(to_service_error(err));
                   });
+      },
+      [self](letters_atom, std::string& channel, std::string& after, std::uint64_t limit,
+             letters_callback& done) {
+        self->request(self->state.reader, self->state.config.claim_timeout, letters_atom_v,
+                      std::move(channel), std::move(after), limit)
+            .then([done](dead_letters& letters) { done(std::move(letters)); },
+                  [done](caf::error& err) {
+                    log::warn("ingest.dead_letters_failed", {{"error", describe(err)}});
+                    done(to_service_error(err));
+                  });
+      },
+      [self](replay_atom, std::string& task_id, replay_callback& done) {
+        auto& st = self->state;
+        self->request(st.writer, st.config.claim_timeout, replay_atom_v, task_id, st.clock->now())
+            .then(
+                [self, done, task_id](persistence::replay_result& result) {
+                  if (result.task) {
+                    log::info("ingest.replayed",
+                              {{"task_id", task_id},
+                               {"trace_id", result.task->trace_id},
+                               {"attempts", std::to_string(result.task->attempts)}});
+                    self->send(self->state.dispatcher, dispatch_atom_v, deliveries{*result.task});
+                  }
+                  done(std::move(result));
+                },
+                [done, task_id](caf::error& err) {
+                  log::warn("ingest.replay_failed",
+                            {{"task_id", task_id}, {"error", describe(err)}});
+                  done(to_service_error(err));
+                });
       },
       [self](ready_atom, ready_callback& done) {
         auto timeout = self->state.config.probe_timeout;

@@ -1,9 +1,11 @@
 #pragma once
 
 #include "actors/interfaces.hpp"
+#include "domain/time.hpp"
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,8 +26,10 @@ struct ingest_config {
 struct ingest_state {
   static constexpr const char* name = "ingest";
   std::vector<dedup_shard_actor> shards;
+  store_writer_actor writer;
   store_reader_actor reader;
   dispatcher_actor dispatcher;
+  std::shared_ptr<const domain::clock> clock;
   ingest_config config;
   std::size_t in_flight = 0;
 };
@@ -33,8 +37,16 @@ struct ingest_state {
 /// The HTTP error a failed actor request becomes.
 api::service_error to_service_error(const caf::error& err);
 
+/// The stores and dispatcher ingest talks to besides its shards.
+struct ingest_peers {
+  store_writer_actor writer; ///< replays dead letters
+  store_reader_actor reader; ///< look-ups, listings, readiness
+  dispatcher_actor dispatcher;
+  std::shared_ptr<const domain::clock> clock;
+};
+
 ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> self,
-                                   std::vector<dedup_shard_actor> shards, store_reader_actor reader,
-                                   dispatcher_actor dispatcher, ingest_config config);
+                                   std::vector<dedup_shard_actor> shards, ingest_peers peers,
+                                   ingest_config config);
 
 } // namespace herald::actors

@@ -18,6 +18,12 @@ using store_writer_actor = caf::typed_actor<
     caf::replies_to<claim_atom, domain::message_plan>::with<persistence::claim_result>,
     /// Applies guarded state changes and records attempts; answers the ids that applied.
     caf::replies_to<apply_atom, state_changes, attempt_records>::with<task_ids>,
+    /// Applies a task's change and claims its fallback in one transaction; none when the
+    /// change did not apply (someone else moved the task first).
+    caf::replies_to<failover_atom, persistence::state_change, attempt_records,
+                    domain::message_plan>::with<maybe_claim_result>,
+    /// Moves a dead letter back to PENDING at the given time (replaying twice replays once).
+    caf::replies_to<replay_atom, std::string, domain::timestamp>::with<persistence::replay_result>,
     /// Commits what has been collected (sent to itself).
     caf::reacts_to<flush_atom>>;
 
@@ -25,10 +31,12 @@ using store_writer_actor = caf::typed_actor<
 using store_reader_actor = caf::typed_actor<
     /// The message, its tasks and attempts, or none.
     caf::replies_to<find_atom, std::string>::with<maybe_message_view>,
-    /// Non-terminal tasks after a task id (paging), for recovery.
-    caf::replies_to<recover_atom, std::string, std::uint64_t>::with<deliveries>,
+    /// Unfinished tasks after a task id (paging) whose lease, if any, ran out by the given time.
+    caf::replies_to<recover_atom, std::string, std::uint64_t, domain::timestamp>::with<deliveries>,
     /// Task counts per state.
     caf::replies_to<count_atom>::with<state_counts>,
+    /// Dead letters of a channel (empty: all) after a task id, at most a limit.
+    caf::replies_to<letters_atom, std::string, std::string, std::uint64_t>::with<dead_letters>,
     /// Proves the database answers.
     caf::replies_to<ping_atom>::with<bool>>;
 
@@ -37,7 +45,17 @@ using dedup_shard_actor = caf::typed_actor<
     /// Claims a message; concurrent claims of the same key share one database round trip.
     caf::replies_to<claim_atom, domain::message_plan>::with<persistence::claim_result>>;
 
-/// Sends one channel's tasks: priority queue, token bucket, in-flight window.
+/// Holds tasks until they are due — retries at next_attempt_at, future sends at send_at — in
+/// one priority queue behind one re-arming timer, and hands them to the dispatcher.
+using retry_timer_actor = caf::typed_actor<
+    /// Holds each task until it is due; a task already held is rescheduled, not duplicated.
+    caf::reacts_to<schedule_atom, deliveries>,
+    /// Drops a held task.
+    caf::reacts_to<cancel_atom, std::string>,
+    /// The timer of the given generation fired (sent to itself).
+    caf::reacts_to<tick_atom, std::uint64_t>>;
+
+/// Sends one channel's tasks: priority lanes, token bucket, in-flight window, circuit breaker.
 using channel_actor = caf::typed_actor<
     /// Takes tasks to send (new, recovered or due again).
     caf::reacts_to<dispatch_atom, deliveries>,
@@ -52,8 +70,11 @@ using channel_actor = caf::typed_actor<
 using dispatcher_actor = caf::typed_actor<
     /// Hands tasks to their channels.
     caf::reacts_to<dispatch_atom, deliveries>,
-    /// Loads every unfinished task from the database and dispatches it (on start).
+    /// Loads every unfinished task from the database and dispatches it (at start, then every
+    /// sweep interval: whatever a lost message or a dead node left behind is picked up).
     caf::reacts_to<recover_atom>,
+    /// Re-reads unfinished tasks (sent to itself every sweep interval).
+    caf::reacts_to<sweep_atom>,
     /// Drains every channel; answers when all are idle.
     caf::replies_to<drain_atom>::with<bool>,
     /// Liveness probe.
@@ -61,6 +82,10 @@ using dispatcher_actor = caf::typed_actor<
 
 /// The HTTP layer's entry point: answers through callbacks, so HTTP threads never block.
 using ingest_actor = caf::typed_actor<
+    /// Lists dead letters (channel, after task id, limit).
+    caf::reacts_to<letters_atom, std::string, std::string, std::uint64_t, letters_callback>,
+    /// Replays a dead letter and dispatches it.
+    caf::reacts_to<replay_atom, std::string, replay_callback>,
     /// Claims a planned message through its shard; calls back after COMMIT.
     caf::reacts_to<submit_atom, domain::message_plan, submit_callback>,
     /// Looks a message up.

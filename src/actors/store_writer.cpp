@@ -38,19 +38,20 @@ void commit_claims(store_writer_state& st) {
   }
 }
 
-void commit_applies(store_writer_state& st) {
-  auto batch = std::move(st.applies);
-  st.applies.clear();
+// Commits one group of applies in one transaction. Within a group no task is changed by two
+// requests, so "this task's change applied" can be told to the one request that made it.
+void commit_apply_group(store_writer_state& st,
+                        std::vector<store_writer_state::pending_apply>& group) {
   state_changes changes;
   attempt_records attempts;
-  for (auto& pending : batch) {
+  for (auto& pending : group) {
     changes.insert(changes.end(), pending.changes.begin(), pending.changes.end());
     attempts.insert(attempts.end(), pending.attempts.begin(), pending.attempts.end());
   }
   try {
     auto applied_list = st.store->apply(changes, attempts);
     std::unordered_set<std::string> applied(applied_list.begin(), applied_list.end());
-    for (auto& pending : batch) {
+    for (auto& pending : group) {
       task_ids mine;
       for (auto& change : pending.changes)
         if (applied.count(change.task_id) != 0)
@@ -60,9 +61,32 @@ void commit_applies(store_writer_state& st) {
   } catch (const std::exception& e) {
     log::error("store.apply_failed",
                {{"changes", std::to_string(changes.size())}, {"error", e.what()}});
-    for (auto& pending : batch)
+    for (auto& pending : group)
       pending.promise.deliver(make_error(errc::store_unavailable, e.what()));
   }
+}
+
+// Splits the collected applies into consecutive groups where no task id appears in two
+// requests (rare: e.g. a mark and a result of one task in one batch), one transaction each.
+void commit_applies(store_writer_state& st) {
+  auto batch = std::move(st.applies);
+  st.applies.clear();
+  std::vector<store_writer_state::pending_apply> group;
+  std::unordered_set<std::string> in_group;
+  for (auto& pending : batch) {
+    auto clashes = std::any_of(pending.changes.begin(), pending.changes.end(),
+                               [&](auto& change) { return in_group.count(change.task_id) != 0; });
+    if (clashes) {
+      commit_apply_group(st, group);
+      group.clear();
+      in_group.clear();
+    }
+    for (auto& change : pending.changes)
+      in_group.insert(change.task_id);
+    group.push_back(std::move(pending));
+  }
+  if (!group.empty())
+    commit_apply_group(st, group);
 }
 
 void flush(store_writer_state& st) {
@@ -106,6 +130,29 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
         self->state.applies.push_back({std::move(changes), std::move(attempts), promise});
         schedule_flush(self);
         return promise;
+      },
+      [self](failover_atom, const persistence::state_change& change,
+             const attempt_records& attempts,
+             const domain::message_plan& fallback) -> caf::result<maybe_claim_result> {
+        auto& st = self->state;
+        flush(st); // what came before is committed before, as in a batch
+        try {
+          return st.store->fail_over(change, attempts, fallback);
+        } catch (const std::exception& e) {
+          log::error("store.failover_failed", {{"task_id", change.task_id}, {"error", e.what()}});
+          return make_error(errc::store_unavailable, e.what());
+        }
+      },
+      [self](replay_atom, const std::string& task_id,
+             domain::timestamp now) -> caf::result<persistence::replay_result> {
+        auto& st = self->state;
+        flush(st);
+        try {
+          return st.store->replay(task_id, now);
+        } catch (const std::exception& e) {
+          log::error("store.replay_failed", {{"task_id", task_id}, {"error", e.what()}});
+          return make_error(errc::store_unavailable, e.what());
+        }
       },
       [self](flush_atom) { flush(self->state); },
   };

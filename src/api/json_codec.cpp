@@ -263,6 +263,37 @@ std::string encode_claim_result(const persistence::claim_result& result,
   return json::serialize(body);
 }
 
+namespace {
+
+json::object encode_task(const persistence::task_view& task) {
+  json::object item;
+  item["task_id"] = task.task_id;
+  item["channel"] = task.channel;
+  item["recipient"] = domain::mask_recipient(task.recipient);
+  item["status"] = sv(domain::to_string(task.state));
+  item["attempts"] = task.attempts;
+  if (task.next_attempt_at)
+    item["next_attempt_at"] = domain::format_rfc3339(*task.next_attempt_at);
+  if (!task.last_error.empty())
+    item["last_error"] = task.last_error;
+  item["provider_request_id"] = task.provider_request_id;
+  item["created_at"] = domain::format_rfc3339(task.created_at);
+  item["updated_at"] = domain::format_rfc3339(task.updated_at);
+  json::array attempts;
+  attempts.reserve(task.attempt_log.size());
+  for (const auto& attempt : task.attempt_log) {
+    attempts.push_back(json::object{{"attempt_no", attempt.attempt_no},
+                                    {"outcome", attempt.outcome},
+                                    {"detail", attempt.detail},
+                                    {"started_at", domain::format_rfc3339(attempt.started_at)},
+                                    {"finished_at", domain::format_rfc3339(attempt.finished_at)}});
+  }
+  item["attempt_log"] = std::move(attempts);
+  return item;
+}
+
+} // namespace
+
 std::string encode_message_view(const persistence::message_view& view) {
   const auto& message = view.message;
   json::object body;
@@ -279,34 +310,35 @@ std::string encode_message_view(const persistence::message_view& view) {
   body["body"] = message.body;
   json::array tasks;
   tasks.reserve(view.tasks.size());
-  for (const auto& task : view.tasks) {
-    json::object item;
-    item["task_id"] = task.task_id;
-    item["channel"] = task.channel;
-    item["recipient"] = domain::mask_recipient(task.recipient);
-    item["status"] = sv(domain::to_string(task.state));
-    item["attempts"] = task.attempts;
-    if (task.next_attempt_at)
-      item["next_attempt_at"] = domain::format_rfc3339(*task.next_attempt_at);
-    if (!task.last_error.empty())
-      item["last_error"] = task.last_error;
-    item["provider_request_id"] = task.provider_request_id;
-    item["created_at"] = domain::format_rfc3339(task.created_at);
-    item["updated_at"] = domain::format_rfc3339(task.updated_at);
-    json::array attempts;
-    attempts.reserve(task.attempt_log.size());
-    for (const auto& attempt : task.attempt_log) {
-      attempts.push_back(
-          json::object{{"attempt_no", attempt.attempt_no},
-                       {"outcome", attempt.outcome},
-                       {"detail", attempt.detail},
-                       {"started_at", domain::format_rfc3339(attempt.started_at)},
-                       {"finished_at", domain::format_rfc3339(attempt.finished_at)}});
-    }
-    item["attempt_log"] = std::move(attempts);
-    tasks.push_back(std::move(item));
-  }
+  for (const auto& task : view.tasks)
+    tasks.push_back(encode_task(task));
   body["tasks"] = std::move(tasks);
+  return json::serialize(body);
+}
+
+std::string encode_dead_letters(const std::vector<persistence::dead_letter>& letters,
+                                std::size_t limit) {
+  json::array items;
+  items.reserve(letters.size());
+  for (const auto& letter : letters) {
+    auto item = encode_task(letter.task);
+    item["message_id"] = letter.message_id;
+    items.push_back(std::move(item));
+  }
+  json::object body;
+  body["dead_letters"] = std::move(items);
+  // A full page may have more behind it: the next page starts after its last task.
+  if (letters.size() == limit && !letters.empty())
+    body["next_after"] = letters.back().task.task_id;
+  else
+    body["next_after"] = nullptr;
+  return json::serialize(body);
+}
+
+std::string encode_replay(const persistence::replay_result& result, const std::string& task_id) {
+  json::object body{{"task_id", task_id},
+                    {"status", sv(domain::to_string(result.state))},
+                    {"replayed", result.result == persistence::replay_result::outcome::replayed}};
   return json::serialize(body);
 }
 

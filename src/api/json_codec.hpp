@@ -26,6 +26,14 @@ std::string encode_claim_result(const persistence::claim_result& result,
 /// The body of GET /v1/messages/{id}; recipients are masked.
 std::string encode_message_view(const persistence::message_view& view);
 
+/// GET /v1/dead-letters: {"dead_letters":[task + "message_id"...], "next_after": id | null};
+/// next_after is set when the page is full (`limit` entries), for the next page's `after`.
+std::string encode_dead_letters(const std::vector<persistence::dead_letter>& letters,
+                                std::size_t limit);
+
+/// POST /v1/dead-letters/{id}/replay: {"task_id","status","replayed"}.
+std::string encode_replay(const persistence::replay_result& result, const std::string& task_id);
+
 /// `{"error":{"code","message","field"?}}`.
 std::string encode_error(const domain::validation_error& error);
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -22,6 +23,9 @@ namespace {
 
 constexpr std::string_view messages_path = "/v1/messages";
 constexpr std::string_view message_prefix = "/v1/messages/";
+constexpr std::string_view dead_letters_path = "/v1/dead-letters";
+constexpr std::string_view replay_suffix = "/replay";
+constexpr std::size_t max_dead_letter_page = 1000;
 constexpr std::size_t max_logged_path = 200;
 
 std::string_view trim(std::string_view text) {
@@ -157,6 +161,33 @@ private:
 
 using exchange_ptr = std::shared_ptr<exchange>;
 
+/// Wraps a service callback so nothing it throws escapes into a service thread: an
+/// exception becomes the exchange's one 500.
+template <class Body> auto guarded(exchange_ptr ex, Body body) {
+  return [ex, body = std::move(body)](auto result) {
+    try {
+      body(ex, result);
+    } catch (const std::exception& e) {
+      ex->internal_error(e.what());
+    } catch (...) {
+      ex->internal_error("unknown exception");
+    }
+  };
+}
+
+/// The value of `key` in a query string ("a=1&b=2"); ids and channel names need no decoding,
+/// so anything percent-encoded is refused by the callers' own checks.
+std::optional<std::string_view> query_value(std::string_view query, std::string_view key) {
+  while (!query.empty()) {
+    auto pair = query.substr(0, query.find('&'));
+    query.remove_prefix(std::min(query.size(), pair.size() + 1));
+    auto eq = pair.find('=');
+    if (pair.substr(0, eq) == key)
+      return eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+  }
+  return std::nullopt;
+}
+
 std::string status_body(std::string_view status) {
   return std::string(R"({"status":")") + std::string(status) + "\"}";
 }
@@ -210,22 +241,18 @@ void routes::handle(http_request request, respond_fn respond) {
       if (auto* failure = std::get_if<domain::validation_error>(&planned))
         return ex->error(*failure);
       metrics_.message_received();
-      service_.submit(std::move(std::get<domain::message_plan>(planned)),
-                      [ex](std::variant<persistence::claim_result, service_error> result) {
-                        try {
-                          if (auto* failure = std::get_if<service_error>(&result))
-                            return ex->error(*failure);
-                          const auto& claim = std::get<persistence::claim_result>(result);
-                          bool created = std::any_of(claim.tasks.begin(), claim.tasks.end(),
-                                                     [](const auto& task) { return task.created; });
-                          ex->json(created ? http::status::accepted : http::status::ok,
-                                   encode_claim_result(claim, ex->trace_id()));
-                        } catch (const std::exception& e) {
-                          ex->internal_error(e.what());
-                        } catch (...) {
-                          ex->internal_error("unknown exception");
-                        }
-                      });
+      service_.submit(
+          std::move(std::get<domain::message_plan>(planned)),
+          guarded(ex, [](const exchange_ptr& ex,
+                         std::variant<persistence::claim_result, service_error>& result) {
+            if (auto* failure = std::get_if<service_error>(&result))
+              return ex->error(*failure);
+            const auto& claim = std::get<persistence::claim_result>(result);
+            bool created = std::any_of(claim.tasks.begin(), claim.tasks.end(),
+                                       [](const auto& task) { return task.created; });
+            ex->json(created ? http::status::accepted : http::status::ok,
+                     encode_claim_result(claim, ex->trace_id()));
+          }));
       return;
     }
 
@@ -237,20 +264,80 @@ void routes::handle(http_request request, respond_fn respond) {
         return ex->error(http::status::not_found, "not_found", "no such message");
       service_.find_message(
           std::string(id),
-          [ex](std::variant<std::optional<persistence::message_view>, service_error> result) {
-            try {
-              if (auto* failure = std::get_if<service_error>(&result))
-                return ex->error(*failure);
-              const auto& view = std::get<std::optional<persistence::message_view>>(result);
-              if (!view)
-                return ex->error(http::status::not_found, "not_found", "no such message");
-              ex->json(http::status::ok, encode_message_view(*view));
-            } catch (const std::exception& e) {
-              ex->internal_error(e.what());
-            } catch (...) {
-              ex->internal_error("unknown exception");
-            }
-          });
+          guarded(
+              ex,
+              [](const exchange_ptr& ex,
+                 std::variant<std::optional<persistence::message_view>, service_error>& result) {
+                if (auto* failure = std::get_if<service_error>(&result))
+                  return ex->error(*failure);
+                const auto& view = std::get<std::optional<persistence::message_view>>(result);
+                if (!view)
+                  return ex->error(http::status::not_found, "not_found", "no such message");
+                ex->json(http::status::ok, encode_message_view(*view));
+              }));
+      return;
+    }
+
+    if (path == dead_letters_path) {
+      if (request.method() != http::verb::get)
+        return ex->method_not_allowed("GET");
+      auto query = target.size() > path.size() ? target.substr(path.size() + 1) : "";
+      auto channel = query_value(query, "channel").value_or("");
+      auto after = query_value(query, "after").value_or("");
+      std::size_t limit = 100;
+      if (auto text = query_value(query, "limit")) {
+        auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), limit);
+        if (ec != std::errc{} || end != text->data() + text->size() || limit == 0 ||
+            limit > max_dead_letter_page)
+          return ex->error(http::status::bad_request, "invalid_request",
+                           "limit must be an integer from 1 to 1000", "limit");
+      }
+      if (!is_plausible_message_id(after.empty() ? "x" : after) ||
+          !is_plausible_message_id(channel.empty() ? "x" : channel))
+        return ex->error(http::status::bad_request, "invalid_request",
+                         "channel and after must be plain names",
+                         channel.empty() ? "after" : "channel");
+      service_.list_dead_letters(
+          std::string(channel), std::string(after), limit,
+          guarded(
+              ex,
+              [limit](const exchange_ptr& ex,
+                      std::variant<std::vector<persistence::dead_letter>, service_error>& result) {
+                if (auto* failure = std::get_if<service_error>(&result))
+                  return ex->error(*failure);
+                ex->json(http::status::ok,
+                         encode_dead_letters(
+                             std::get<std::vector<persistence::dead_letter>>(result), limit));
+              }));
+      return;
+    }
+
+    if (path.substr(0, dead_letters_path.size() + 1) == std::string(dead_letters_path) + "/" &&
+        path.size() > replay_suffix.size() &&
+        path.substr(path.size() - replay_suffix.size()) == replay_suffix) {
+      if (request.method() != http::verb::post)
+        return ex->method_not_allowed("POST");
+      auto id = path.substr(dead_letters_path.size() + 1,
+                            path.size() - dead_letters_path.size() - 1 - replay_suffix.size());
+      if (!is_plausible_message_id(id))
+        return ex->error(http::status::not_found, "not_found", "no such task");
+      service_.replay_dead_letter(
+          std::string(id),
+          guarded(ex, [id = std::string(id)](
+                          const exchange_ptr& ex,
+                          std::variant<persistence::replay_result, service_error>& result) {
+            if (auto* failure = std::get_if<service_error>(&result))
+              return ex->error(*failure);
+            const auto& replay = std::get<persistence::replay_result>(result);
+            using outcome = persistence::replay_result::outcome;
+            if (replay.result == outcome::not_found)
+              return ex->error(http::status::not_found, "not_found", "no such task");
+            if (replay.result == outcome::not_replayable)
+              return ex->error(http::status::conflict, "not_replayable",
+                               "task is " + std::string(domain::to_string(replay.state)) +
+                                   ", not DEAD or FAILED: nothing was replayed");
+            ex->json(http::status::accepted, encode_replay(replay, id));
+          }));
       return;
     }
 
@@ -264,18 +351,14 @@ void routes::handle(http_request request, respond_fn respond) {
       if (request.method() != http::verb::get)
         return ex->method_not_allowed("GET");
       service_.readiness([ex](bool ready, std::string reason) {
-        try {
+        guarded(ex, [ready](const exchange_ptr& ex, const std::string& reason) {
           if (ready)
             return ex->json(http::status::ok, status_body("ready"));
           boost::json::object body{{"status", "not_ready"}, {"reason", reason}};
           // Not ready is a state, not a failure: probes poll it while starting.
           ex->json(http::status::service_unavailable, boost::json::serialize(body),
                    log::level::info);
-        } catch (const std::exception& e) {
-          ex->internal_error(e.what());
-        } catch (...) {
-          ex->internal_error("unknown exception");
-        }
+        })(std::move(reason));
       });
       return;
     }

@@ -25,15 +25,26 @@ public:
   virtual const domain::routing_rules& rules() const = 0;
 
   /// Claims a planned message; answers after the rows are committed.
-  virtual void submit(domain::message_plan plan,
-                      std::function<void(std::variant<persistence::claim_result, service_error>)>
-                          done) = 0;
+  virtual void
+  submit(domain::message_plan plan,
+         std::function<void(std::variant<persistence::claim_result, service_error>)> done) = 0;
 
   /// Looks a message up; nullopt when unknown.
   virtual void find_message(
       std::string message_id,
       std::function<void(std::variant<std::optional<persistence::message_view>, service_error>)>
           done) = 0;
+
+  /// Dead letters (DEAD and FAILED tasks) of `channel` (empty: all) after `after_task_id`.
+  virtual void list_dead_letters(
+      std::string channel, std::string after_task_id, std::size_t limit,
+      std::function<void(std::variant<std::vector<persistence::dead_letter>, service_error>)>
+          done) = 0;
+
+  /// Replays a dead letter: same task, same key, attempt counter continues; sent again once.
+  virtual void replay_dead_letter(
+      std::string task_id,
+      std::function<void(std::variant<persistence::replay_result, service_error>)> done) = 0;
 
   /// Whether the database answers and the actors run; `reason` says what is not ready.
   virtual void readiness(std::function<void(bool ready, std::string reason)> done) = 0;

@@ -22,6 +22,21 @@ void actor_service::find_message(
                  actors::find_callback{std::move(done)});
 }
 
+void actor_service::list_dead_letters(
+    std::string channel, std::string after_task_id, std::size_t limit,
+    std::function<void(std::variant<std::vector<persistence::dead_letter>, api::service_error>)>
+        done) {
+  caf::anon_send(ingest_, actors::letters_atom_v, std::move(channel), std::move(after_task_id),
+                 static_cast<std::uint64_t>(limit), actors::letters_callback{std::move(done)});
+}
+
+void actor_service::replay_dead_letter(
+    std::string task_id,
+    std::function<void(std::variant<persistence::replay_result, api::service_error>)> done) {
+  caf::anon_send(ingest_, actors::replay_atom_v, std::move(task_id),
+                 actors::replay_callback{std::move(done)});
+}
+
 void actor_service::readiness(std::function<void(bool ready, std::string reason)> done) {
   caf::anon_send(ingest_, actors::ready_atom_v, actors::ready_callback{std::move(done)});
 }

@@ -22,6 +22,16 @@ public:
                         std::variant<std::optional<persistence::message_view>, api::service_error>)>
                         done) override;
 
+  void list_dead_letters(
+      std::string channel, std::string after_task_id, std::size_t limit,
+      std::function<void(std::variant<std::vector<persistence::dead_letter>, api::service_error>)>
+          done) override;
+
+  void replay_dead_letter(
+      std::string task_id,
+      std::function<void(std::variant<persistence::replay_result, api::service_error>)> done)
+      override;
+
   void readiness(std::function<void(bool ready, std::string reason)> done) override;
 
 private:

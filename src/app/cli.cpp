@@ -8,6 +8,8 @@ const char* usage_text() {
 usage:
   herald serve   [--config FILE] [--listen HOST:PORT] [--db URL] [--log-level LEVEL]
   herald migrate [--config FILE] [--db URL]
+  herald sim-provider --listen HOST:PORT [options]   simulated provider for tests (--help)
+  herald load --target HOST:PORT [options]           load generator and checker (--help)
   herald --help
   herald --version
 
@@ -32,6 +34,11 @@ command_line parse_command_line(const std::vector<std::string>& args) {
   }
   if (verb == "--version" || verb == "version") {
     cmd.what = command_line::verb::version;
+    return cmd;
+  }
+  if (verb == "sim-provider" || verb == "load") {
+    cmd.what = verb == "load" ? command_line::verb::load : command_line::verb::sim_provider;
+    cmd.tool_args.assign(args.begin() + 1, args.end());
     return cmd;
   }
   if (verb == "serve")

@@ -15,8 +15,9 @@ public:
 
 /// What the command line asked for.
 struct command_line {
-  enum class verb { serve, migrate, help, version };
+  enum class verb { serve, migrate, sim_provider, load, help, version };
   verb what = verb::help;
+  std::vector<std::string> tool_args; ///< for sim-provider and load: everything after the verb
   std::optional<std::string> config_file;
   std::optional<std::string> listen;
   std::optional<std::string> database;

@@ -136,8 +136,25 @@ channel_config read_channel(const json::value& value, const std::string& path) {
   r.read("rate_per_sec", ch.settings.rate_per_sec);
   r.read("burst", ch.settings.burst);
   r.read_integer("window", ch.settings.window, 1, 100000);
-  r.read("fallback", ch.fallback);
-  ch.simulated = read_simulated(r, ch.simulated);
+  r.read("fallback", ch.settings.fallback);
+  std::int64_t throttle = ch.settings.throttle_pause.count();
+  r.read_integer("throttle_pause_ms", throttle, 1, 3600 * 1000);
+  ch.settings.throttle_pause = std::chrono::milliseconds{throttle};
+  r.read_ms("lease_ms", ch.settings.lease);
+  if (auto* circuit = r.find("circuit")) {
+    object_reader c{*circuit, r.path("circuit")};
+    c.read_integer("failure_threshold", ch.settings.circuit_failure_threshold, 1, 1000000);
+    c.read_ms("cool_down_ms", ch.settings.circuit_cool_down);
+    c.done();
+  }
+  if (ch.type == "webhook") {
+    r.read("url", ch.webhook.url);
+    r.read("secret", ch.webhook.secret);
+    r.read_ms("timeout_ms", ch.webhook.timeout);
+    r.read_integer("max_connections", ch.webhook.max_connections, 1, 10000);
+  } else {
+    ch.simulated = read_simulated(r, ch.simulated);
+  }
   if (auto* retry = r.find("retry"))
     ch.settings.retry = read_retry(*retry, r.path("retry"), ch.settings.retry);
   r.done();
@@ -197,6 +214,8 @@ config parse_config(const std::string& text) {
   r.read_integer("scheduler_threads", cfg.scheduler_threads, 1, 64);
   r.read_integer("shards", cfg.shards, 1, 1024);
   r.read_ms("drain_timeout_ms", cfg.drain_timeout);
+  r.read_ms("sweep_interval_ms", cfg.dispatcher.sweep_interval);
+  r.read("node_id", cfg.node_id);
   if (auto* http = r.find("http")) {
     object_reader h{*http, "http"};
     h.read_integer("max_body_bytes", cfg.http.max_body_bytes, 1024, 64 * 1024 * 1024);
@@ -275,9 +294,12 @@ void validate(const config& cfg) {
       throw config_error(where + ".name: must be 1-32 characters of a-z, 0-9, _ or -");
     if (!names.insert(name).second)
       throw config_error(where + ".name: channel '" + name + "' is configured twice");
-    if (ch.type != "simulated")
+    if (ch.type != "simulated" && ch.type != "webhook")
       throw config_error(where + ".type: unknown channel type '" + ch.type +
-                         "' (supported: simulated)");
+                         "' (supported: simulated, webhook)");
+    if (ch.type == "webhook")
+      if (auto problem = ch.webhook.validate(); !problem.empty())
+        throw config_error(where + ": " + problem);
     if (auto problem = ch.settings.validate(); !problem.empty())
       throw config_error(where + ": " + problem);
     auto rate_ok = [](double r) { return r >= 0 && r <= 1; };
@@ -288,10 +310,12 @@ void validate(const config& cfg) {
     if (!(ch.settings.retry.jitter >= 0 && ch.settings.retry.jitter < 1))
       throw config_error(where + ".retry.jitter: must be within 0..1");
   }
-  for (auto& ch : cfg.channels)
-    if (!ch.fallback.empty() && (ch.fallback == ch.settings.name || names.count(ch.fallback) == 0))
-      throw config_error("channel '" + ch.settings.name + "': fallback '" + ch.fallback +
+  for (auto& ch : cfg.channels) {
+    auto& fallback = ch.settings.fallback;
+    if (!fallback.empty() && (fallback == ch.settings.name || names.count(fallback) == 0))
+      throw config_error("channel '" + ch.settings.name + "': fallback '" + fallback +
                          "' must name another configured channel");
+  }
   for (auto& [biz_type, route] : cfg.rules.routes) {
     if (route.empty())
       throw config_error("routes." + biz_type + ": must name at least one channel");

@@ -6,6 +6,7 @@
 #include "actors/store_writer.hpp"
 #include "api/http_server.hpp"
 #include "channels/simulated_provider.hpp"
+#include "channels/webhook_provider.hpp"
 #include "domain/validation.hpp"
 #include "observability/log.hpp"
 
@@ -25,9 +26,9 @@ public:
 /// One configured channel: how it sends and which provider it calls.
 struct channel_config {
   actors::channel_settings settings;
-  std::string type = "simulated";
+  std::string type = "simulated"; ///< "simulated" or "webhook"
   channels::simulated_profile simulated;
-  std::string fallback; ///< channel to fail over to (used by the failover work; validated now)
+  channels::webhook_config webhook;
 };
 
 /// Everything `herald serve` runs with. Read from JSON (comments allowed), then checked as a
@@ -39,6 +40,8 @@ struct config {
   std::size_t shards = 8;
   unsigned scheduler_threads = 2;
   std::chrono::milliseconds drain_timeout{15000};
+  std::string node_id; ///< lease owner name; empty: "<host>:<port>/<pid>" at start
+  actors::dispatcher_config dispatcher;
   actors::ingest_config ingest;
   actors::store_writer_config store;
   std::vector<channel_config> channels;

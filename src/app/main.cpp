@@ -3,6 +3,8 @@
 #include "app/config.hpp"
 #include "app/server.hpp"
 #include "observability/log.hpp"
+#include "tools/load_generator.hpp"
+#include "tools/sim_provider.hpp"
 
 #include <csignal>
 #include <iostream>
@@ -34,6 +36,10 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // An ignored signal is discarded before sigwait could see it; a parent (a shell starting
+  // us in the background, a supervisor) may have left SIGINT or SIGTERM ignored.
+  std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGINT, SIG_DFL);
   std::signal(SIGPIPE, SIG_IGN);
 
   app::command_line cmd;
@@ -48,6 +54,10 @@ int main(int argc, char** argv) {
       std::cout << "herald " << HERALD_VERSION << "\n";
       return 0;
     }
+    if (cmd.what == app::command_line::verb::sim_provider)
+      return tools::run_sim_provider(cmd.tool_args);
+    if (cmd.what == app::command_line::verb::load)
+      return tools::run_load(cmd.tool_args);
     cfg = load(cmd);
   } catch (const app::usage_error& e) {
     std::cerr << "herald: " << e.what() << "\n";

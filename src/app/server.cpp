@@ -14,6 +14,7 @@
 
 #include <csignal>
 #include <iostream>
+#include <unistd.h>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -39,12 +40,29 @@ int wait_for_stop_signal() {
   return received;
 }
 
+// Names this process as a lease owner: unique per process, readable in the database.
+std::string node_name(const config& cfg, std::uint16_t port) {
+  if (!cfg.node_id.empty())
+    return cfg.node_id;
+  char host[256] = "herald";
+  gethostname(host, sizeof(host) - 1);
+  return std::string{host} + ":" + std::to_string(port) + "/" + std::to_string(getpid());
+}
+
 std::vector<actors::channel_spec>
-make_channel_specs(const config& cfg, const std::shared_ptr<channels::delay_scheduler>& delays) {
+make_channel_specs(const config& cfg, const std::string& node_id,
+                   const std::shared_ptr<channels::delay_scheduler>& delays) {
   std::vector<actors::channel_spec> specs;
-  for (auto& ch : cfg.channels)
-    specs.push_back(
-        {ch.settings, std::make_shared<channels::simulated_provider>(ch.simulated, delays)});
+  for (auto& ch : cfg.channels) {
+    auto settings = ch.settings;
+    settings.node_id = node_id;
+    std::shared_ptr<channels::provider_adapter> provider;
+    if (ch.type == "webhook")
+      provider = std::make_shared<channels::webhook_provider>(ch.webhook);
+    else
+      provider = std::make_shared<channels::simulated_provider>(ch.simulated, delays);
+    specs.push_back({std::move(settings), std::move(provider)});
+  }
   return specs;
 }
 
@@ -77,11 +95,12 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
   n.writer = sys.spawn<caf::detached>(actors::store_writer, std::move(writer_store), cfg.store);
   n.reader = sys.spawn<caf::detached>(actors::store_reader, std::move(reader_store));
   n.dispatcher = sys.spawn(actors::dispatcher, std::move(specs), n.writer, n.reader, metrics, clock,
-                           actors::dispatcher_config{});
+                           cfg.dispatcher);
   for (std::size_t i = 0; i < cfg.shards; ++i)
     n.shards.push_back(
         sys.spawn(actors::dedup_shard, n.writer, n.dispatcher, metrics, cfg.ingest.claim_timeout));
-  n.ingest = sys.spawn(actors::ingest, n.shards, n.reader, n.dispatcher, cfg.ingest);
+  n.ingest = sys.spawn(actors::ingest, n.shards,
+                       actors::ingest_peers{n.writer, n.reader, n.dispatcher, clock}, cfg.ingest);
   return n;
 }
 
@@ -130,8 +149,9 @@ int serve(const config& cfg) {
   int exit_code = 0;
   {
     caf::actor_system sys{caf_cfg};
-    auto n = spawn_node(sys, cfg, writer_store, reader_store, make_channel_specs(cfg, delays),
-                        metrics_registry, clock);
+    auto node_id = node_name(cfg, cfg.http.port);
+    auto n = spawn_node(sys, cfg, writer_store, reader_store,
+                        make_channel_specs(cfg, node_id, delays), metrics_registry, clock);
     writer_store.reset(); // the actors own the connections now
     reader_store.reset();
     caf::anon_send(n.dispatcher, actors::recover_atom_v);

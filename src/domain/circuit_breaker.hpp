@@ -24,6 +24,10 @@ public:
   /// Whether new tasks should fail over rather than wait (open, and not yet probing).
   bool is_open(timestamp now) const;
 
+  /// The probe allowed in half-open state never reached the provider (e.g. another sender
+  /// had the task): let the next task probe instead.
+  void abandon_probe() { probe_in_flight_ = false; }
+
   void on_success();
   void on_failure(timestamp now);
 

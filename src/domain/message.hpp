@@ -35,11 +35,11 @@ struct message_request {
   std::string biz_type;
   std::string biz_id;
   std::string user_id;
-  std::vector<std::string> channels;           ///< empty: the route for biz_type decides
-  std::map<std::string, std::string> to;       ///< channel -> recipient address
-  std::string template_name;                   ///< empty when `body` is given
-  std::map<std::string, std::string> params;   ///< template parameters, scalars as text
-  std::optional<content> body;                 ///< literal content instead of a template
+  std::vector<std::string> channels;         ///< empty: the route for biz_type decides
+  std::map<std::string, std::string> to;     ///< channel -> recipient address
+  std::string template_name;                 ///< empty when `body` is given
+  std::map<std::string, std::string> params; ///< template parameters, scalars as text
+  std::optional<content> body;               ///< literal content instead of a template
   domain::category category = domain::category::transactional;
   domain::priority priority = domain::priority::normal;
   std::optional<timestamp> send_at;
@@ -91,7 +91,7 @@ struct delivery {
   std::string trace_id;
   domain::priority priority = domain::priority::normal;
   task_state state = task_state::pending;
-  std::uint32_t attempts = 0; ///< provider calls already made
+  std::uint32_t attempts = 0;               ///< provider calls already made
   std::optional<timestamp> next_attempt_at; ///< when RETRY_WAIT is due
   std::optional<timestamp> send_at;
   std::optional<timestamp> expire_at;

@@ -7,17 +7,17 @@ namespace herald::domain {
 
 /// Where a task stands (design.md §3). Transitions only move forward.
 enum class task_state {
-  pending,     ///< accepted, not yet handed to a provider
-  sending,     ///< committed before the provider call: found after a crash, the outcome is ambiguous
-  sent,        ///< the provider accepted it
-  delivered,   ///< the provider's receipt says it arrived
-  read,        ///< the user opened it
-  clicked,     ///< the user acted on it
-  retry_wait,  ///< a retryable failure; waits for next_attempt_at
-  failed,      ///< a permanent provider error
-  dead,        ///< attempts exhausted
-  expired,     ///< expire_at passed before it could be sent
-  suppressed,  ///< policy decided not to send (with a reason)
+  pending,    ///< accepted, not yet handed to a provider
+  sending,    ///< committed before the provider call: found after a crash, the outcome is ambiguous
+  sent,       ///< the provider accepted it
+  delivered,  ///< the provider's receipt says it arrived
+  read,       ///< the user opened it
+  clicked,    ///< the user acted on it
+  retry_wait, ///< a retryable failure; waits for next_attempt_at
+  failed,     ///< a permanent provider error
+  dead,       ///< attempts exhausted
+  expired,    ///< expire_at passed before it could be sent
+  suppressed, ///< policy decided not to send (with a reason)
   unconfirmed, ///< sent, but the reconciler never got a receipt
 };
 

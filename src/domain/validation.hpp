@@ -12,15 +12,15 @@ namespace herald::domain {
 
 /// Why a request was refused; maps 1:1 onto the HTTP error body of design.md §7.
 struct validation_error {
-  int status = 400;   ///< 400 invalid_request, 422 unknown_channel / no_route / ...
-  std::string code;   ///< e.g. "invalid_request", "unknown_channel"
+  int status = 400; ///< 400 invalid_request, 422 unknown_channel / no_route / ...
+  std::string code; ///< e.g. "invalid_request", "unknown_channel"
   std::string message;
-  std::string field;  ///< JSON path of the offending field; empty when none applies
+  std::string field; ///< JSON path of the offending field; empty when none applies
 };
 
 /// Size limits on request fields; generous for real traffic, tight enough to bound a row.
 struct request_limits {
-  std::size_t max_id_length = 128;        ///< biz_id, user_id
+  std::size_t max_id_length = 128; ///< biz_id, user_id
   std::size_t max_biz_type_length = 64;
   std::size_t max_channels = 16;
   std::size_t max_recipient_length = 320; ///< an email address may be 320 characters
@@ -39,9 +39,9 @@ struct message_template {
 
 /// What the configuration says about channels, routes and templates.
 struct routing_rules {
-  std::set<std::string> channels;                            ///< configured channel names
-  std::map<std::string, std::vector<std::string>> routes;    ///< biz_type -> channels
-  std::vector<std::string> default_route;                    ///< when biz_type has no route
+  std::set<std::string> channels;                         ///< configured channel names
+  std::map<std::string, std::vector<std::string>> routes; ///< biz_type -> channels
+  std::vector<std::string> default_route;                 ///< when biz_type has no route
   std::map<std::string, message_template> templates;
   request_limits limits;
 };
@@ -50,8 +50,7 @@ struct routing_rules {
 /// (explicit list or route; duplicates dropped, order kept), recipients, template rendering,
 /// time window. On success the plan carries deterministic ids and PENDING tasks.
 std::variant<message_plan, validation_error> plan_message(const message_request& request,
-                                                          const routing_rules& rules,
-                                                          timestamp now,
+                                                          const routing_rules& rules, timestamp now,
                                                           const std::string& trace_id);
 
 /// Replaces `{{name}}` with params[name]; the error names the first missing parameter.

@@ -61,6 +61,18 @@ struct metrics::families {
                               .Name("herald_ambiguous_resends_total")
                               .Help("Tasks found SENDING after a crash and sent again")
                               .Register(r)),
+        dead_letters(prometheus::BuildCounter()
+                         .Name("herald_dead_letters_total")
+                         .Help("Tasks that ended DEAD (attempts exhausted) or FAILED (permanent)")
+                         .Register(r)),
+        failovers(prometheus::BuildCounter()
+                      .Name("herald_failovers_total")
+                      .Help("Tasks handed from a channel to its fallback channel")
+                      .Register(r)),
+        circuit_state(prometheus::BuildGauge()
+                          .Name("herald_circuit_state")
+                          .Help("Channel circuit breaker: 0 closed, 1 open, 2 half-open")
+                          .Register(r)),
         retry_queue_depth(prometheus::BuildGauge()
                               .Name("herald_retry_queue_depth")
                               .Help("Tasks waiting for their next attempt")
@@ -82,6 +94,9 @@ struct metrics::families {
   prometheus::Family<prometheus::Counter>& tasks_duplicate;
   prometheus::Family<prometheus::Counter>& provider_calls;
   prometheus::Family<prometheus::Counter>& ambiguous_resends;
+  prometheus::Family<prometheus::Counter>& dead_letters;
+  prometheus::Family<prometheus::Counter>& failovers;
+  prometheus::Family<prometheus::Gauge>& circuit_state;
   prometheus::Family<prometheus::Gauge>& retry_queue_depth;
   prometheus::Family<prometheus::Histogram>& ingest_latency;
   prometheus::Family<prometheus::Histogram>& delivery_latency;
@@ -119,6 +134,18 @@ void metrics::provider_call(const std::string& channel, call_outcome outcome) {
 
 void metrics::ambiguous_resend(const std::string& channel) {
   families_->ambiguous_resends.Add({{"channel", channel}}).Increment();
+}
+
+void metrics::dead_letter(const std::string& channel) {
+  families_->dead_letters.Add({{"channel", channel}}).Increment();
+}
+
+void metrics::failover(const std::string& from, const std::string& to) {
+  families_->failovers.Add({{"from", from}, {"to", to}}).Increment();
+}
+
+void metrics::circuit_state(const std::string& channel, int state) {
+  families_->circuit_state.Add({{"channel", channel}}).Set(state);
 }
 
 void metrics::retry_queue_depth(double depth) {

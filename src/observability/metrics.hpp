@@ -28,6 +28,10 @@ public:
   void task_duplicate(const std::string& channel);
   void provider_call(const std::string& channel, call_outcome outcome);
   void ambiguous_resend(const std::string& channel);
+  void dead_letter(const std::string& channel);
+  void failover(const std::string& from, const std::string& to);
+  /// 0 closed, 1 open, 2 half-open.
+  void circuit_state(const std::string& channel, int state);
   void retry_queue_depth(double depth);
   void ingest_latency(double seconds);
   void delivery_latency(const std::string& channel, double seconds);

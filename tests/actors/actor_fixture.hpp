@@ -204,7 +204,7 @@ struct actor_fixture {
   }
 
   /// The unfinished tasks as recovery reads them, i.e. ready-made deliveries.
-  actors::deliveries unfinished() { return db->load_unfinished("", 100000); }
+  actors::deliveries unfinished() { return db->load_unfinished("", 100000, clock->now()); }
 
   /// The delivery of one unfinished task.
   domain::delivery delivery_of(const std::string& task_id) {

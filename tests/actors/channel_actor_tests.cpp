@@ -1,5 +1,6 @@
 #include "actor_fixture.hpp"
 #include "actors/channel_actor.hpp"
+#include "actors/dispatcher.hpp"
 #include "recording_provider.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -13,6 +14,7 @@ namespace {
 struct channel_fixture : test::actor_fixture {
   std::shared_ptr<recording_provider> provider = std::make_shared<recording_provider>();
   actors::store_writer_actor writer = spawn_writer();
+  actors::store_reader_actor reader = spawn_reader();
 
   ~channel_fixture() { provider->drop_held(); } // held callbacks hold the channel's handle
 
@@ -26,13 +28,16 @@ struct channel_fixture : test::actor_fixture {
     return s;
   }
 
-  actors::channel_actor spawn_channel(actors::channel_settings s = settings()) {
+  /// The channel under its real dispatcher, which also owns the retry timer; tests talk to
+  /// the dispatcher, which hands everything to the one channel.
+  actors::dispatcher_actor spawn_channel(actors::channel_settings s = settings()) {
     BOOST_REQUIRE_EQUAL(s.validate(), "");
-    return spawn(actors::channel, s, std::shared_ptr<channels::provider_adapter>{provider}, writer,
-                 metrics, std::shared_ptr<const domain::clock>{clock});
+    actors::channel_spec spec{s, std::shared_ptr<channels::provider_adapter>{provider}};
+    return spawn(actors::dispatcher, std::vector<actors::channel_spec>{spec}, writer, reader,
+                 metrics, std::shared_ptr<const domain::clock>{clock}, actors::dispatcher_config{});
   }
 
-  void dispatch(const actors::channel_actor& channel, actors::deliveries tasks) {
+  void dispatch(const actors::dispatcher_actor& channel, actors::deliveries tasks) {
     caf::anon_send(channel, actors::dispatch_atom_v, std::move(tasks));
     run();
   }
@@ -231,7 +236,7 @@ BOOST_AUTO_TEST_CASE(a_task_past_expire_at_expires_without_a_call) {
   BOOST_TEST(state(id) == "EXPIRED");
 }
 
-BOOST_AUTO_TEST_CASE(a_recovered_sending_task_is_resent_unmarked_and_counted) {
+BOOST_AUTO_TEST_CASE(a_recovered_sending_task_takes_the_lease_then_is_resent_and_counted) {
   auto id = seed_sms(1).at(0);
   move_task(id, task_state::pending, task_state::sending); // as a crash mid-call leaves it
   auto d = delivery_of(id);
@@ -241,8 +246,14 @@ BOOST_AUTO_TEST_CASE(a_recovered_sending_task_is_resent_unmarked_and_counted) {
   BOOST_REQUIRE_EQUAL(provider->calls.size(), 1u);
   BOOST_TEST(provider->calls[0].provider_request_id == d.provider_request_id);
   BOOST_TEST(state(id) == "SENT");
+  std::size_t lease_renewals = 0;
   for (const auto& change : writer_store->changes)
-    BOOST_TEST(to_string(change.to) != "SENDING");
+    if (change.from == task_state::sending && change.to == task_state::sending) {
+      ++lease_renewals;
+      BOOST_TEST(change.lease_owner.has_value());
+      BOOST_TEST(change.lease_until.has_value());
+    }
+  BOOST_TEST(lease_renewals == 1u); // taken over before the resend, as a second node would
   auto text = metrics->render();
   BOOST_TEST(text.find("herald_ambiguous_resends_total{channel=\"sms\"} 1") != std::string::npos,
              text);

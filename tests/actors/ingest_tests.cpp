@@ -40,7 +40,10 @@ struct ingest_fixture : test::actor_fixture {
 
   actors::ingest_actor spawn_ingest(actors::ingest_config config = {}) {
     BOOST_REQUIRE_EQUAL(config.validate(), "");
-    return spawn(actors::ingest, shards, reader, dispatcher, config);
+    return spawn(actors::ingest, shards,
+                 actors::ingest_peers{writer, reader, dispatcher,
+                                      std::shared_ptr<const domain::clock>{clock}},
+                 config);
   }
 
   /// Submits without running; the answer lands in `answers` (called on the test thread).

@@ -37,13 +37,32 @@ public:
     return real_->apply(changes_in, attempts);
   }
 
+  std::optional<persistence::claim_result>
+  fail_over(const persistence::state_change& change,
+            const std::vector<persistence::attempt_record>& attempts,
+            const domain::message_plan& fallback) override {
+    ++apply_batches;
+    changes.push_back(change);
+    return real_->fail_over(change, attempts, fallback);
+  }
+
   std::optional<persistence::message_view> find_message(const std::string& message_id) override {
     return real_->find_message(message_id);
   }
 
-  std::vector<domain::delivery> load_unfinished(const std::string& after_task_id,
-                                                std::size_t limit) override {
-    return real_->load_unfinished(after_task_id, limit);
+  std::vector<domain::delivery> load_unfinished(const std::string& after_task_id, std::size_t limit,
+                                                domain::timestamp now) override {
+    return real_->load_unfinished(after_task_id, limit, now);
+  }
+
+  std::vector<persistence::dead_letter> list_dead_letters(const std::string& channel,
+                                                          const std::string& after_task_id,
+                                                          std::size_t limit) override {
+    return real_->list_dead_letters(channel, after_task_id, limit);
+  }
+
+  persistence::replay_result replay(const std::string& task_id, domain::timestamp now) override {
+    return real_->replay(task_id, now);
   }
 
   std::vector<persistence::state_count> count_by_state() override {

@@ -99,18 +99,48 @@ public:
         false);
   }
 
+  /// One dead letter, "tsk_dead" on sms, until it is replayed.
   void list_dead_letters(
-      std::string, std::string, std::size_t,
+      std::string channel, std::string after, std::size_t limit,
       std::function<void(std::variant<std::vector<persistence::dead_letter>, api::service_error>)>
           done) override {
-    enqueue([done = std::move(done)] { done(std::vector<persistence::dead_letter>{}); }, false);
+    enqueue(
+        [this, channel, after, limit, done = std::move(done)] {
+          std::vector<persistence::dead_letter> page;
+          if (!replayed_ && (channel.empty() || channel == "sms") && after < "tsk_dead" &&
+              limit > 0) {
+            persistence::dead_letter letter;
+            letter.message_id = "msg_dead";
+            letter.task.task_id = "tsk_dead";
+            letter.task.channel = "sms";
+            letter.task.recipient = "+8613800000000";
+            letter.task.state = domain::task_state::dead;
+            letter.task.attempts = 6;
+            page.push_back(letter);
+          }
+          done(std::move(page));
+        },
+        false);
   }
 
   void replay_dead_letter(
-      std::string,
+      std::string task_id,
       std::function<void(std::variant<persistence::replay_result, api::service_error>)> done)
       override {
-    enqueue([done = std::move(done)] { done(persistence::replay_result{}); }, false);
+    enqueue(
+        [this, task_id, done = std::move(done)] {
+          persistence::replay_result result;
+          using outcome = persistence::replay_result::outcome;
+          if (task_id != "tsk_dead") {
+            result.result = outcome::not_found;
+          } else {
+            result.result = replayed_ ? outcome::not_replayable : outcome::replayed;
+            result.state = domain::task_state::pending;
+            replayed_ = true;
+          }
+          done(result);
+        },
+        false);
   }
 
   void readiness(std::function<void(bool, std::string)> done) override {
@@ -168,6 +198,7 @@ private:
   domain::routing_rules rules_;
   std::map<std::string, domain::task_record> tasks_;     // worker thread only
   std::map<std::string, domain::message_plan> messages_; // worker thread only
+  bool replayed_ = false;                                // worker thread only
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> jobs_;
@@ -207,6 +238,11 @@ struct server_fixture {
 
   test::http_response get(const std::string& target, header_list headers = {}) {
     return test::request("127.0.0.1", port, "GET", target, {}, headers);
+  }
+
+  test::http_response request(const std::string& method, const std::string& target,
+                              const std::string& body, header_list headers) {
+    return test::request("127.0.0.1", port, method, target, body, headers);
   }
 
   memory_service service;
@@ -560,6 +596,43 @@ BOOST_AUTO_TEST_CASE(recipients_never_reach_the_log) {
   BOOST_TEST(text.find("log-1") != std::string::npos, text);
   BOOST_TEST(text.find("13800000000") == std::string::npos);
   BOOST_TEST(text.find("13900000000") == std::string::npos);
+}
+
+BOOST_FIXTURE_TEST_CASE(dead_letters_are_listed_with_masked_recipients, server_fixture) {
+  auto page = get("/v1/dead-letters?channel=sms&limit=1");
+  BOOST_TEST(page.status == 200);
+  auto body = boost::json::parse(page.body).as_object();
+  BOOST_TEST(body.at("dead_letters").as_array().size() == 1u);
+  auto& letter = body.at("dead_letters").as_array()[0].as_object();
+  BOOST_TEST(letter.at("message_id").as_string() == "msg_dead");
+  BOOST_TEST(letter.at("status").as_string() == "DEAD");
+  BOOST_TEST(letter.at("recipient").as_string() == "+86138****0000");
+  BOOST_TEST(body.at("next_after").as_string() == "tsk_dead"); // a full page may go on
+
+  auto other = boost::json::parse(get("/v1/dead-letters?channel=app").body).as_object();
+  BOOST_TEST(other.at("dead_letters").as_array().empty());
+  BOOST_TEST(other.at("next_after").is_null());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_bad_dead_letter_query_is_refused, server_fixture) {
+  for (auto target : {"/v1/dead-letters?limit=0", "/v1/dead-letters?limit=1001",
+                      "/v1/dead-letters?limit=x", "/v1/dead-letters?channel=%00"}) {
+    auto response = get(target);
+    BOOST_TEST(response.status == 400, target);
+    BOOST_TEST(response.body.find("invalid_request") != std::string::npos, target);
+  }
+  BOOST_TEST(request("POST", "/v1/dead-letters", "", {}).status == 405);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_dead_letter_is_replayed_once, server_fixture) {
+  auto first = request("POST", "/v1/dead-letters/tsk_dead/replay", "", {});
+  BOOST_TEST(first.status == 202);
+  BOOST_TEST(first.body.find(R"("replayed":true)") != std::string::npos);
+  auto second = request("POST", "/v1/dead-letters/tsk_dead/replay", "", {});
+  BOOST_TEST(second.status == 409);
+  BOOST_TEST(second.body.find("not_replayable") != std::string::npos);
+  BOOST_TEST(request("POST", "/v1/dead-letters/tsk_nope/replay", "", {}).status == 404);
+  BOOST_TEST(get("/v1/dead-letters/tsk_dead/replay").status == 405);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

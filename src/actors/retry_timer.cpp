@@ -1,0 +1,102 @@
+#include "actors/retry_timer.hpp"
+
+#include "actors/logging_handlers.hpp"
+
+#include <map>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace herald::actors {
+
+domain::timestamp due_time(const domain::delivery& task, domain::timestamp now) {
+  if (task.next_attempt_at)
+    return *task.next_attempt_at;
+  if (task.send_at)
+    return *task.send_at;
+  return now;
+}
+
+namespace {
+
+using self_pointer = retry_timer_actor::stateful_pointer<retry_timer_state>;
+
+void drop(retry_timer_state& st, const std::string& task_id) {
+  auto found = st.held.find(task_id);
+  if (found == st.held.end())
+    return;
+  st.queue.erase({found->second.due, task_id});
+  st.held.erase(found);
+}
+
+// Arms the timer for the earliest due time unless it is armed for that already or earlier.
+void arm(self_pointer self) {
+  auto& st = self->state;
+  st.metrics->retry_queue_depth(static_cast<double>(st.held.size()));
+  if (st.queue.empty())
+    return;
+  auto earliest = st.queue.begin()->first;
+  if (st.armed_for && *st.armed_for <= earliest)
+    return;
+  st.armed_for = earliest;
+  auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(earliest - st.clock->now());
+  self->delayed_send(self, std::max(wait, std::chrono::milliseconds{0}), tick_atom_v,
+                     ++st.generation);
+}
+
+void hand_out_due(self_pointer self) {
+  auto& st = self->state;
+  auto now = st.clock->now();
+  deliveries due;
+  while (!st.queue.empty() && st.queue.begin()->first <= now) {
+    auto task_id = st.queue.begin()->second;
+    st.queue.erase(st.queue.begin());
+    auto found = st.held.find(task_id);
+    due.push_back(std::move(found->second.task));
+    st.held.erase(found);
+  }
+  if (!due.empty())
+    self->send(st.dispatcher, dispatch_atom_v, std::move(due));
+}
+
+} // namespace
+
+retry_timer_actor::behavior_type
+retry_timer(retry_timer_actor::stateful_pointer<retry_timer_state> self,
+            dispatcher_actor dispatcher, std::shared_ptr<herald::metrics> metrics,
+            std::shared_ptr<const domain::clock> clock) {
+  install_logging_handlers(self);
+  auto& st = self->state;
+  st.dispatcher = std::move(dispatcher);
+  st.metrics = std::move(metrics);
+  st.clock = std::move(clock);
+  return {
+      [self](schedule_atom, deliveries& tasks) {
+        auto& st = self->state;
+        auto now = st.clock->now();
+        for (auto& task : tasks) {
+          drop(st, task.task_id);
+          auto due = due_time(task, now);
+          st.queue.emplace(due, task.task_id);
+          auto task_id = task.task_id;
+          st.held.emplace(std::move(task_id), retry_timer_state::entry{due, std::move(task)});
+        }
+        hand_out_due(self);
+        arm(self);
+      },
+      [self](cancel_atom, const std::string& task_id) {
+        drop(self->state, task_id);
+        arm(self);
+      },
+      [self](tick_atom, std::uint64_t generation) {
+        auto& st = self->state;
+        if (generation != st.generation)
+          return; // superseded by an earlier re-arm
+        st.armed_for.reset();
+        hand_out_due(self);
+        arm(self);
+      },
+  };
+}
+
+} // namespace herald::actors
