@@ -30,7 +30,7 @@ struct channel_settings {
   std::size_t window = 64;    ///< provider calls in flight at most
   domain::retry_policy retry = domain::default_retry_policy();
   std::string fallback;                        ///< channel to fail over to; empty: none
-  std::uint32_t circuit_failure_threshold = 5; ///< consecutive failures that open the circuit
+  std::uint32_t circuit_failure_threshold = 20; ///< consecutive failures that open the circuit
   std::chrono::milliseconds circuit_cool_down{30000};
   std::chrono::milliseconds throttle_pause{1000}; ///< pause after a 429 without Retry-After
   std::chrono::milliseconds lease{60000}; ///< how long a SENDING task is ours; > provider timeout
