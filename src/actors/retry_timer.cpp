@@ -39,7 +39,8 @@ void arm(self_pointer self) {
   if (st.armed_for && *st.armed_for <= earliest)
     return;
   st.armed_for = earliest;
-  auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(earliest - st.clock->now());
+  // Rounded up: firing early would re-arm at 0 ms until the task is due.
+  auto wait = std::chrono::ceil<std::chrono::milliseconds>(earliest - st.clock->now());
   self->delayed_send(self, std::max(wait, std::chrono::milliseconds{0}), tick_atom_v,
                      ++st.generation);
 }

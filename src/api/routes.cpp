@@ -292,11 +292,10 @@ void routes::handle(http_request request, respond_fn respond) {
           return ex->error(http::status::bad_request, "invalid_request",
                            "limit must be an integer from 1 to 1000", "limit");
       }
-      if (!is_plausible_message_id(after.empty() ? "x" : after) ||
-          !is_plausible_message_id(channel.empty() ? "x" : channel))
-        return ex->error(http::status::bad_request, "invalid_request",
-                         "channel and after must be plain names",
-                         channel.empty() ? "after" : "channel");
+      for (auto [name, value] : {std::pair{"channel", channel}, std::pair{"after", after}})
+        if (!value.empty() && !is_plausible_message_id(value))
+          return ex->error(http::status::bad_request, "invalid_request",
+                           std::string(name) + " must be a plain name or id", name);
       service_.list_dead_letters(
           std::string(channel), std::string(after), limit,
           guarded(

@@ -297,9 +297,13 @@ void validate(const config& cfg) {
     if (ch.type != "simulated" && ch.type != "webhook")
       throw config_error(where + ".type: unknown channel type '" + ch.type +
                          "' (supported: simulated, webhook)");
-    if (ch.type == "webhook")
+    if (ch.type == "webhook") {
       if (auto problem = ch.webhook.validate(); !problem.empty())
         throw config_error(where + ": " + problem);
+      // A lease shorter than a call would let a sweep resend a call still in flight.
+      if (ch.settings.lease <= ch.webhook.timeout)
+        throw config_error(where + ".lease_ms: must be longer than timeout_ms");
+    }
     if (auto problem = ch.settings.validate(); !problem.empty())
       throw config_error(where + ": " + problem);
     auto rate_ok = [](double r) { return r >= 0 && r <= 1; };

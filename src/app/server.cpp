@@ -106,11 +106,16 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
 
 void drain(node& n, caf::actor_system& sys, api::http_server& server,
            std::chrono::milliseconds timeout) {
+  // One budget for the whole drain: HTTP requests first, then provider calls.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
   server.stop_accepting();
   if (!server.wait_idle(timeout))
     log::warn("herald.drain_http_timeout", {{"in_flight", std::to_string(server.in_flight())}});
+  auto left =
+      std::max(std::chrono::milliseconds{1}, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 deadline - std::chrono::steady_clock::now()));
   caf::scoped_actor self{sys};
-  self->request(n.dispatcher, timeout, actors::drain_atom_v)
+  self->request(n.dispatcher, left, actors::drain_atom_v)
       .receive([](bool) { log::info("herald.drained"); },
                [](caf::error& err) {
                  // Whatever did not finish stays in the database and is resumed at next start.

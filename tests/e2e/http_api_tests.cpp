@@ -4,6 +4,7 @@
 // set, against PostgreSQL.
 
 #include "support/herald_process.hpp"
+#include "support/herald_server.hpp"
 #include "support/http_client.hpp"
 #include "support/postgres.hpp"
 
@@ -30,66 +31,6 @@ namespace json = boost::json;
 using namespace std::chrono_literals;
 
 namespace {
-
-const std::string host = "127.0.0.1";
-
-/// A herald serving on a free port with the given database; killed if a test fails midway.
-class running_herald {
-public:
-  /// `database` empty: a fresh SQLite file in a temporary folder.
-  explicit running_herald(const std::string& database)
-      : port_(free_port()),
-        process_({"serve", "--listen", host + ":" + std::to_string(port_), "--db",
-                  database.empty() ? "sqlite:" + dir_.file("herald.db") : database},
-                 dir_.file("herald.log")) {
-    if (!process_.wait_ready(host, port_, 30s))
-      BOOST_FAIL("herald did not answer /healthz within 30 s; its output:\n" << process_.log());
-  }
-
-  std::uint16_t port() const { return port_; }
-  herald_process& process() { return process_; }
-
-  http_response get(const std::string& target) { return request(host, port_, "GET", target); }
-
-  http_response post(const std::string& body, const header_list& headers = json_headers()) {
-    return request(host, port_, "POST", "/v1/messages", body, headers);
-  }
-
-  std::string metrics() {
-    auto response = get("/metrics");
-    BOOST_REQUIRE_EQUAL(response.status, 200);
-    return response.body;
-  }
-
-private:
-  temp_dir dir_{"herald-e2e"}; // declared first: outlives the process writing into it
-  std::uint16_t port_;
-  herald_process process_;
-};
-
-/// Sum of every sample of `name` whose labels contain each of `labels` (e.g. `outcome="success"`).
-double metric_sum(const std::string& text, const std::string& name,
-                  const std::vector<std::string>& labels = {}) {
-  double sum = 0;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.empty() || line[0] == '#')
-      continue;
-    auto space = line.rfind(' ');
-    if (space == std::string::npos)
-      continue;
-    std::string series = line.substr(0, space);
-    if (series.substr(0, series.find('{')) != name)
-      continue;
-    bool matches = true;
-    for (const auto& label : labels)
-      matches = matches && series.find(label) != std::string::npos;
-    if (matches)
-      sum += std::stod(line.substr(space + 1));
-  }
-  return sum;
-}
 
 struct counters {
   double created = 0;

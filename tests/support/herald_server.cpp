@@ -1,0 +1,82 @@
+#include "support/herald_server.hpp"
+
+#include <sstream>
+#include <thread>
+
+#include <boost/test/unit_test.hpp>
+
+namespace herald::test {
+
+std::vector<std::string> running_herald::arguments(std::uint16_t port, const temp_dir& dir,
+                                                   const std::string& database,
+                                                   const std::string& config) {
+  std::vector<std::string> args{"serve", "--listen", host + ":" + std::to_string(port), "--db",
+                                database.empty() ? "sqlite:" + dir.file("herald.db") : database};
+  if (!config.empty()) {
+    write_file(dir.file("herald.json"), config);
+    args.push_back("--config");
+    args.push_back(dir.file("herald.json"));
+  }
+  return args;
+}
+
+running_herald::running_herald(const std::string& database, const std::string& config)
+    : port_(free_port()),
+      process_(arguments(port_, dir_, database, config), dir_.file("herald.log")) {
+  if (!process_.wait_ready(host, port_, std::chrono::seconds(30)))
+    BOOST_FAIL("herald did not answer /healthz within 30 s; its output:\n" << process_.log());
+}
+
+http_response running_herald::get(const std::string& target) {
+  return request(host, port_, "GET", target);
+}
+
+http_response running_herald::post(const std::string& body, const header_list& headers) {
+  return request(host, port_, "POST", "/v1/messages", body, headers);
+}
+
+http_response running_herald::post_to(const std::string& target, const std::string& body) {
+  return request(host, port_, "POST", target, body, json_headers());
+}
+
+std::string running_herald::metrics() {
+  auto response = get("/metrics");
+  BOOST_REQUIRE_EQUAL(response.status, 200);
+  return response.body;
+}
+
+std::string running_herald::wait_for_metrics(const std::function<bool(const std::string&)>& done,
+                                             std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto text = metrics();
+  while (!done(text) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20)); // polling a condition, bounded
+    text = metrics();
+  }
+  return text;
+}
+
+double metric_sum(const std::string& text, const std::string& name,
+                  const std::vector<std::string>& labels) {
+  double sum = 0;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#')
+      continue;
+    auto space = line.rfind(' ');
+    if (space == std::string::npos)
+      continue;
+    std::string series = line.substr(0, space);
+    if (series.substr(0, series.find('{')) != name)
+      continue;
+    bool matches = true;
+    for (const auto& label : labels)
+      matches = matches && series.find(label) != std::string::npos;
+    if (matches)
+      sum += std::stod(line.substr(space + 1));
+  }
+  return sum;
+}
+
+} // namespace herald::test

@@ -1,0 +1,51 @@
+#pragma once
+
+// A running `herald serve` for end-to-end tests, and reading its metrics.
+
+#include "support/herald_process.hpp"
+#include "support/http_client.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace herald::test {
+
+inline const std::string host = "127.0.0.1";
+
+/// A herald serving on a free port; killed if a test fails midway.
+class running_herald {
+public:
+  /// `database` empty: a fresh SQLite file in a temporary folder. `config` non-empty: the
+  /// text of a --config file (its `listen` and `database` are overridden).
+  explicit running_herald(const std::string& database, const std::string& config = {});
+
+  std::uint16_t port() const { return port_; }
+  herald_process& process() { return process_; }
+
+  http_response get(const std::string& target);
+  http_response post(const std::string& body, const header_list& headers = json_headers());
+  http_response post_to(const std::string& target, const std::string& body = {});
+  std::string metrics();
+
+  /// Polls /metrics every 20 ms until `done(text)` or `timeout`; the last text.
+  std::string wait_for_metrics(const std::function<bool(const std::string&)>& done,
+                               std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+private:
+  static std::vector<std::string> arguments(std::uint16_t port, const temp_dir& dir,
+                                            const std::string& database, const std::string& config);
+
+  temp_dir dir_{"herald-e2e"}; // declared first: outlives the process writing into it
+  std::uint16_t port_;
+  herald_process process_;
+};
+
+/// Sum of every sample of `name` whose labels contain each of `labels` (e.g.
+/// `outcome="success"`).
+double metric_sum(const std::string& text, const std::string& name,
+                  const std::vector<std::string>& labels = {});
+
+} // namespace herald::test
