@@ -309,7 +309,10 @@ void pump(self_pointer self) {
   for (auto& lane : st.lanes) {
     while (!lane.empty() && busy + to_mark.size() < st.settings.window) {
       auto& task = lane.front();
-      if (task.expire_at && *task.expire_at <= now) {
+      // Only PENDING and RETRY_WAIT may expire (design.md §3): a recovered SENDING task may
+      // have been delivered already, so it is resent with its request id instead.
+      if (task.expire_at && *task.expire_at <= now &&
+          domain::can_transition(task.state, task_state::expired)) {
         expire(self, std::move(task));
         lane.pop_front();
         continue;

@@ -236,6 +236,21 @@ BOOST_AUTO_TEST_CASE(a_task_past_expire_at_expires_without_a_call) {
   BOOST_TEST(state(id) == "EXPIRED");
 }
 
+BOOST_AUTO_TEST_CASE(a_recovered_sending_task_past_expire_at_is_resent_not_expired) {
+  // SENDING may not become EXPIRED (design.md §3): its earlier call may have been delivered.
+  auto message =
+      plan("order-1", {"sms"}, domain::priority::normal, clock->now() + std::chrono::seconds{1});
+  auto id = seed({message}).at(0);
+  move_task(id, task_state::pending, task_state::sending);
+  auto d = delivery_of(id);
+  clock->advance(std::chrono::seconds{2});
+  auto channel = spawn_channel();
+  dispatch(channel, {d});
+  BOOST_REQUIRE_EQUAL(provider->calls.size(), 1u);
+  BOOST_TEST(provider->calls[0].provider_request_id == d.provider_request_id);
+  BOOST_TEST(state(id) == "SENT");
+}
+
 BOOST_AUTO_TEST_CASE(a_recovered_sending_task_takes_the_lease_then_is_resent_and_counted) {
   auto id = seed_sms(1).at(0);
   move_task(id, task_state::pending, task_state::sending); // as a crash mid-call leaves it
