@@ -556,25 +556,40 @@ std::optional<message_view> sql_task_store::find_message(const std::string& mess
     record.created_at = domain::from_unix_micros(to_int(m[14]));
     record.recipients = params_of(m[15], "recipients_json");
 
-    std::unordered_map<std::string, std::size_t> index;
     for (const auto& t : statements_->fetch("SELECT " + task_view_columns +
                                                 " FROM tasks t WHERE t.message_id = :id "
                                                 "ORDER BY t.channel, t.id",
-                                            {message_id}, task_view_column_count)) {
-      index.emplace(text_of(t[0]), view.tasks.size());
+                                            {message_id}, task_view_column_count))
       view.tasks.push_back(task_view_of(t));
-    }
-    for (const auto& a :
-         statements_->fetch("SELECT " + attempt_columns +
-                                " FROM attempts a JOIN tasks t ON t.id = a.task_id "
-                                "WHERE t.message_id = :id ORDER BY a.task_id, a.attempt_no",
-                            {message_id}, attempt_column_count)) {
-      auto it = index.find(text_of(a[0]));
-      if (it != index.end())
-        view.tasks[it->second].attempt_log.push_back(attempt_of(a));
-    }
+    std::vector<task_view*> tasks;
+    for (auto& task : view.tasks)
+      tasks.push_back(&task);
+    fill_attempt_logs(tasks);
     return view;
   });
+}
+
+// The attempts of `tasks` in one query driven by their ids, so it reads only their index
+// ranges of attempts (a join on message_id let PostgreSQL's generic plan scan them all).
+void sql_task_store::fill_attempt_logs(const std::vector<task_view*>& tasks) {
+  if (tasks.empty())
+    return;
+  const std::string attempts_query = "SELECT " + attempt_columns + " FROM " +
+                                     dialect_.json_rows("ids", id_columns) +
+                                     " JOIN attempts a ON a.task_id = r.task_id "
+                                     "ORDER BY a.task_id, a.attempt_no";
+  std::unordered_map<std::string, task_view*> by_id;
+  json_batch ids(dialect_, id_columns);
+  for (auto* task : tasks) {
+    by_id.emplace(task->task_id, task);
+    ids.add_row();
+    ids.text(task->task_id);
+  }
+  for (const auto& a : statements_->fetch(attempts_query, {ids.finish()}, attempt_column_count)) {
+    auto it = by_id.find(text_of(a[0]));
+    if (it != by_id.end())
+      it->second->attempt_log.push_back(attempt_of(a));
+  }
 }
 
 std::vector<domain::delivery> sql_task_store::load_unfinished(const std::string& after_task_id,
@@ -614,33 +629,20 @@ std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& ch
       "SELECT t.message_id, " + task_view_columns + " FROM (" +
       page_of_ids({{task_state::dead, of_channel}, {task_state::failed, of_channel}}, limit) +
       ") AS page JOIN tasks t ON t.id = page.id ORDER BY t.id LIMIT " + std::to_string(limit);
-  // The attempts of the whole page in one query, by task id.
-  const std::string attempts_query = "SELECT " + attempt_columns + " FROM " +
-                                     dialect_.json_rows("ids", id_columns) +
-                                     " JOIN attempts a ON a.task_id = r.task_id "
-                                     "ORDER BY a.task_id, a.attempt_no";
   return outside_transaction("list_dead_letters", [&] {
     std::vector<dead_letter> letters;
-    std::unordered_map<std::string, std::size_t> index;
-    json_batch ids(dialect_, id_columns);
     for (const auto& row : statements_->fetch(
              tasks_query, {channel, channel, after_task_id, channel, channel, after_task_id},
              1 + task_view_column_count)) {
       dead_letter letter;
       letter.message_id = text_of(row[0]);
       letter.task = task_view_of(sql_row(row.begin() + 1, row.end()));
-      index.emplace(letter.task.task_id, letters.size());
-      ids.add_row();
-      ids.text(letter.task.task_id);
       letters.push_back(std::move(letter));
     }
-    if (letters.empty())
-      return letters;
-    for (const auto& a : statements_->fetch(attempts_query, {ids.finish()}, attempt_column_count)) {
-      auto it = index.find(text_of(a[0]));
-      if (it != index.end())
-        letters[it->second].task.attempt_log.push_back(attempt_of(a));
-    }
+    std::vector<task_view*> tasks;
+    for (auto& letter : letters)
+      tasks.push_back(&letter.task);
+    fill_attempt_logs(tasks);
     return letters;
   });
 }

@@ -50,6 +50,7 @@ private:
   template <class Body> auto in_transaction(const char* what, Body&& body);
   template <class Body> auto outside_transaction(const char* what, Body&& body);
   void reconnect_if_lost();
+  void fill_attempt_logs(const std::vector<task_view*>& tasks);
 
   // Steps run inside an open transaction; see sql_task_store.cpp for the batch types.
   std::vector<store_detail::claim_answer> run_claim(const store_detail::claim_batch& batch);
