@@ -223,8 +223,7 @@ void fail_over(self_pointer self, domain::delivery task, persistence::state_chan
                   continue;
                 }
                 st.metrics->task_created(outcome.channel);
-                created.push_back(
-                    domain::make_delivery(plan_copy.message, plan_copy.tasks.front()));
+                created.push_back(domain::make_delivery(result->message, plan_copy.tasks.front()));
               }
               log::info("channel.failed_over", {{"channel", st.settings.name},
                                                 {"fallback", st.settings.fallback},

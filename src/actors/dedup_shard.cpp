@@ -24,7 +24,7 @@ bool answers(const persistence::claim_result& result, const domain::message_plan
 // The answer a waiter whose claim was covered by an earlier one gets: its tasks, all existing.
 persistence::claim_result as_duplicate(const persistence::claim_result& result,
                                        const domain::message_plan& plan) {
-  persistence::claim_result answer{result.message_id, {}};
+  persistence::claim_result answer{result.message_id, {}, result.message};
   for (auto& task : plan.tasks)
     for (auto& outcome : result.tasks)
       if (outcome.task_id == task.id)
@@ -43,7 +43,7 @@ void answer(self_pointer self, dedup_shard_state::waiter& waiter,
       auto task = std::find_if(waiter.plan.tasks.begin(), waiter.plan.tasks.end(),
                                [&](auto& t) { return t.id == outcome.task_id; });
       if (task != waiter.plan.tasks.end())
-        created.push_back(domain::make_delivery(waiter.plan.message, *task));
+        created.push_back(domain::make_delivery(result.message, *task));
     } else {
       st.metrics->task_duplicate(outcome.channel);
     }

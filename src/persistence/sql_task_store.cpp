@@ -321,15 +321,17 @@ struct claim_answer {
   bool created = false;
 };
 
-/// One answer per planned task, in plan order.
-std::vector<claim_result> claim_results(const std::vector<domain::message_plan>& plans,
-                                        const claim_batch& batch,
-                                        const std::vector<claim_answer>& answers) {
+/// One answer per planned task, in plan order, each with its message as stored.
+std::vector<claim_result>
+claim_results(const std::vector<domain::message_plan>& plans, const claim_batch& batch,
+              const std::vector<claim_answer>& answers,
+              const std::unordered_map<std::string, domain::message_record>& stored) {
   std::vector<claim_result> results;
   results.reserve(plans.size());
   std::vector<bool> answered(answers.size(), false);
   for (const auto& plan : plans) {
-    claim_result result{plan.message.id, {}};
+    auto found = stored.find(plan.message.id);
+    claim_result result{plan.message.id, {}, found != stored.end() ? found->second : plan.message};
     result.tasks.reserve(plan.tasks.size());
     for (const auto& t : plan.tasks) {
       const std::size_t slot = batch.slot_of.at(t.id);
@@ -492,8 +494,11 @@ std::vector<claim_result> sql_task_store::claim(const std::vector<domain::messag
   if (plans.empty())
     return {};
   const claim_batch batch(dialect_, plans);
-  auto answers = in_transaction("claim", [&] { return run_claim(batch); });
-  return claim_results(plans, batch, answers);
+  auto [answers, stored] = in_transaction("claim", [&] {
+    auto claimed = run_claim(batch);
+    return std::make_pair(std::move(claimed), stored_messages(plans));
+  });
+  return claim_results(plans, batch, answers, stored);
 }
 
 std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& changes,
@@ -519,15 +524,18 @@ std::optional<claim_result> sql_task_store::fail_over(const state_change& change
   const apply_batch changes(dialect_, {change}, attempts);
   const std::vector<domain::message_plan> plans{fallback};
   const claim_batch claims(dialect_, plans);
-  auto answers = in_transaction("fail_over", [&]() -> std::optional<std::vector<claim_answer>> {
+  using claimed =
+      std::pair<std::vector<claim_answer>, std::unordered_map<std::string, domain::message_record>>;
+  auto answers = in_transaction("fail_over", [&]() -> std::optional<claimed> {
     if (run_changes(changes).at(0).count(change.task_id) == 0)
       return std::nullopt; // the task moved on: nothing written, nothing claimed
     run_attempts(changes);
-    return run_claim(claims);
+    auto claimed_answers = run_claim(claims);
+    return claimed{std::move(claimed_answers), stored_messages(plans)};
   });
   if (!answers)
     return std::nullopt;
-  return claim_results(plans, claims, *answers).at(0);
+  return claim_results(plans, claims, answers->first, answers->second).at(0);
 }
 
 std::optional<message_view> sql_task_store::find_message(const std::string& message_id) {
@@ -567,6 +575,39 @@ std::optional<message_view> sql_task_store::find_message(const std::string& mess
     fill_attempt_logs(tasks);
     return view;
   });
+}
+
+// The claimed messages as stored, by id (the content a created task must be sent with).
+std::unordered_map<std::string, domain::message_record>
+sql_task_store::stored_messages(const std::vector<domain::message_plan>& plans) {
+  const std::string query =
+      "SELECT m.id, m.title, m.body, m.priority, m.send_at, m.expire_at, m.trace_id, "
+      "m.created_at, m.recipients_json, m.template_name, m.params_json, m.category FROM " +
+      dialect_.json_rows("ids", id_columns) + " JOIN messages m ON m.id = r.task_id";
+  std::unordered_map<std::string, const domain::message_record*> planned;
+  json_batch ids(dialect_, id_columns);
+  for (const auto& plan : plans)
+    if (planned.emplace(plan.message.id, &plan.message).second) {
+      ids.add_row();
+      ids.text(plan.message.id);
+    }
+  std::unordered_map<std::string, domain::message_record> stored;
+  for (const auto& row : statements_->fetch(query, {ids.finish()}, 12)) {
+    auto record = *planned.at(text_of(row[0])); // the key is the plan's: ids derive from it
+    record.title = text_of(row[1]);
+    record.body = text_of(row[2]);
+    record.priority = priority_of(row[3]);
+    record.send_at = time_of(row[4]);
+    record.expire_at = time_of(row[5]);
+    record.trace_id = text_of(row[6]);
+    record.created_at = domain::from_unix_micros(to_int(row[7]));
+    record.recipients = params_of(row[8], "recipients_json");
+    record.template_name = text_of(row[9]);
+    record.params = params_of(row[10], "params_json");
+    record.category = category_of(row[11]);
+    stored.emplace(record.id, std::move(record));
+  }
+  return stored;
 }
 
 // The attempts of `tasks` in one query driven by their ids, so it reads only their index

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -51,6 +52,8 @@ private:
   template <class Body> auto outside_transaction(const char* what, Body&& body);
   void reconnect_if_lost();
   void fill_attempt_logs(const std::vector<task_view*>& tasks);
+  std::unordered_map<std::string, domain::message_record>
+  stored_messages(const std::vector<domain::message_plan>& plans);
 
   // Steps run inside an open transaction; see sql_task_store.cpp for the batch types.
   std::vector<store_detail::claim_answer> run_claim(const store_detail::claim_batch& batch);

@@ -31,6 +31,9 @@ struct claim_outcome {
 struct claim_result {
   std::string message_id;
   std::vector<claim_outcome> tasks;
+  /// The message as stored: the first accepted version wins, so a resubmission that adds a
+  /// channel sends that channel the content every other attempt and recovery will use.
+  domain::message_record message;
 };
 
 /// A guarded state change: applied only if the row is still in `from`.

@@ -154,9 +154,16 @@ inline void claim_creates_then_answers_duplicates(store_backend& backend) {
       store->apply({change(a.tasks[1].id, task_state::pending, task_state::sending)}, {}).size() ==
       1u);
 
-  // Resubmitted, in another order and with a new channel: old tasks answered, the new one made.
+  // Resubmitted, in another order and with a new channel: old tasks answered, the new one made
+  // — and answered with the message as first stored, whatever this body said.
   auto a_plus = make_plan("order-1", {"sms", "wechat", "app", "email"});
+  a_plus.message.title = "a different title";
+  a_plus.message.body = "a different body";
   auto second = store->claim({b, a_plus});
+  BOOST_TEST(second[1].message.title == a.message.title);
+  BOOST_TEST(second[1].message.body == a.message.body);
+  BOOST_TEST(second[1].message.recipients == a.message.recipients);
+  BOOST_TEST(first[0].message.title == a.message.title); // a new message: as planned
   BOOST_TEST_REQUIRE(second.size() == 2u);
   BOOST_TEST(second[0].message_id == b.message.id);
   BOOST_TEST(!second[0].tasks[0].created);
