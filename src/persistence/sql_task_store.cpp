@@ -471,7 +471,14 @@ std::vector<std::unordered_set<std::string>> sql_task_store::run_changes(const a
       "tasks.last_error), updated_at = r.changed_at, lease_owner = r.lease_owner, "
       "lease_until = r.lease_until FROM " +
       dialect_.json_rows("rows", change_columns) +
-      " WHERE tasks.id = r.task_id AND tasks.status = r.from_status RETURNING id";
+      " WHERE tasks.id = r.task_id AND tasks.status = r.from_status"
+      // Taking a SENDING task over (SENDING -> SENDING) needs its lease to have run out, or
+      // to be ours already: of two nodes sweeping one expired lease, one wins.
+      " AND (r.from_status <> '" +
+      state_text(domain::task_state::sending) + "' OR r.to_status <> '" +
+      state_text(domain::task_state::sending) +
+      "' OR tasks.lease_until IS NULL OR tasks.lease_until <= r.changed_at"
+      " OR tasks.lease_owner = r.lease_owner) RETURNING id";
   std::vector<std::unordered_set<std::string>> applied_in(batch.rounds.size());
   for (std::size_t round = 0; round < batch.rounds.size(); ++round)
     for (const auto& row : statements_->fetch(update, {batch.rounds[round].finish()}, 1))

@@ -36,7 +36,9 @@ struct claim_result {
   domain::message_record message;
 };
 
-/// A guarded state change: applied only if the row is still in `from`.
+/// A guarded state change: applied only if the row is still in `from`. Taking a SENDING task
+/// over (`from` and `to` both SENDING) also needs its lease to have run out by `at`, or to be
+/// held by `lease_owner` already.
 struct state_change {
   std::string task_id;
   domain::task_state from = domain::task_state::pending;

@@ -446,6 +446,19 @@ inline void sending_tasks_come_back_when_their_lease_runs_out(store_backend& bac
   BOOST_TEST((d.state == task_state::sending));
   BOOST_TEST((d.key == plan.message.key));
 
+  // Taking it over needs the lease to have run out (or to be one's own).
+  auto takeover = [&](const char* owner, std::int64_t at) {
+    auto c = change(leased, task_state::sending, task_state::sending, 0, at);
+    c.lease_owner = owner;
+    c.lease_until = micros(at + 30'000'000);
+    return c;
+  };
+  BOOST_TEST(store->apply({takeover("node-b", 1'790'000'039'000'000)}, {}).empty());
+  BOOST_TEST(store->apply({takeover("node-a", 1'790'000'039'000'000)}, {}).size() == 1u);
+  auto expired = 1'790'000'039'000'000 + 30'000'000; // node-a's renewed lease runs out
+  BOOST_TEST(store->apply({takeover("node-b", expired)}, {}).size() == 1u);
+  BOOST_TEST(store->apply({takeover("node-c", expired)}, {}).empty()); // node-b won it
+
   // Leaving SENDING releases the lease: back in RETRY_WAIT it is due whatever `now` says.
   auto wait = change(leased, task_state::sending, task_state::retry_wait, 1, 1'790'000'011'000'000);
   wait.next_attempt_at = micros(1'790'000'070'000'000);
