@@ -9,7 +9,7 @@ packages=(
   libsoci-dev libsqlite3-dev libpq-dev
   libspdlog-dev prometheus-cpp-dev
   libcurl4-openssl-dev libssl-dev
-  postgresql curl
+  postgresql curl python3
 )
 
 missing=()
