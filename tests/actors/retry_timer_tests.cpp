@@ -1,0 +1,91 @@
+#include "actor_fixture.hpp"
+#include "actors/retry_timer.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+using namespace herald;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// What the timer hands out, in order. Stands on the dispatcher's side of the interface.
+struct handed_out {
+  std::vector<std::string> task_ids;
+};
+
+actors::dispatcher_actor::behavior_type recording_dispatcher(actors::dispatcher_actor::pointer,
+                                                             std::shared_ptr<handed_out> out) {
+  return {
+      [out](actors::dispatch_atom, actors::deliveries& tasks) {
+        for (auto& task : tasks)
+          out->task_ids.push_back(task.task_id);
+      },
+      [](actors::recover_atom) {},
+      [](actors::sweep_atom) {},
+      [](actors::drain_atom) { return true; },
+      [](actors::ping_atom) { return true; },
+  };
+}
+
+struct timer_fixture : test::actor_fixture {
+  std::shared_ptr<handed_out> out = std::make_shared<handed_out>();
+  actors::retry_timer_actor timer = spawn(actors::retry_timer, spawn(recording_dispatcher, out),
+                                          metrics, std::shared_ptr<const domain::clock>{clock});
+
+  domain::delivery due_in(const std::string& id, std::chrono::milliseconds delay) {
+    domain::delivery d;
+    d.task_id = id;
+    d.channel = "sms";
+    d.state = domain::task_state::retry_wait;
+    d.next_attempt_at = clock->now() + delay;
+    return d;
+  }
+
+  void schedule(actors::deliveries tasks) {
+    caf::anon_send(timer, actors::schedule_atom_v, std::move(tasks));
+    run();
+  }
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(retry_timer_tests, timer_fixture)
+
+BOOST_AUTO_TEST_CASE(tasks_are_handed_out_when_due_in_due_order) {
+  schedule({due_in("c", 3000ms), due_in("a", 1000ms), due_in("b", 2000ms)});
+  BOOST_TEST(out->task_ids.empty());
+  BOOST_TEST(metrics->render().find("herald_retry_queue_depth 3") != std::string::npos);
+  advance_both(999ms);
+  BOOST_TEST(out->task_ids.empty());
+  advance_both(1ms);
+  BOOST_TEST(out->task_ids == std::vector<std::string>{"a"});
+  advance_both(2000ms);
+  BOOST_TEST((out->task_ids == std::vector<std::string>{"a", "b", "c"}));
+  BOOST_TEST(metrics->render().find("herald_retry_queue_depth 0") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_rescheduled_task_is_held_once_at_its_new_time) {
+  schedule({due_in("a", 5000ms)});
+  schedule({due_in("a", 1000ms)}); // earlier: the timer re-arms; the old timer does nothing
+  advance_both(1000ms);
+  BOOST_TEST(out->task_ids == std::vector<std::string>{"a"});
+  advance_both(10000ms);
+  BOOST_TEST(out->task_ids.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_task_is_never_handed_out) {
+  schedule({due_in("a", 1000ms), due_in("b", 1000ms)});
+  caf::anon_send(timer, actors::cancel_atom_v, std::string{"a"});
+  run();
+  advance_both(2000ms);
+  BOOST_TEST(out->task_ids == std::vector<std::string>{"b"});
+}
+
+BOOST_AUTO_TEST_CASE(a_task_already_due_is_handed_out_at_once) {
+  schedule({due_in("now", 0ms)});
+  BOOST_TEST(out->task_ids == std::vector<std::string>{"now"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
