@@ -5,6 +5,7 @@
 #include "observability/log.hpp"
 #include "tools/load_generator.hpp"
 #include "tools/sim_provider.hpp"
+#include "tools/stop_signals.hpp"
 
 #include <csignal>
 #include <iostream>
@@ -29,17 +30,8 @@ app::config load(const app::command_line& cmd) {
 } // namespace
 
 int main(int argc, char** argv) {
-  // Blocked here, before any thread starts, so every thread inherits the mask and only the
-  // server's sigwait sees them: the drain runs in one known place.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  // An ignored signal is discarded before sigwait could see it; a parent (a shell starting
-  // us in the background, a supervisor) may have left SIGINT or SIGTERM ignored.
-  std::signal(SIGTERM, SIG_DFL);
-  std::signal(SIGINT, SIG_DFL);
+  // Before any thread starts, so the drain on SIGTERM runs in one known place.
+  tools::block_stop_signals();
   std::signal(SIGPIPE, SIG_IGN);
 
   app::command_line cmd;

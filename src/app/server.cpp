@@ -11,6 +11,7 @@
 #include "observability/log.hpp"
 #include "observability/metrics.hpp"
 #include "persistence/task_store.hpp"
+#include "tools/stop_signals.hpp"
 
 #include <csignal>
 #include <iostream>
@@ -28,17 +29,6 @@
 namespace herald::app {
 
 namespace {
-
-// Waits for SIGTERM or SIGINT (blocked by main in every thread, so only this wait sees them).
-int wait_for_stop_signal() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  int received = 0;
-  sigwait(&signals, &received);
-  return received;
-}
 
 // Names this process as a lease owner: unique per process, readable in the database.
 std::string node_name(const config& cfg, std::uint16_t port) {
@@ -171,7 +161,7 @@ int serve(const config& cfg) {
                                    {"listen", cfg.http.host + ":" + std::to_string(server.port())},
                                    {"database", url.text},
                                    {"channels", std::to_string(cfg.channels.size())}});
-      auto signal = wait_for_stop_signal();
+      auto signal = tools::wait_for_stop_signal();
       log::info("herald.stopping", {{"signal", std::to_string(signal)}});
       drain(n, sys, server, cfg.drain_timeout);
     } catch (const std::system_error& e) {

@@ -3,6 +3,7 @@
 #include "api/http_server.hpp"
 #include "tools/sim_provider_config.hpp"
 #include "tools/sim_provider_service.hpp"
+#include "tools/stop_signals.hpp"
 
 #include <csignal>
 #include <iostream>
@@ -11,21 +12,6 @@
 #include <boost/json.hpp>
 
 namespace herald::tools {
-
-namespace {
-
-/// Blocks SIGTERM and SIGINT in this thread (and every thread it starts) and returns the set;
-/// main did the same already, this keeps the tool correct on its own.
-sigset_t block_stop_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
-}
-
-} // namespace
 
 int run_sim_provider(const std::vector<std::string>& args) {
   sim_provider_options options;
@@ -40,7 +26,7 @@ int run_sim_provider(const std::vector<std::string>& args) {
     return 0;
   }
 
-  auto stop_signals = block_stop_signals();
+  block_stop_signals(); // main did already; this keeps the tool correct on its own
   sim_provider_service service(options);
   api::http_options http;
   http.host = options.listen.host;
@@ -70,9 +56,7 @@ int run_sim_provider(const std::vector<std::string>& args) {
                                             {"seed", options.seed}})
             << std::endl;
 
-  int received = 0;
-  if (sigwait(&stop_signals, &received) != 0)
-    received = 0; // only EINVAL, impossible with this set: stop anyway
+  auto received = wait_for_stop_signal();
 
   server.stop();
   service.shutdown();
