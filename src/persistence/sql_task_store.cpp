@@ -136,6 +136,31 @@ domain::delivery delivery_of(const sql_row& row) {
   return d;
 }
 
+/// Columns of a message row `m` (see message_of).
+const std::string message_select_columns =
+    "m.id, m.tenant, m.biz_type, m.biz_id, m.user_id, m.template_name, m.params_json, m.title, "
+    "m.body, m.category, m.priority, m.send_at, m.expire_at, m.trace_id, m.created_at, "
+    "m.recipients_json";
+constexpr std::size_t message_column_count = 16;
+
+domain::message_record message_of(const sql_row& m) {
+  domain::message_record record;
+  record.id = text_of(m[0]);
+  record.key = domain::message_key{text_of(m[1]), text_of(m[2]), text_of(m[3]), text_of(m[4])};
+  record.template_name = text_of(m[5]);
+  record.params = params_of(m[6], "params_json");
+  record.title = text_of(m[7]);
+  record.body = text_of(m[8]);
+  record.category = category_of(m[9]);
+  record.priority = priority_of(m[10]);
+  record.send_at = time_of(m[11]);
+  record.expire_at = time_of(m[12]);
+  record.trace_id = text_of(m[13]);
+  record.created_at = domain::from_unix_micros(to_int(m[14]));
+  record.recipients = params_of(m[15], "recipients_json");
+  return record;
+}
+
 /// Columns of a task_view: tasks `t` (see task_view_of).
 const std::string task_view_columns =
     "t.id, t.channel, t.recipient, t.status, t.attempts, t.next_attempt_at, t.last_error, "
@@ -547,29 +572,13 @@ std::optional<claim_result> sql_task_store::fail_over(const state_change& change
 
 std::optional<message_view> sql_task_store::find_message(const std::string& message_id) {
   return outside_transaction("find_message", [&]() -> std::optional<message_view> {
-    auto messages = statements_->fetch(
-        "SELECT id, tenant, biz_type, biz_id, user_id, template_name, params_json, title, body, "
-        "category, priority, send_at, expire_at, trace_id, created_at, recipients_json "
-        "FROM messages WHERE id = :id",
-        {message_id}, 16);
+    auto messages =
+        statements_->fetch("SELECT " + message_select_columns + " FROM messages m WHERE m.id = :id",
+                           {message_id}, message_column_count);
     if (messages.empty())
       return std::nullopt;
-    const auto& m = messages[0];
     message_view view;
-    auto& record = view.message;
-    record.id = text_of(m[0]);
-    record.key = domain::message_key{text_of(m[1]), text_of(m[2]), text_of(m[3]), text_of(m[4])};
-    record.template_name = text_of(m[5]);
-    record.params = params_of(m[6], "params_json");
-    record.title = text_of(m[7]);
-    record.body = text_of(m[8]);
-    record.category = category_of(m[9]);
-    record.priority = priority_of(m[10]);
-    record.send_at = time_of(m[11]);
-    record.expire_at = time_of(m[12]);
-    record.trace_id = text_of(m[13]);
-    record.created_at = domain::from_unix_micros(to_int(m[14]));
-    record.recipients = params_of(m[15], "recipients_json");
+    view.message = message_of(messages[0]);
 
     for (const auto& t : statements_->fetch("SELECT " + task_view_columns +
                                                 " FROM tasks t WHERE t.message_id = :id "
@@ -587,31 +596,19 @@ std::optional<message_view> sql_task_store::find_message(const std::string& mess
 // The claimed messages as stored, by id (the content a created task must be sent with).
 std::unordered_map<std::string, domain::message_record>
 sql_task_store::stored_messages(const std::vector<domain::message_plan>& plans) {
-  const std::string query =
-      "SELECT m.id, m.title, m.body, m.priority, m.send_at, m.expire_at, m.trace_id, "
-      "m.created_at, m.recipients_json, m.template_name, m.params_json, m.category FROM " +
-      dialect_.json_rows("ids", id_columns) + " JOIN messages m ON m.id = r.task_id";
-  std::unordered_map<std::string, const domain::message_record*> planned;
+  const std::string query = "SELECT " + message_select_columns + " FROM " +
+                            dialect_.json_rows("ids", id_columns) +
+                            " JOIN messages m ON m.id = r.task_id";
   json_batch ids(dialect_, id_columns);
+  std::unordered_set<std::string_view> asked;
   for (const auto& plan : plans)
-    if (planned.emplace(plan.message.id, &plan.message).second) {
+    if (asked.insert(plan.message.id).second) {
       ids.add_row();
       ids.text(plan.message.id);
     }
   std::unordered_map<std::string, domain::message_record> stored;
-  for (const auto& row : statements_->fetch(query, {ids.finish()}, 12)) {
-    auto record = *planned.at(text_of(row[0])); // the key is the plan's: ids derive from it
-    record.title = text_of(row[1]);
-    record.body = text_of(row[2]);
-    record.priority = priority_of(row[3]);
-    record.send_at = time_of(row[4]);
-    record.expire_at = time_of(row[5]);
-    record.trace_id = text_of(row[6]);
-    record.created_at = domain::from_unix_micros(to_int(row[7]));
-    record.recipients = params_of(row[8], "recipients_json");
-    record.template_name = text_of(row[9]);
-    record.params = params_of(row[10], "params_json");
-    record.category = category_of(row[11]);
+  for (const auto& row : statements_->fetch(query, {ids.finish()}, message_column_count)) {
+    auto record = message_of(row);
     stored.emplace(record.id, std::move(record));
   }
   return stored;

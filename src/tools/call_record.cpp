@@ -15,20 +15,6 @@ constexpr call_outcome all_outcomes[] = {call_outcome::success, call_outcome::re
 
 } // namespace
 
-std::string_view to_string(call_outcome outcome) {
-  switch (outcome) {
-  case call_outcome::success:
-    return "success";
-  case call_outcome::retryable:
-    return "retryable";
-  case call_outcome::permanent:
-    return "permanent";
-  case call_outcome::timeout:
-    return "timeout";
-  }
-  return "unknown";
-}
-
 bool is_processed(call_outcome outcome) {
   return outcome == call_outcome::success || outcome == call_outcome::timeout;
 }

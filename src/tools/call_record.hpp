@@ -1,5 +1,7 @@
 #pragma once
 
+#include "observability/metrics.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -13,15 +15,10 @@
 
 namespace herald::tools {
 
-/// What the simulated provider did with one call (the names of herald_provider_calls_total).
-enum class call_outcome {
-  success,   ///< processed, answered 200
-  retryable, ///< not processed, answered 503
-  permanent, ///< not processed, answered 400
-  timeout,   ///< processed, but the answer is never sent (the client times out)
-};
-
-std::string_view to_string(call_outcome outcome);
+/// What the simulated provider did with one call, in herald's own outcome names: success
+/// (processed, answered 200), retryable (not processed, 503), permanent (not processed, 400),
+/// timeout (processed, but the answer is never sent). It never throttles.
+using herald::call_outcome;
 
 /// Whether the provider did the work for a call with this outcome. A timeout is modelled as
 /// "processed, answer lost": the dangerous case a resend turns into a second delivery.
