@@ -94,14 +94,14 @@ void start_call(self_pointer self, domain::delivery task) {
                                            {"provider_request_id", task.provider_request_id},
                                            {"trace_id", task.trace_id}});
   }
-  channels::provider_request request{
+  providers::provider_request request{
       task.task_id, task.channel, task.recipient, task.provider_request_id,
       task.title,   task.body,    task.trace_id,  task.attempts + 1};
   auto task_id = task.task_id;
   task.state = task_state::sending;
   st.calls.emplace(task_id, channel_state::call{std::move(task), st.clock->now()});
   auto handle = caf::actor_cast<channel_actor>(self);
-  auto done = [handle, task_id](channels::provider_result result) {
+  auto done = [handle, task_id](providers::provider_result result) {
     caf::anon_send(handle, result_atom_v, task_id, std::move(result));
   };
   try {
@@ -341,7 +341,7 @@ void pump(self_pointer self) {
 }
 
 persistence::state_change outcome_change(channel_state& st, const domain::delivery& task,
-                                         const channels::provider_result& result,
+                                         const providers::provider_result& result,
                                          domain::timestamp now) {
   auto change = change_of(task, task_state::sent, task.attempts + 1, now);
   change.from = task_state::sending;
@@ -373,7 +373,7 @@ persistence::state_change outcome_change(channel_state& st, const domain::delive
 }
 
 // Feeds the circuit breaker and the throttle pause from one provider answer.
-void observe_health(channel_state& st, const channels::provider_result& result,
+void observe_health(channel_state& st, const providers::provider_result& result,
                     domain::timestamp now) {
   switch (result.outcome) {
   case call_outcome::success:
@@ -393,7 +393,7 @@ void observe_health(channel_state& st, const channels::provider_result& result,
 }
 
 void on_result(self_pointer self, const std::string& task_id,
-               const channels::provider_result& result) {
+               const providers::provider_result& result) {
   auto& st = self->state;
   auto found = st.calls.find(task_id);
   if (found == st.calls.end())
@@ -438,7 +438,7 @@ void on_result(self_pointer self, const std::string& task_id,
 
 channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_state> self,
                                      channel_settings settings,
-                                     std::shared_ptr<channels::provider_adapter> provider,
+                                     std::shared_ptr<providers::provider_adapter> provider,
                                      channel_peers peers) {
   install_logging_handlers(self);
   auto& st = self->state;
@@ -459,7 +459,7 @@ channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_sta
             st.lanes[lane_of(task.priority)].push_back(std::move(task));
         pump(self);
       },
-      [self](result_atom, const std::string& task_id, const channels::provider_result& result) {
+      [self](result_atom, const std::string& task_id, const providers::provider_result& result) {
         on_result(self, task_id, result);
       },
       [self](tick_atom) {

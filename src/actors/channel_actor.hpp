@@ -29,7 +29,7 @@ struct channel_settings {
   double burst = 100;         ///< token bucket size
   std::size_t window = 64;    ///< provider calls in flight at most
   domain::retry_policy retry = domain::default_retry_policy();
-  std::string fallback;                        ///< channel to fail over to; empty: none
+  std::string fallback;                         ///< channel to fail over to; empty: none
   std::uint32_t circuit_failure_threshold = 20; ///< consecutive failures that open the circuit
   std::chrono::milliseconds circuit_cool_down{30000};
   std::chrono::milliseconds throttle_pause{1000}; ///< pause after a 429 without Retry-After
@@ -55,7 +55,7 @@ struct channel_state {
   };
 
   channel_settings settings;
-  std::shared_ptr<channels::provider_adapter> provider;
+  std::shared_ptr<providers::provider_adapter> provider;
   store_writer_actor store;
   dispatcher_actor dispatcher; ///< takes fallback tasks, and retries (it hands them to the timer)
   std::shared_ptr<herald::metrics> metrics;
@@ -85,7 +85,7 @@ struct channel_peers {
 
 channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_state> self,
                                      channel_settings settings,
-                                     std::shared_ptr<channels::provider_adapter> provider,
+                                     std::shared_ptr<providers::provider_adapter> provider,
                                      channel_peers peers);
 
 } // namespace herald::actors

@@ -15,7 +15,7 @@ namespace herald::actors {
 /// A channel as the dispatcher starts it: settings and the adapter it calls.
 struct channel_spec {
   channel_settings settings;
-  std::shared_ptr<channels::provider_adapter> provider;
+  std::shared_ptr<providers::provider_adapter> provider;
 };
 
 /// How the dispatcher supervises and sweeps.

@@ -3,12 +3,12 @@
 // Every typed actor interface of herald, in one place (data flow: design.md §2).
 
 #include "actors/atoms.hpp"
-#include "channels/provider.hpp"
+#include "providers/provider.hpp"
 
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::channels::provider_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::providers::provider_result)
 
 namespace herald::actors {
 
@@ -60,7 +60,7 @@ using channel_actor = caf::typed_actor<
     /// Takes tasks to send (new, recovered or due again).
     caf::reacts_to<dispatch_atom, deliveries>,
     /// A provider call finished (sent by the adapter's callback).
-    caf::reacts_to<result_atom, std::string, channels::provider_result>,
+    caf::reacts_to<result_atom, std::string, providers::provider_result>,
     /// The rate limiter may have tokens again (sent to itself).
     caf::reacts_to<tick_atom>,
     /// Stops starting calls; answers once every call in flight is recorded.

@@ -99,7 +99,7 @@ private:
   std::set<std::string> used_;
 };
 
-channels::simulated_profile read_simulated(object_reader& r, channels::simulated_profile p) {
+providers::simulated_profile read_simulated(object_reader& r, providers::simulated_profile p) {
   auto latency = p.latency.count();
   r.read_integer("latency_ms", latency, 0, 600000);
   p.latency = std::chrono::milliseconds{latency};

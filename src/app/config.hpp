@@ -5,10 +5,10 @@
 #include "actors/ingest.hpp"
 #include "actors/store_writer.hpp"
 #include "api/http_server.hpp"
-#include "channels/simulated_provider.hpp"
-#include "channels/webhook_provider.hpp"
 #include "domain/validation.hpp"
 #include "observability/log.hpp"
+#include "providers/simulated_provider.hpp"
+#include "providers/webhook_provider.hpp"
 
 #include <chrono>
 #include <stdexcept>
@@ -27,8 +27,8 @@ public:
 struct channel_config {
   actors::channel_settings settings;
   std::string type = "simulated"; ///< "simulated" or "webhook"
-  channels::simulated_profile simulated;
-  channels::webhook_config webhook;
+  providers::simulated_profile simulated;
+  providers::webhook_config webhook;
 };
 
 /// Everything `herald serve` runs with. Read from JSON (comments allowed), then checked as a

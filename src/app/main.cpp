@@ -2,10 +2,10 @@
 #include "app/cli.hpp"
 #include "app/config.hpp"
 #include "app/server.hpp"
+#include "app/stop_signals.hpp"
 #include "observability/log.hpp"
 #include "tools/load_generator.hpp"
 #include "tools/sim_provider.hpp"
-#include "tools/stop_signals.hpp"
 
 #include <csignal>
 #include <iostream>
@@ -31,7 +31,7 @@ app::config load(const app::command_line& cmd) {
 
 int main(int argc, char** argv) {
   // Before any thread starts, so the drain on SIGTERM runs in one known place.
-  tools::block_stop_signals();
+  app::block_stop_signals();
   std::signal(SIGPIPE, SIG_IGN);
 
   app::command_line cmd;
@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cmd.what == app::command_line::verb::sim_provider)
-      return tools::run_sim_provider(cmd.tool_args);
+      return tools::run_sim_provider(cmd.tool_args, app::wait_for_stop_signal);
     if (cmd.what == app::command_line::verb::load)
       return tools::run_load(cmd.tool_args);
     cfg = load(cmd);

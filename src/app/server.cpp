@@ -8,10 +8,10 @@
 #include "api/http_server.hpp"
 #include "api/routes.hpp"
 #include "app/actor_service.hpp"
+#include "app/stop_signals.hpp"
 #include "observability/log.hpp"
 #include "observability/metrics.hpp"
 #include "persistence/task_store.hpp"
-#include "tools/stop_signals.hpp"
 
 #include <csignal>
 #include <iostream>
@@ -41,16 +41,16 @@ std::string node_name(const config& cfg, std::uint16_t port) {
 
 std::vector<actors::channel_spec>
 make_channel_specs(const config& cfg, const std::string& node_id,
-                   const std::shared_ptr<channels::delay_scheduler>& delays) {
+                   const std::shared_ptr<providers::delay_scheduler>& delays) {
   std::vector<actors::channel_spec> specs;
   for (auto& ch : cfg.channels) {
     auto settings = ch.settings;
     settings.node_id = node_id;
-    std::shared_ptr<channels::provider_adapter> provider;
+    std::shared_ptr<providers::provider_adapter> provider;
     if (ch.type == "webhook")
-      provider = std::make_shared<channels::webhook_provider>(ch.webhook);
+      provider = std::make_shared<providers::webhook_provider>(ch.webhook);
     else
-      provider = std::make_shared<channels::simulated_provider>(ch.simulated, delays);
+      provider = std::make_shared<providers::simulated_provider>(ch.simulated, delays);
     specs.push_back({std::move(settings), std::move(provider)});
   }
   return specs;
@@ -140,7 +140,7 @@ int serve(const config& cfg) {
   actors::register_types(caf_cfg);
   auto metrics_registry = std::make_shared<metrics>();
   auto clock = std::make_shared<domain::system_clock>();
-  auto delays = std::make_shared<channels::delay_scheduler>();
+  auto delays = std::make_shared<providers::delay_scheduler>();
   int exit_code = 0;
   {
     caf::actor_system sys{caf_cfg};
@@ -161,7 +161,7 @@ int serve(const config& cfg) {
                                    {"listen", cfg.http.host + ":" + std::to_string(server.port())},
                                    {"database", url.text},
                                    {"channels", std::to_string(cfg.channels.size())}});
-      auto signal = tools::wait_for_stop_signal();
+      auto signal = wait_for_stop_signal();
       log::info("herald.stopping", {{"signal", std::to_string(signal)}});
       drain(n, sys, server, cfg.drain_timeout);
     } catch (const std::system_error& e) {

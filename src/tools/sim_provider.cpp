@@ -3,17 +3,15 @@
 #include "api/http_server.hpp"
 #include "tools/sim_provider_config.hpp"
 #include "tools/sim_provider_service.hpp"
-#include "tools/stop_signals.hpp"
 
-#include <csignal>
 #include <iostream>
-#include <pthread.h>
 
 #include <boost/json.hpp>
 
 namespace herald::tools {
 
-int run_sim_provider(const std::vector<std::string>& args) {
+int run_sim_provider(const std::vector<std::string>& args,
+                     const std::function<int()>& wait_for_stop) {
   sim_provider_options options;
   try {
     options = parse_sim_provider_args(args);
@@ -26,7 +24,6 @@ int run_sim_provider(const std::vector<std::string>& args) {
     return 0;
   }
 
-  block_stop_signals(); // main did already; this keeps the tool correct on its own
   sim_provider_service service(options);
   api::http_options http;
   http.host = options.listen.host;
@@ -56,7 +53,7 @@ int run_sim_provider(const std::vector<std::string>& args) {
                                             {"seed", options.seed}})
             << std::endl;
 
-  auto received = wait_for_stop_signal();
+  auto received = wait_for_stop();
 
   server.stop();
   service.shutdown();

@@ -32,7 +32,7 @@ struct channel_fixture : test::actor_fixture {
   /// the dispatcher, which hands everything to the one channel.
   actors::dispatcher_actor spawn_channel(actors::channel_settings s = settings()) {
     BOOST_REQUIRE_EQUAL(s.validate(), "");
-    actors::channel_spec spec{s, std::shared_ptr<channels::provider_adapter>{provider}};
+    actors::channel_spec spec{s, std::shared_ptr<providers::provider_adapter>{provider}};
     return spawn(actors::dispatcher, std::vector<actors::channel_spec>{spec}, writer, reader,
                  metrics, std::shared_ptr<const domain::clock>{clock}, actors::dispatcher_config{});
   }
@@ -63,7 +63,7 @@ BOOST_FIXTURE_TEST_SUITE(channel_actor_tests, channel_fixture)
 BOOST_AUTO_TEST_CASE(sending_is_committed_before_the_provider_is_called) {
   auto id = seed_sms(1).at(0);
   std::vector<std::string> state_during_call;
-  provider->on_send = [&](const channels::provider_request& request) {
+  provider->on_send = [&](const providers::provider_request& request) {
     state_during_call.push_back(state(request.task_id));
   };
   auto channel = spawn_channel();

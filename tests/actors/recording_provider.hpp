@@ -4,7 +4,7 @@
 // answers from a script, either inline inside send() or later, when the test releases held
 // calls. Every answer runs on the test thread, so the deterministic scheduler sees it.
 
-#include "channels/provider.hpp"
+#include "providers/provider.hpp"
 
 #include <cstddef>
 #include <deque>
@@ -16,27 +16,27 @@
 
 namespace herald::test {
 
-class recording_provider final : public channels::provider_adapter {
+class recording_provider final : public providers::provider_adapter {
 public:
-  static channels::provider_result success() {
+  static providers::provider_result success() {
     return {call_outcome::success, "provider-message-id", std::nullopt};
   }
-  static channels::provider_result retryable() {
+  static providers::provider_result retryable() {
     return {call_outcome::retryable, "busy, try again", std::nullopt};
   }
-  static channels::provider_result permanent() {
+  static providers::provider_result permanent() {
     return {call_outcome::permanent, "no such recipient", std::nullopt};
   }
 
   /// Runs inside send(), before anything is answered: lets a test look at the database at
   /// the moment of the call.
-  std::function<void(const channels::provider_request&)> on_send;
+  std::function<void(const providers::provider_request&)> on_send;
 
   /// Every call in order.
-  std::vector<channels::provider_request> calls;
+  std::vector<providers::provider_request> calls;
 
   /// Answers the next calls in order; once the script is used up, calls succeed.
-  void script(std::vector<channels::provider_result> results) {
+  void script(std::vector<providers::provider_result> results) {
     for (auto& result : results)
       script_.push_back(std::move(result));
   }
@@ -68,7 +68,7 @@ public:
     return n;
   }
 
-  void send(channels::provider_request request, channels::provider_callback done) override {
+  void send(providers::provider_request request, providers::provider_callback done) override {
     calls.push_back(request);
     if (on_send)
       on_send(request);
@@ -79,7 +79,7 @@ public:
   }
 
 private:
-  channels::provider_result next_result() {
+  providers::provider_result next_result() {
     if (script_.empty())
       return success();
     auto result = std::move(script_.front());
@@ -87,8 +87,8 @@ private:
     return result;
   }
 
-  std::deque<channels::provider_result> script_;
-  std::deque<channels::provider_callback> held_;
+  std::deque<providers::provider_result> script_;
+  std::deque<providers::provider_callback> held_;
   bool holding_ = false;
 };
 

@@ -1,10 +1,10 @@
-#include "channels/webhook_signature.hpp"
+#include "providers/webhook_signature.hpp"
 
 #include <string>
 
 #include <boost/test/unit_test.hpp>
 
-using namespace herald::channels;
+using namespace herald::providers;
 
 BOOST_AUTO_TEST_SUITE(webhook_signature_tests)
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "channels/provider.hpp"
+#include "providers/provider.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-namespace herald::channels {
+namespace herald::providers {
 
 /// One webhook endpoint.
 struct webhook_config {
@@ -65,4 +65,4 @@ private:
   std::unique_ptr<impl> impl_;
 };
 
-} // namespace herald::channels
+} // namespace herald::providers

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "channels/provider.hpp"
+#include "providers/provider.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <mutex>
 #include <random>
 
-namespace herald::channels {
+namespace herald::providers {
 
 class delay_scheduler;
 
@@ -53,4 +53,4 @@ private:
   std::unique_ptr<impl> impl_;
 };
 
-} // namespace herald::channels
+} // namespace herald::providers

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace herald::channels {
+namespace herald::providers {
 
 /// Standard Webhooks (https://www.standardwebhooks.com) signing, scheme "v1" (HMAC-SHA256).
 
@@ -22,4 +22,4 @@ std::string sign_webhook(const std::string& key_bytes, std::string_view id, std:
 /// Standard base64 (with padding) of arbitrary bytes.
 std::string base64_encode(std::string_view bytes);
 
-} // namespace herald::channels
+} // namespace herald::providers

@@ -1,4 +1,4 @@
-#include "channels/webhook_signature.hpp"
+#include "providers/webhook_signature.hpp"
 
 #include <stdexcept>
 #include <vector>
@@ -6,7 +6,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-namespace herald::channels {
+namespace herald::providers {
 namespace {
 
 constexpr std::string_view secret_prefix = "whsec_";
@@ -75,4 +75,4 @@ std::string sign_webhook(const std::string& key_bytes, std::string_view id, std:
   return "v1," + base64_encode({reinterpret_cast<const char*>(mac), mac_size});
 }
 
-} // namespace herald::channels
+} // namespace herald::providers

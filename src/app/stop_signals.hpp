@@ -2,7 +2,7 @@
 
 #include <csignal>
 
-namespace herald::tools {
+namespace herald::app {
 
 /// Blocks SIGTERM and SIGINT in the calling thread — call it before any thread starts, so every
 /// thread inherits the mask and only wait_for_stop_signal() sees them — and restores their
@@ -13,4 +13,4 @@ void block_stop_signals();
 /// Waits for SIGTERM or SIGINT (blocked by block_stop_signals); returns the signal number.
 int wait_for_stop_signal();
 
-} // namespace herald::tools
+} // namespace herald::app

@@ -1,8 +1,8 @@
-#include "tools/stop_signals.hpp"
+#include "app/stop_signals.hpp"
 
 #include <pthread.h>
 
-namespace herald::tools {
+namespace herald::app {
 
 namespace {
 
@@ -31,4 +31,4 @@ int wait_for_stop_signal() {
   return received;
 }
 
-} // namespace herald::tools
+} // namespace herald::app

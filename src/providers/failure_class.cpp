@@ -1,11 +1,11 @@
-#include "channels/failure_class.hpp"
+#include "providers/failure_class.hpp"
 
 #include "domain/time.hpp"
 
 #include <array>
 #include <string>
 
-namespace herald::channels {
+namespace herald::providers {
 namespace {
 
 std::string excerpt(std::string_view body) {
@@ -178,4 +178,4 @@ parse_retry_after(std::string_view value, std::chrono::system_clock::time_point 
   return wait < max_retry_after ? wait : max_retry_after;
 }
 
-} // namespace herald::channels
+} // namespace herald::providers

@@ -1,4 +1,4 @@
-#include "channels/simulated_provider.hpp"
+#include "providers/simulated_provider.hpp"
 
 #include <thread>
 
@@ -6,7 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-namespace herald::channels {
+namespace herald::providers {
 
 namespace asio = boost::asio;
 
@@ -60,4 +60,4 @@ void simulated_provider::send(provider_request request, provider_callback done) 
   });
 }
 
-} // namespace herald::channels
+} // namespace herald::providers

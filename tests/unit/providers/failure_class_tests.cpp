@@ -1,6 +1,6 @@
-#include "channels/failure_class.hpp"
-#include "channels/simulated_provider.hpp"
 #include "domain/time.hpp"
+#include "providers/failure_class.hpp"
+#include "providers/simulated_provider.hpp"
 
 #include <optional>
 #include <string>
@@ -8,7 +8,7 @@
 #include <boost/test/unit_test.hpp>
 
 using namespace herald;
-using namespace herald::channels;
+using namespace herald::providers;
 using namespace std::chrono_literals;
 
 namespace {

@@ -1,5 +1,5 @@
-#include "channels/webhook_provider.hpp"
-#include "channels/webhook_signature.hpp"
+#include "providers/webhook_provider.hpp"
+#include "providers/webhook_signature.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -22,7 +22,7 @@
 #include <boost/test/unit_test.hpp>
 
 using namespace herald;
-using namespace herald::channels;
+using namespace herald::providers;
 using namespace std::chrono_literals;
 
 namespace asio = boost::asio;

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-namespace herald::channels {
+namespace herald::providers {
 
 /// One provider call for one task.
 struct provider_request {
@@ -43,4 +43,4 @@ public:
   virtual void send(provider_request request, provider_callback done) = 0;
 };
 
-} // namespace herald::channels
+} // namespace herald::providers

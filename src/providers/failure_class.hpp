@@ -1,6 +1,6 @@
 #pragma once
 
-#include "channels/provider.hpp"
+#include "providers/provider.hpp"
 
 #include <chrono>
 #include <optional>
@@ -8,7 +8,7 @@
 
 #include <curl/curl.h>
 
-namespace herald::channels {
+namespace herald::providers {
 
 /// Pure classification of what an HTTP provider answered (or failed to answer) into a
 /// provider_result. No I/O, no clock: "now" is passed in where a date must be read.
@@ -50,4 +50,4 @@ provider_result classify_transport(CURLcode code, std::string_view error_text = 
 std::optional<std::chrono::milliseconds>
 parse_retry_after(std::string_view value, std::chrono::system_clock::time_point now);
 
-} // namespace herald::channels
+} // namespace herald::providers

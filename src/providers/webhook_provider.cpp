@@ -1,9 +1,9 @@
-#include "channels/webhook_provider.hpp"
+#include "providers/webhook_provider.hpp"
 
-#include "channels/failure_class.hpp"
-#include "channels/webhook_signature.hpp"
 #include "domain/time.hpp"
 #include "observability/log.hpp"
+#include "providers/failure_class.hpp"
+#include "providers/webhook_signature.hpp"
 
 #include <deque>
 #include <mutex>
@@ -17,7 +17,7 @@
 #include <boost/json.hpp>
 #include <curl/curl.h>
 
-namespace herald::channels {
+namespace herald::providers {
 namespace {
 
 namespace json = boost::json;
@@ -426,4 +426,4 @@ void webhook_provider::send(provider_request request, provider_callback done) {
   }
 }
 
-} // namespace herald::channels
+} // namespace herald::providers
