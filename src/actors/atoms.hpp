@@ -38,6 +38,7 @@ CAF_ADD_ATOM(herald, herald::atoms, failover_atom, "failover")
 CAF_ADD_ATOM(herald, herald::atoms, replay_atom, "replay")
 CAF_ADD_ATOM(herald, herald::atoms, sweep_atom, "sweep")
 CAF_ADD_ATOM(herald, herald::atoms, letters_atom, "letters")
+CAF_ADD_ATOM(herald, herald::atoms, rewrite_atom, "rewrite")
 
 namespace herald::actors {
 
@@ -65,7 +66,6 @@ using task_ids = std::vector<std::string>;
 using maybe_message_view = std::optional<persistence::message_view>;
 using state_counts = std::vector<persistence::state_count>;
 using dead_letters = std::vector<persistence::dead_letter>;
-using maybe_claim_result = std::optional<persistence::claim_result>;
 
 /// herald's error codes inside CAF errors (category "herald").
 enum class errc : std::uint8_t {
@@ -100,6 +100,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::ready_callback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::letters_callback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::replay_callback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::dead_letters)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::maybe_claim_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::failover_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::state_change)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::replay_result)

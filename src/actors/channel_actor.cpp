@@ -29,6 +29,8 @@ std::string channel_settings::validate() const {
     return problem("circuit.failure_threshold must be >= 1");
   if (lease.count() <= 0)
     return problem("lease_ms must be > 0");
+  if (queue_limit < window)
+    return problem("queue_limit must be >= window");
   return "";
 }
 
@@ -67,15 +69,60 @@ int circuit_gauge(domain::circuit_breaker::state s) {
   return 0;
 }
 
+constexpr std::chrono::milliseconds first_rewrite_delay{100};
+constexpr std::chrono::milliseconds max_rewrite_delay{5000};
+
+std::string component_name(const channel_state& st) {
+  return "channel " + st.settings.name;
+}
+
+// A write failed: keep it and send it again, as it was, after a backoff; meanwhile the channel
+// takes no new task and says so on the health board.
+void rewrite_later(self_pointer self, std::function<void()> write, const caf::error& err,
+                   bool was_failing) {
+  auto& st = self->state;
+  if (!was_failing)
+    st.failing += 1;
+  st.metrics->store_write_retry(st.settings.name);
+  if (st.health)
+    st.health->report(component_name(st), "store writes failing (" + describe(err) + "); " +
+                                              std::to_string(st.failing) +
+                                              " held until recorded, no new task taken");
+  const bool timer_running = !st.rewrites.empty();
+  st.rewrites.push_back(std::move(write));
+  if (timer_running)
+    return;
+  st.rewrite_delay = st.rewrite_delay.count() == 0
+                         ? first_rewrite_delay
+                         : std::min(st.rewrite_delay * 2, max_rewrite_delay);
+  self->delayed_send(self, st.rewrite_delay, rewrite_atom_v);
+}
+
+void pump(self_pointer self);
+
+// A write answered (applied or not): if it had failed before, one fewer is failing; when none
+// is, the channel is well again and takes tasks.
+void write_answered(self_pointer self, bool was_failing) {
+  auto& st = self->state;
+  if (!was_failing)
+    return;
+  st.failing -= 1;
+  if (st.failing != 0)
+    return;
+  st.rewrite_delay = std::chrono::milliseconds{0};
+  if (st.health)
+    st.health->clear(component_name(st));
+  log::info("channel.store_writes_recovered", {{"channel", st.settings.name}});
+  pump(self);
+}
+
 void answer_drain_if_idle(channel_state& st) {
-  if (!st.draining || !st.calls.empty() || st.marking != 0 || st.writing != 0)
+  if (!st.draining || !st.calls.empty() || st.marking != 0 || st.writing != 0 || st.failing != 0)
     return;
   for (auto& waiter : st.drain_waiters)
     waiter.deliver(true);
   st.drain_waiters.clear();
 }
-
-void pump(self_pointer self);
 
 void queue_tick(self_pointer self, std::chrono::microseconds after) {
   if (self->state.tick_queued)
@@ -84,7 +131,7 @@ void queue_tick(self_pointer self, std::chrono::microseconds after) {
   self->delayed_send(self, std::max(after, std::chrono::microseconds{1000}), tick_atom_v);
 }
 
-void start_call(self_pointer self, domain::delivery task) {
+void start_call(self_pointer self, domain::delivery task, std::string take_token) {
   auto& st = self->state;
   if (task.state ==
       task_state::sending) { // recovered SENDING: the earlier call's outcome is unknown
@@ -99,7 +146,8 @@ void start_call(self_pointer self, domain::delivery task) {
       task.title,   task.body,    task.trace_id,  task.attempts + 1};
   auto task_id = task.task_id;
   task.state = task_state::sending;
-  st.calls.emplace(task_id, channel_state::call{std::move(task), st.clock->now()});
+  st.calls.emplace(task_id,
+                   channel_state::call{std::move(task), st.clock->now(), std::move(take_token)});
   auto handle = caf::actor_cast<channel_actor>(self);
   auto done = [handle, task_id](providers::provider_result result) {
     caf::anon_send(handle, result_atom_v, task_id, std::move(result));
@@ -113,28 +161,22 @@ void start_call(self_pointer self, domain::delivery task) {
 
 // Commits SENDING with our lease for `batch`, then calls the provider for each task whose
 // change applied. A task found SENDING by recovery goes the same way: the guarded change
-// renews the lease before the resend.
-void mark_and_send(self_pointer self, std::vector<domain::delivery> batch) {
+// renews the lease before the resend. Each change carries its take's token, so when the answer
+// is an error (the commit may have landed all the same) the same changes are sent again and the
+// store answers exactly which of them are ours.
+void commit_sending(self_pointer self, std::vector<domain::delivery> batch, state_changes changes,
+                    bool was_failing) {
   auto& st = self->state;
-  state_changes changes;
-  auto now = st.clock->now();
-  for (auto& task : batch) {
-    auto change = change_of(task, task_state::sending, task.attempts, now);
-    change.lease_owner = st.settings.node_id;
-    change.lease_until = now + st.settings.lease;
-    changes.push_back(std::move(change));
-  }
-  st.marking += batch.size();
-  self->request(st.store, st.settings.store_timeout, apply_atom_v, std::move(changes),
-                attempt_records{})
+  self->request(st.store, st.settings.store_timeout, apply_atom_v, changes, attempt_records{})
       .then(
-          [self, batch](task_ids& applied) mutable {
+          [self, batch, changes, was_failing](task_ids& applied) mutable {
             auto& st = self->state;
             st.marking -= batch.size();
             std::unordered_set<std::string> moved(applied.begin(), applied.end());
-            for (auto& task : batch) {
+            for (std::size_t i = 0; i < batch.size(); ++i) {
+              auto& task = batch[i];
               if (moved.count(task.task_id) != 0) {
-                start_call(self, std::move(task));
+                start_call(self, std::move(task), *changes[i].lease_token);
                 continue;
               }
               // Another sender got there first, or the task moved on: not ours to send.
@@ -145,104 +187,167 @@ void mark_and_send(self_pointer self, std::vector<domain::delivery> batch) {
                                                 {"task_id", task.task_id},
                                                 {"trace_id", task.trace_id}});
             }
+            write_answered(self, was_failing);
             answer_drain_if_idle(st);
             pump(self);
           },
-          [self, batch](caf::error& err) mutable {
-            auto& st = self->state;
-            st.marking -= batch.size();
+          [self, batch, changes, was_failing](caf::error& err) mutable {
             log::warn("channel.mark_sending_failed",
-                      {{"channel", st.settings.name}, {"error", describe(err)}});
-            // Nothing was committed: put the tasks back and try again in a moment.
-            for (auto it = batch.rbegin(); it != batch.rend(); ++it)
-              st.lanes[lane_of(it->priority)].push_front(std::move(*it));
-            if (std::any_of(batch.begin(), batch.end(),
-                            [&](auto& task) { return task.task_id == st.probe_task_id; }))
-              st.breaker->abandon_probe();
-            answer_drain_if_idle(st);
-            queue_tick(self, std::chrono::seconds{1});
+                      {{"channel", self->state.settings.name}, {"error", describe(err)}});
+            rewrite_later(
+                self,
+                [self, batch = std::move(batch), changes = std::move(changes)]() mutable {
+                  commit_sending(self, std::move(batch), std::move(changes), true);
+                },
+                err, was_failing);
           });
 }
 
-// Commits one change with its attempts; afterwards a RETRY_WAIT task goes to the timer.
+void mark_and_send(self_pointer self, std::vector<domain::delivery> batch) {
+  auto& st = self->state;
+  state_changes changes;
+  auto now = st.clock->now();
+  for (auto& task : batch) {
+    auto change = change_of(task, task_state::sending, task.attempts, now);
+    change.lease_owner = st.settings.node_id;
+    change.lease_until = now + st.settings.lease;
+    change.lease_token = st.take_prefix + std::to_string(++st.takes);
+    changes.push_back(std::move(change));
+  }
+  st.marking += batch.size();
+  commit_sending(self, std::move(batch), std::move(changes), false);
+}
+
+void after_recorded(self_pointer self, domain::delivery task, bool applied) {
+  auto& st = self->state;
+  st.known.erase(task.task_id);
+  if (!applied)
+    return;
+  if (task.state == task_state::retry_wait)
+    self->send(st.dispatcher, dispatch_atom_v, deliveries{std::move(task)});
+  else if (task.state == task_state::dead || task.state == task_state::failed)
+    st.metrics->dead_letter(st.settings.name);
+}
+
+// Commits one change with its attempts, until the store answers; afterwards a RETRY_WAIT task
+// goes to the timer. The task stays known meanwhile, so a sweep cannot send it again.
 void record(self_pointer self, domain::delivery task, persistence::state_change change,
-            attempt_records attempts) {
+            attempt_records attempts, bool was_failing = false) {
   auto& st = self->state;
   st.writing += 1;
   task.state = change.to;
   task.attempts = change.attempts;
   task.next_attempt_at = change.next_attempt_at;
-  self->request(st.store, st.settings.store_timeout, apply_atom_v, state_changes{change},
-                std::move(attempts))
+  self->request(st.store, st.settings.store_timeout, apply_atom_v, state_changes{change}, attempts)
       .then(
-          [self, task](task_ids& applied) mutable {
+          [self, task, was_failing](task_ids& applied) mutable {
             auto& st = self->state;
             st.writing -= 1;
-            if (!applied.empty()) {
-              if (task.state == task_state::retry_wait)
-                self->send(st.dispatcher, dispatch_atom_v, deliveries{std::move(task)});
-              else if (task.state == task_state::dead || task.state == task_state::failed)
-                st.metrics->dead_letter(st.settings.name);
-            }
+            after_recorded(self, std::move(task), !applied.empty());
+            write_answered(self, was_failing);
             answer_drain_if_idle(st);
           },
-          [self, task](caf::error& err) {
-            // The row keeps its earlier state (SENDING: recovery resends it with the same id).
+          [self, task, change, attempts, was_failing](caf::error& err) mutable {
+            // The outcome is known only here: keep it until it is recorded.
             auto& st = self->state;
             st.writing -= 1;
             log::error("channel.record_failed", {{"channel", st.settings.name},
                                                  {"task_id", task.task_id},
                                                  {"trace_id", task.trace_id},
                                                  {"error", describe(err)}});
-            answer_drain_if_idle(st);
+            rewrite_later(
+                self,
+                [self, task = std::move(task), change = std::move(change),
+                 attempts = std::move(attempts)]() mutable {
+                  record(self, std::move(task), std::move(change), std::move(attempts), true);
+                },
+                err, was_failing);
           });
+}
+
+void requeue(self_pointer self, domain::delivery task);
+
+// The fallback channel has its own task for this message already, so failing over would send
+// nothing: a task never tried waits for its own channel; a failed one ends as a dead letter
+// that says so (and can be replayed).
+void keep_despite_fallback(self_pointer self, domain::delivery task,
+                           persistence::state_change change, attempt_records attempts) {
+  auto& st = self->state;
+  log::warn("channel.fallback_exists", {{"channel", st.settings.name},
+                                        {"fallback", st.settings.fallback},
+                                        {"task_id", task.task_id},
+                                        {"trace_id", task.trace_id}});
+  if (change.to == task_state::suppressed) {
+    st.no_failover.insert(task.task_id);
+    requeue(self, std::move(task));
+    return;
+  }
+  change.last_error = "fallback_exists: '" + st.settings.fallback +
+                      "' has its own task for this message; " + change.last_error;
+  record(self, std::move(task), std::move(change), std::move(attempts));
+}
+
+void failed_over(self_pointer self, const domain::delivery& task, task_state to,
+                 const persistence::claim_result& claim, const domain::message_plan& plan) {
+  auto& st = self->state;
+  st.metrics->failover(st.settings.name, st.settings.fallback);
+  if (to == task_state::failed)
+    st.metrics->dead_letter(st.settings.name);
+  deliveries created;
+  for (auto& outcome : claim.tasks) {
+    if (!outcome.created) {
+      st.metrics->task_duplicate(outcome.channel);
+      continue;
+    }
+    st.metrics->task_created(outcome.channel);
+    created.push_back(domain::make_delivery(claim.message, plan.tasks.front()));
+  }
+  log::info("channel.failed_over", {{"channel", st.settings.name},
+                                    {"fallback", st.settings.fallback},
+                                    {"task_id", task.task_id},
+                                    {"trace_id", task.trace_id}});
+  if (!created.empty())
+    self->send(st.dispatcher, dispatch_atom_v, std::move(created));
 }
 
 // Applies `change` to the task and claims its fallback `plan` in one transaction, so the task
 // is never given up without its fallback, nor sent on both channels.
 void fail_over(self_pointer self, domain::delivery task, persistence::state_change change,
-               attempt_records attempts, domain::message_plan plan) {
+               attempt_records attempts, domain::message_plan plan, bool was_failing = false) {
   auto& st = self->state;
   st.writing += 1;
-  st.known.erase(task.task_id);
-  auto plan_copy = plan;
-  self->request(st.store, st.settings.store_timeout, failover_atom_v, change, std::move(attempts),
-                std::move(plan))
+  self->request(st.store, st.settings.store_timeout, failover_atom_v, change, attempts, plan)
       .then(
-          [self, task, plan_copy, to = change.to](maybe_claim_result& result) {
+          [self, task, change, attempts, plan,
+           was_failing](persistence::failover_result& result) mutable {
             auto& st = self->state;
             st.writing -= 1;
-            if (result) {
-              st.metrics->failover(st.settings.name, st.settings.fallback);
-              if (to == task_state::failed)
-                st.metrics->dead_letter(st.settings.name);
-              deliveries created;
-              for (auto& outcome : result->tasks) {
-                if (!outcome.created) {
-                  st.metrics->task_duplicate(outcome.channel);
-                  continue;
-                }
-                st.metrics->task_created(outcome.channel);
-                created.push_back(domain::make_delivery(result->message, plan_copy.tasks.front()));
-              }
-              log::info("channel.failed_over", {{"channel", st.settings.name},
-                                                {"fallback", st.settings.fallback},
-                                                {"task_id", task.task_id},
-                                                {"trace_id", task.trace_id},
-                                                {"created", created.empty() ? "false" : "true"}});
-              if (!created.empty())
-                self->send(st.dispatcher, dispatch_atom_v, std::move(created));
+            using outcome = persistence::failover_result::outcome;
+            if (result.result == outcome::fallback_exists) {
+              keep_despite_fallback(self, std::move(task), std::move(change), std::move(attempts));
+            } else {
+              st.known.erase(task.task_id);
+              if (result.result == outcome::failed_over)
+                failed_over(self, task, change.to, *result.claim, plan);
             }
+            write_answered(self, was_failing);
             answer_drain_if_idle(st);
           },
-          [self, task](caf::error& err) {
+          [self, task, change, attempts, plan, was_failing](caf::error& err) mutable {
             auto& st = self->state;
             st.writing -= 1;
             log::error("channel.failover_failed", {{"channel", st.settings.name},
                                                    {"task_id", task.task_id},
                                                    {"trace_id", task.trace_id},
                                                    {"error", describe(err)}});
-            answer_drain_if_idle(st);
+            rewrite_later(
+                self,
+                [self, task = std::move(task), change = std::move(change),
+                 attempts = std::move(attempts), plan = std::move(plan)]() mutable {
+                  fail_over(self, std::move(task), std::move(change), std::move(attempts),
+                            std::move(plan), true);
+                },
+                err, was_failing);
           });
 }
 
@@ -255,13 +360,15 @@ void fail_over_fresh_tasks(self_pointer self, domain::timestamp now) {
   for (auto& lane : st.lanes) {
     std::deque<domain::delivery> keep;
     for (auto& task : lane) {
-      auto plan = task.attempts == 0 && task.state == task_state::pending
+      auto plan = task.attempts == 0 && task.state == task_state::pending &&
+                          st.no_failover.count(task.task_id) == 0
                       ? domain::fallback_plan(task, st.settings.fallback, now)
                       : std::nullopt;
-      if (!plan) { // tried before, or no address for the fallback: wait for the circuit
+      if (!plan) { // tried before, no address for the fallback, or it has its own task: wait
         keep.push_back(std::move(task));
         continue;
       }
+      st.queued -= 1;
       auto change = change_of(task, task_state::suppressed, 0, now,
                               "failed over to " + st.settings.fallback + ": circuit open");
       fail_over(self, std::move(task), std::move(change), {}, std::move(*plan));
@@ -272,7 +379,6 @@ void fail_over_fresh_tasks(self_pointer self, domain::timestamp now) {
 
 void expire(self_pointer self, domain::delivery task) {
   auto& st = self->state;
-  st.known.erase(task.task_id);
   auto change = change_of(task, task_state::expired, task.attempts, st.clock->now(),
                           "expire_at passed before sending");
   record(self, std::move(task), std::move(change), {});
@@ -296,9 +402,16 @@ bool may_call(self_pointer self, domain::timestamp now) {
   return true;
 }
 
+void requeue(self_pointer self, domain::delivery task) {
+  auto& st = self->state;
+  st.queued += 1;
+  st.lanes[lane_of(task.priority)].push_back(std::move(task));
+  pump(self);
+}
+
 void pump(self_pointer self) {
   auto& st = self->state;
-  if (st.draining)
+  if (st.draining || st.failing != 0) // a failing store takes no new work
     return;
   auto now = st.clock->now();
   if (st.breaker->is_open(now))
@@ -314,12 +427,14 @@ void pump(self_pointer self) {
           domain::can_transition(task.state, task_state::expired)) {
         expire(self, std::move(task));
         lane.pop_front();
+        st.queued -= 1;
         continue;
       }
       if (task.send_at && *task.send_at > now) { // not yet: the timer holds it until send_at
         st.known.erase(task.task_id);
         self->send(st.dispatcher, dispatch_atom_v, deliveries{std::move(task)});
         lane.pop_front();
+        st.queued -= 1;
         continue;
       }
       if (!may_call(self, now))
@@ -334,17 +449,20 @@ void pump(self_pointer self) {
       st.bucket->try_take(now);
       to_mark.push_back(std::move(task));
       lane.pop_front();
+      st.queued -= 1;
     }
   }
   if (!to_mark.empty())
     mark_and_send(self, std::move(to_mark));
 }
 
-persistence::state_change outcome_change(channel_state& st, const domain::delivery& task,
+persistence::state_change outcome_change(channel_state& st, const channel_state::call& call,
                                          const providers::provider_result& result,
                                          domain::timestamp now) {
+  const auto& task = call.task;
   auto change = change_of(task, task_state::sent, task.attempts + 1, now);
   change.from = task_state::sending;
+  change.lease_token = call.take_token;
   switch (result.outcome) {
   case call_outcome::success:
     break;
@@ -398,10 +516,10 @@ void on_result(self_pointer self, const std::string& task_id,
   auto found = st.calls.find(task_id);
   if (found == st.calls.end())
     return;
-  auto task = std::move(found->second.task);
-  auto started_at = found->second.started_at;
+  auto finished = std::move(found->second);
   st.calls.erase(found);
-  st.known.erase(task_id);
+  auto& task = finished.task;
+  auto started_at = finished.started_at;
   if (task_id == st.probe_task_id)
     st.probe_task_id.clear();
   auto now = st.clock->now();
@@ -410,7 +528,7 @@ void on_result(self_pointer self, const std::string& task_id,
     st.metrics->delivery_latency(st.settings.name,
                                  std::chrono::duration<double>(now - task.accepted_at).count());
   observe_health(st, result, now);
-  auto change = outcome_change(st, task, result, now);
+  auto change = outcome_change(st, finished, result, now);
   attempt_records attempts{{task.task_id, change.attempts, task.provider_request_id,
                             std::string{to_string(result.outcome)}, result.detail, started_at,
                             now}};
@@ -450,13 +568,28 @@ channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_sta
   st.dispatcher = std::move(peers.dispatcher);
   st.metrics = std::move(peers.metrics);
   st.clock = std::move(peers.clock);
+  st.health = std::move(peers.health);
+  // Tokens name this actor's takes: unique across restarts and nodes without coordination.
+  std::uniform_int_distribution<std::uint64_t> any;
+  char prefix[32];
+  std::snprintf(prefix, sizeof(prefix), "%016llx-",
+                static_cast<unsigned long long>(any(st.jitter_rng)));
+  st.take_prefix = prefix;
   st.metrics->circuit_state(st.settings.name, 0);
   return {
       [self](dispatch_atom, deliveries& tasks) {
         auto& st = self->state;
-        for (auto& task : tasks)
-          if (st.known.insert(task.task_id).second)
-            st.lanes[lane_of(task.priority)].push_back(std::move(task));
+        for (auto& task : tasks) {
+          if (st.known.count(task.task_id) != 0)
+            continue;
+          if (st.queued >= st.settings.queue_limit) { // stays in the database for the sweep
+            st.metrics->queue_overflow(st.settings.name);
+            continue;
+          }
+          st.known.insert(task.task_id);
+          st.queued += 1;
+          st.lanes[lane_of(task.priority)].push_back(std::move(task));
+        }
         pump(self);
       },
       [self](result_atom, const std::string& task_id, const providers::provider_result& result) {
@@ -465,6 +598,12 @@ channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_sta
       [self](tick_atom) {
         self->state.tick_queued = false;
         pump(self);
+      },
+      [self](rewrite_atom) {
+        auto writes = std::move(self->state.rewrites);
+        self->state.rewrites.clear();
+        for (auto& write : writes)
+          write();
       },
       [self](drain_atom) -> caf::result<bool> {
         auto& st = self->state;

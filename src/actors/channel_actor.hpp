@@ -5,11 +5,13 @@
 #include "domain/circuit_breaker.hpp"
 #include "domain/rate_limit.hpp"
 #include "domain/time.hpp"
+#include "observability/health_board.hpp"
 #include "observability/metrics.hpp"
 
 #include <array>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -36,6 +38,8 @@ struct channel_settings {
   std::chrono::milliseconds lease{60000}; ///< how long a SENDING task is ours; > provider timeout
   std::string node_id;                    ///< lease owner name of this process
   std::chrono::milliseconds store_timeout{10000};
+  /// Tasks queued in memory at most; beyond it they wait in the database for the next sweep.
+  std::size_t queue_limit = 10000;
 
   /// An empty string when valid, else the reason.
   std::string validate() const;
@@ -45,13 +49,21 @@ struct channel_settings {
 /// token bucket, the in-flight window and the circuit breaker allow, is committed as SENDING
 /// with a lease (in a batch with its neighbours), and only then handed to the provider.
 /// Results are committed in batches too; retries wait in the retry timer. While the circuit
-/// is open, tasks never tried fail over to the fallback channel.
+/// is open, tasks never tried fail over to the fallback channel — unless that channel has its
+/// own task for the message already: then they wait for this channel.
+///
+/// A write whose answer is an error may still have committed (a lost acknowledgement), and a
+/// provider's answer is known nowhere else: so a failed write is never dropped nor guessed at.
+/// It is sent again, as it was, after a backoff, until the store answers; each SENDING commit
+/// carries a token unique to its take, so the store recognises its own earlier commit. While
+/// any write is failing, the channel takes no new task and names itself on the health board.
 struct channel_state {
   static constexpr const char* name = "channel";
 
   struct call {
     domain::delivery task;
     domain::timestamp started_at;
+    std::string take_token; ///< of the SENDING commit; the outcome's change carries it too
   };
 
   channel_settings settings;
@@ -60,15 +72,23 @@ struct channel_state {
   dispatcher_actor dispatcher; ///< takes fallback tasks, and retries (it hands them to the timer)
   std::shared_ptr<herald::metrics> metrics;
   std::shared_ptr<const domain::clock> clock;
+  std::shared_ptr<health_board> health;
   std::optional<domain::token_bucket> bucket;
   std::optional<domain::circuit_breaker> breaker;
   std::string probe_task_id;        ///< the half-open probe, while it is on its way
   domain::timestamp paused_until{}; ///< throttled by the provider until then
   std::array<std::deque<domain::delivery>, 3> lanes; ///< by domain::priority
-  std::unordered_set<std::string> known;             ///< queued, being marked or in flight
-  std::unordered_map<std::string, call> calls;       ///< in flight, by task id
-  std::size_t marking = 0;                           ///< waiting for the SENDING commit
-  std::size_t writing = 0;                           ///< results waiting for their commit
+  std::size_t queued = 0;                            ///< tasks in the lanes
+  std::unordered_set<std::string> known; ///< queued, being marked, in flight or being recorded
+  std::unordered_set<std::string> no_failover; ///< their fallback has its own task already
+  std::unordered_map<std::string, call> calls; ///< in flight, by task id
+  std::size_t marking = 0;                     ///< waiting for the SENDING commit
+  std::size_t writing = 0;                     ///< results waiting for their commit
+  std::string take_prefix;                     ///< unique to this actor: tokens never repeat
+  std::uint64_t takes = 0;
+  std::vector<std::function<void()>> rewrites; ///< failed writes, to be sent again as they were
+  std::size_t failing = 0;                     ///< writes failed and not yet answered since
+  std::chrono::milliseconds rewrite_delay{0};
   bool tick_queued = false;
   bool draining = false;
   std::vector<caf::typed_response_promise<bool>> drain_waiters;
@@ -81,6 +101,7 @@ struct channel_peers {
   dispatcher_actor dispatcher; ///< takes fallback tasks, and retries (it hands them to the timer)
   std::shared_ptr<herald::metrics> metrics;
   std::shared_ptr<const domain::clock> clock;
+  std::shared_ptr<health_board> health; ///< where the channel says it stopped; may be null
 };
 
 channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_state> self,

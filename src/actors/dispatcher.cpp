@@ -19,7 +19,8 @@ using self_pointer = dispatcher_actor::stateful_pointer<dispatcher_state>;
 void start_channel(self_pointer self, const std::string& name) {
   auto& st = self->state;
   auto& spec = st.specs.at(name);
-  channel_peers peers{st.store, caf::actor_cast<dispatcher_actor>(self), st.metrics, st.clock};
+  channel_peers peers{st.store, caf::actor_cast<dispatcher_actor>(self), st.metrics, st.clock,
+                      nullptr};
   // Monitored, not linked: an exit with reason `kill` bypasses exit handlers in CAF 0.17, so a
   // killed channel would take the dispatcher and every other channel with it.
   st.channels[name] = self->spawn<caf::monitored>(channel, spec.settings, spec.provider, peers);

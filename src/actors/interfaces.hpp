@@ -18,10 +18,10 @@ using store_writer_actor = caf::typed_actor<
     caf::replies_to<claim_atom, domain::message_plan>::with<persistence::claim_result>,
     /// Applies guarded state changes and records attempts; answers the ids that applied.
     caf::replies_to<apply_atom, state_changes, attempt_records>::with<task_ids>,
-    /// Applies a task's change and claims its fallback in one transaction; none when the
-    /// change did not apply (someone else moved the task first).
+    /// Applies a task's change and claims its fallback in one transaction, or writes nothing
+    /// (the task moved on, or the fallback's task exists already).
     caf::replies_to<failover_atom, persistence::state_change, attempt_records,
-                    domain::message_plan>::with<maybe_claim_result>,
+                    domain::message_plan>::with<persistence::failover_result>,
     /// Moves a dead letter back to PENDING at the given time (replaying twice replays once).
     caf::replies_to<replay_atom, std::string, domain::timestamp>::with<persistence::replay_result>,
     /// Commits what has been collected (sent to itself).
@@ -63,6 +63,8 @@ using channel_actor = caf::typed_actor<
     caf::reacts_to<result_atom, std::string, providers::provider_result>,
     /// The rate limiter may have tokens again (sent to itself).
     caf::reacts_to<tick_atom>,
+    /// Sends the writes that failed again, as they were (sent to itself after a backoff).
+    caf::reacts_to<rewrite_atom>,
     /// Stops starting calls; answers once every call in flight is recorded.
     caf::replies_to<drain_atom>::with<bool>>;
 

@@ -133,7 +133,7 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
       },
       [self](failover_atom, const persistence::state_change& change,
              const attempt_records& attempts,
-             const domain::message_plan& fallback) -> caf::result<maybe_claim_result> {
+             const domain::message_plan& fallback) -> caf::result<persistence::failover_result> {
         auto& st = self->state;
         flush(st); // what came before is committed before, as in a batch
         try {

@@ -80,7 +80,8 @@ bool is_terminal(task_state state) {
 }
 
 bool can_replay(task_state state) {
-  return state == task_state::dead || state == task_state::failed;
+  return state == task_state::dead || state == task_state::failed ||
+         state == task_state::suppressed;
 }
 
 } // namespace herald::domain

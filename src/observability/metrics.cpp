@@ -65,6 +65,17 @@ struct metrics::families {
                          .Name("herald_dead_letters_total")
                          .Help("Tasks that ended DEAD (attempts exhausted) or FAILED (permanent)")
                          .Register(r)),
+        store_write_retries(
+            prometheus::BuildCounter()
+                .Name("herald_store_write_retries_total")
+                .Help("Channel writes (SENDING commits, outcomes, failovers) that failed and were "
+                      "sent again as they were")
+                .Register(r)),
+        queue_overflows(prometheus::BuildCounter()
+                            .Name("herald_channel_queue_overflows_total")
+                            .Help("Tasks a full channel queue left in the database for the next "
+                                  "sweep")
+                            .Register(r)),
         failovers(prometheus::BuildCounter()
                       .Name("herald_failovers_total")
                       .Help("Tasks handed from a channel to its fallback channel")
@@ -95,6 +106,8 @@ struct metrics::families {
   prometheus::Family<prometheus::Counter>& provider_calls;
   prometheus::Family<prometheus::Counter>& ambiguous_resends;
   prometheus::Family<prometheus::Counter>& dead_letters;
+  prometheus::Family<prometheus::Counter>& store_write_retries;
+  prometheus::Family<prometheus::Counter>& queue_overflows;
   prometheus::Family<prometheus::Counter>& failovers;
   prometheus::Family<prometheus::Gauge>& circuit_state;
   prometheus::Family<prometheus::Gauge>& retry_queue_depth;
@@ -138,6 +151,14 @@ void metrics::ambiguous_resend(const std::string& channel) {
 
 void metrics::dead_letter(const std::string& channel) {
   families_->dead_letters.Add({{"channel", channel}}).Increment();
+}
+
+void metrics::store_write_retry(const std::string& channel) {
+  families_->store_write_retries.Add({{"channel", channel}}).Increment();
+}
+
+void metrics::queue_overflow(const std::string& channel) {
+  families_->queue_overflows.Add({{"channel", channel}}).Increment();
 }
 
 void metrics::failover(const std::string& from, const std::string& to) {

@@ -29,6 +29,8 @@ public:
   void provider_call(const std::string& channel, call_outcome outcome);
   void ambiguous_resend(const std::string& channel);
   void dead_letter(const std::string& channel);
+  void store_write_retry(const std::string& channel);
+  void queue_overflow(const std::string& channel);
   void failover(const std::string& from, const std::string& to);
   /// 0 closed, 1 open, 2 half-open.
   void circuit_state(const std::string& channel, int state);

@@ -4,6 +4,7 @@
 #include "persistence/schema.hpp"
 #include "persistence/sql.hpp"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -269,9 +270,9 @@ const std::vector<json_column> key_columns = {{"slot", bigint}, text{"tenant"}, 
                                               text{"biz_id"},   text{"user_id"}, text{"channel"}};
 
 const std::vector<json_column> change_columns = {
-    text{"task_id"},           text{"from_status"}, text{"to_status"},
-    {"attempt_count", bigint}, {"next_at", bigint}, text{"error_text"},
-    {"changed_at", bigint},    text{"lease_owner"}, {"lease_until", bigint}};
+    text{"task_id"},         text{"from_status"}, text{"to_status"},      {"attempt_count", bigint},
+    {"next_at", bigint},     text{"error_text"},  {"changed_at", bigint}, text{"lease_owner"},
+    {"lease_until", bigint}, text{"lease_token"}};
 
 const std::vector<json_column> attempt_row_columns = {
     text{"task_id"}, {"attempt_no", bigint}, text{"provider_request_id"}, text{"outcome"},
@@ -398,6 +399,10 @@ struct apply_batch {
       else
         rows.null();
       rows.time(micros_of(c.lease_until));
+      if (c.lease_token)
+        rows.text(*c.lease_token);
+      else
+        rows.null();
     }
     for (const auto& a : attempt_records) {
       attempts.add_row();
@@ -494,16 +499,19 @@ std::vector<std::unordered_set<std::string>> sql_task_store::run_changes(const a
       "UPDATE tasks SET status = r.to_status, attempts = r.attempt_count, "
       "next_attempt_at = r.next_at, last_error = COALESCE(NULLIF(r.error_text, ''), "
       "tasks.last_error), updated_at = r.changed_at, lease_owner = r.lease_owner, "
-      "lease_until = r.lease_until FROM " +
+      "lease_until = r.lease_until, lease_token = r.lease_token FROM " +
       dialect_.json_rows("rows", change_columns) +
-      " WHERE tasks.id = r.task_id AND tasks.status = r.from_status"
+      " WHERE tasks.id = r.task_id AND ((tasks.status = r.from_status"
       // Taking a SENDING task over (SENDING -> SENDING) needs its lease to have run out, or
       // to be ours already: of two nodes sweeping one expired lease, one wins.
       " AND (r.from_status <> '" +
       state_text(domain::task_state::sending) + "' OR r.to_status <> '" +
       state_text(domain::task_state::sending) +
       "' OR tasks.lease_until IS NULL OR tasks.lease_until <= r.changed_at"
-      " OR tasks.lease_owner = r.lease_owner) RETURNING id";
+      " OR tasks.lease_owner = r.lease_owner))"
+      // The same change again, its first answer lost: the row is where it took it.
+      " OR (r.lease_token IS NOT NULL AND tasks.status = r.to_status"
+      " AND tasks.lease_token = r.lease_token)) RETURNING id";
   std::vector<std::unordered_set<std::string>> applied_in(batch.rounds.size());
   for (std::size_t round = 0; round < batch.rounds.size(); ++round)
     for (const auto& row : statements_->fetch(update, {batch.rounds[round].finish()}, 1))
@@ -550,24 +558,40 @@ std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& 
   return ids;
 }
 
-std::optional<claim_result> sql_task_store::fail_over(const state_change& change,
-                                                      const std::vector<attempt_record>& attempts,
-                                                      const domain::message_plan& fallback) {
+namespace {
+
+// Thrown inside a failover transaction to roll it back: the fallback's task was there already.
+struct fallback_task_exists {};
+
+} // namespace
+
+failover_result sql_task_store::fail_over(const state_change& change,
+                                          const std::vector<attempt_record>& attempts,
+                                          const domain::message_plan& fallback) {
   const apply_batch changes(dialect_, {change}, attempts);
   const std::vector<domain::message_plan> plans{fallback};
   const claim_batch claims(dialect_, plans);
   using claimed =
       std::pair<std::vector<claim_answer>, std::unordered_map<std::string, domain::message_record>>;
-  auto answers = in_transaction("fail_over", [&]() -> std::optional<claimed> {
-    if (run_changes(changes).at(0).count(change.task_id) == 0)
-      return std::nullopt; // the task moved on: nothing written, nothing claimed
-    run_attempts(changes);
-    auto claimed_answers = run_claim(claims);
-    return claimed{std::move(claimed_answers), stored_messages(plans)};
-  });
+  std::optional<claimed> answers;
+  try {
+    answers = in_transaction("fail_over", [&]() -> std::optional<claimed> {
+      if (run_changes(changes).at(0).count(change.task_id) == 0)
+        return std::nullopt; // the task moved on: nothing written, nothing claimed
+      run_attempts(changes);
+      auto claimed_answers = run_claim(claims);
+      if (std::any_of(claimed_answers.begin(), claimed_answers.end(),
+                      [](const claim_answer& a) { return !a.created; }))
+        throw fallback_task_exists{}; // giving the task up would send nothing: roll back
+      return claimed{std::move(claimed_answers), stored_messages(plans)};
+    });
+  } catch (const fallback_task_exists&) {
+    return {failover_result::outcome::fallback_exists, std::nullopt};
+  }
   if (!answers)
-    return std::nullopt;
-  return claim_results(plans, claims, answers->first, answers->second).at(0);
+    return {failover_result::outcome::moved_on, std::nullopt};
+  return {failover_result::outcome::failed_over,
+          claim_results(plans, claims, answers->first, answers->second).at(0)};
 }
 
 std::optional<message_view> sql_task_store::find_message(const std::string& message_id) {
@@ -670,15 +694,19 @@ std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& ch
     return {};
   using domain::task_state;
   const std::string of_channel = " AND (CAST(:channel# AS TEXT) = '' OR channel = :other_channel#)";
-  const std::string tasks_query =
-      "SELECT t.message_id, " + task_view_columns + " FROM (" +
-      page_of_ids({{task_state::dead, of_channel}, {task_state::failed, of_channel}}, limit) +
-      ") AS page JOIN tasks t ON t.id = page.id ORDER BY t.id LIMIT " + std::to_string(limit);
+  const std::string tasks_query = "SELECT t.message_id, " + task_view_columns + " FROM (" +
+                                  page_of_ids({{task_state::dead, of_channel},
+                                               {task_state::failed, of_channel},
+                                               {task_state::suppressed, of_channel}},
+                                              limit) +
+                                  ") AS page JOIN tasks t ON t.id = page.id ORDER BY t.id LIMIT " +
+                                  std::to_string(limit);
   return outside_transaction("list_dead_letters", [&] {
     std::vector<dead_letter> letters;
-    for (const auto& row : statements_->fetch(
-             tasks_query, {channel, channel, after_task_id, channel, channel, after_task_id},
-             1 + task_view_column_count)) {
+    for (const auto& row : statements_->fetch(tasks_query,
+                                              {channel, channel, after_task_id, channel, channel,
+                                               after_task_id, channel, channel, after_task_id},
+                                              1 + task_view_column_count)) {
       dead_letter letter;
       letter.message_id = text_of(row[0]);
       letter.task = task_view_of(sql_row(row.begin() + 1, row.end()));
@@ -693,14 +721,14 @@ std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& ch
 }
 
 replay_result sql_task_store::replay(const std::string& task_id, domain::timestamp now) {
-  // One guarded statement decides: of two concurrent replays, exactly one finds the row DEAD or
-  // FAILED. The attempt count is kept (attempts already made stay counted).
-  const std::string update = "UPDATE tasks SET status = '" +
-                             state_text(domain::task_state::pending) +
-                             "', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL, "
-                             "updated_at = CAST(:now AS BIGINT) WHERE id = :id AND status IN ('" +
-                             state_text(domain::task_state::dead) + "', '" +
-                             state_text(domain::task_state::failed) + "') RETURNING id";
+  // One guarded statement decides: of two concurrent replays, exactly one finds the row DEAD,
+  // FAILED or SUPPRESSED. The attempt count is kept (attempts already made stay counted).
+  const std::string update =
+      "UPDATE tasks SET status = '" + state_text(domain::task_state::pending) +
+      "', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL, "
+      "updated_at = CAST(:now AS BIGINT) WHERE id = :id AND status IN ('" +
+      state_text(domain::task_state::dead) + "', '" + state_text(domain::task_state::failed) +
+      "', '" + state_text(domain::task_state::suppressed) + "') RETURNING id";
   const std::string select_delivery = "SELECT " + delivery_columns +
                                       " FROM tasks t JOIN messages m ON m.id = t.message_id "
                                       "WHERE t.id = :id";
@@ -731,6 +759,18 @@ std::vector<state_count> sql_task_store::count_by_state() {
              "SELECT status, COUNT(*) FROM tasks GROUP BY status ORDER BY status", {}, 2))
       counts.push_back(state_count{state_of(row[0]), static_cast<std::uint64_t>(to_int(row[1]))});
     return counts;
+  });
+}
+
+std::size_t sql_task_store::release_leases(const std::string& lease_owner, domain::timestamp now) {
+  const std::string update =
+      "UPDATE tasks SET lease_until = CAST(:now AS BIGINT) WHERE status = '" +
+      state_text(domain::task_state::sending) +
+      "' AND lease_owner = :owner AND lease_until > CAST(:later AS BIGINT) "
+      "RETURNING id";
+  return in_transaction("release_leases", [&] {
+    const auto now_text = micros_text(now);
+    return statements_->fetch(update, {now_text, lease_owner, now_text}, 1).size();
   });
 }
 

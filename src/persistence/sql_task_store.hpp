@@ -34,9 +34,8 @@ public:
   std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans) override;
   std::vector<std::string> apply(const std::vector<state_change>& changes,
                                  const std::vector<attempt_record>& attempts) override;
-  std::optional<claim_result> fail_over(const state_change& change,
-                                        const std::vector<attempt_record>& attempts,
-                                        const domain::message_plan& fallback) override;
+  failover_result fail_over(const state_change& change, const std::vector<attempt_record>& attempts,
+                            const domain::message_plan& fallback) override;
   std::optional<message_view> find_message(const std::string& message_id) override;
   std::vector<domain::delivery> load_unfinished(const std::string& after_task_id, std::size_t limit,
                                                 domain::timestamp now) override;
@@ -45,6 +44,7 @@ public:
                                              std::size_t limit) override;
   replay_result replay(const std::string& task_id, domain::timestamp now) override;
   std::vector<state_count> count_by_state() override;
+  std::size_t release_leases(const std::string& lease_owner, domain::timestamp now) override;
   void ping() override;
 
 private:

@@ -52,6 +52,11 @@ struct state_change {
   /// (nullopt clears it), so changes away from SENDING release the lease.
   std::optional<std::string> lease_owner;
   std::optional<domain::timestamp> lease_until;
+  /// The take this change belongs to: unique per SENDING commit, and carried by the changes
+  /// that record its outcome. A change whose answer was lost (a timeout, a failed commit that
+  /// did commit) is sent again as it was; finding the row already in `to` with this token, the
+  /// store answers it as applied instead of refusing it. nullopt: no take (expiry, failover).
+  std::optional<std::string> lease_token;
 };
 
 /// One provider call, as recorded.
@@ -86,8 +91,8 @@ struct message_view {
   std::vector<task_view> tasks;
 };
 
-/// A task that will not be sent without an operator: DEAD (attempts exhausted) or FAILED
-/// (permanent error).
+/// A task that will not be sent without an operator: DEAD (attempts exhausted), FAILED
+/// (permanent error) or SUPPRESSED (failed over to another channel).
 struct dead_letter {
   std::string message_id;
   task_view task;
@@ -98,11 +103,23 @@ struct replay_result {
   enum class outcome {
     replayed,      ///< moved back to PENDING; `task` is ready to dispatch
     not_found,     ///< no such task
-    not_replayable ///< the task is not DEAD or FAILED (e.g. already replayed): nothing changed
+    not_replayable ///< not DEAD, FAILED or SUPPRESSED (e.g. already replayed): nothing changed
   };
   outcome result = outcome::not_found;
   std::optional<domain::delivery> task;
   domain::task_state state = domain::task_state::pending; ///< state after the call
+};
+
+/// What a failover did.
+struct failover_result {
+  enum class outcome {
+    failed_over,     ///< the change applied and `claim` created the fallback task
+    moved_on,        ///< the task was no longer in `from`: nothing written
+    fallback_exists, ///< the fallback's task already existed: nothing written, so the task
+                     ///< must wait for its own channel or end as a dead letter
+  };
+  outcome result = outcome::moved_on;
+  std::optional<claim_result> claim; ///< with failed_over
 };
 
 /// Counts of tasks per state, for accounting checks.
@@ -129,12 +146,13 @@ public:
                                          const std::vector<attempt_record>& attempts) = 0;
 
   /// Failover in one transaction: applies the guarded `change` to the failing task (with its
-  /// `attempts`) and, only if it applied, claims `fallback` (a plan from domain::fallback_plan,
-  /// whose message row already exists) exactly as claim() would. nullopt when the change did
-  /// not apply; then nothing was written.
-  virtual std::optional<claim_result> fail_over(const state_change& change,
-                                                const std::vector<attempt_record>& attempts,
-                                                const domain::message_plan& fallback) = 0;
+  /// `attempts`) and claims `fallback` (a plan from domain::fallback_plan, whose message row
+  /// already exists) exactly as claim() would. Commits only when both happened: when the change
+  /// does not apply, or the fallback's task already exists (the fallback channel has, or had,
+  /// its own task for this message, so failing over would send nothing new), nothing is written.
+  virtual failover_result fail_over(const state_change& change,
+                                    const std::vector<attempt_record>& attempts,
+                                    const domain::message_plan& fallback) = 0;
 
   /// The message, its tasks and their attempts; nullopt if unknown.
   virtual std::optional<message_view> find_message(const std::string& message_id) = 0;
@@ -145,18 +163,24 @@ public:
   virtual std::vector<domain::delivery>
   load_unfinished(const std::string& after_task_id, std::size_t limit, domain::timestamp now) = 0;
 
-  /// DEAD and FAILED tasks, optionally of one channel (empty: all), after `after_task_id` in
-  /// task-id order (paging).
+  /// DEAD, FAILED and SUPPRESSED tasks, optionally of one channel (empty: all), after
+  /// `after_task_id` in task-id order (paging).
   virtual std::vector<dead_letter> list_dead_letters(const std::string& channel,
                                                      const std::string& after_task_id,
                                                      std::size_t limit) = 0;
 
-  /// Moves a DEAD or FAILED task back to PENDING (same key, same id, attempt count kept), in
-  /// one guarded statement: replaying twice replays once.
+  /// Moves a DEAD, FAILED or SUPPRESSED task back to PENDING (same key, same id, attempt count
+  /// kept), in one guarded statement: replaying twice replays once.
   virtual replay_result replay(const std::string& task_id, domain::timestamp now) = 0;
 
   /// Task counts per state.
   virtual std::vector<state_count> count_by_state() = 0;
+
+  /// Ends every lease `lease_owner` holds on a SENDING task, as of `now`: a node restarting
+  /// under its old name does this before recovery, so the calls its previous process left
+  /// unanswered are resent at once (with their provider request ids) instead of after the
+  /// lease. Only safe while no live process holds that name. Returns how many were released.
+  virtual std::size_t release_leases(const std::string& lease_owner, domain::timestamp now) = 0;
 
   /// Cheap round trip proving the database answers; throws store_error if not.
   virtual void ping() = 0;

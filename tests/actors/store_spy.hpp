@@ -37,10 +37,9 @@ public:
     return real_->apply(changes_in, attempts);
   }
 
-  std::optional<persistence::claim_result>
-  fail_over(const persistence::state_change& change,
-            const std::vector<persistence::attempt_record>& attempts,
-            const domain::message_plan& fallback) override {
+  persistence::failover_result fail_over(const persistence::state_change& change,
+                                         const std::vector<persistence::attempt_record>& attempts,
+                                         const domain::message_plan& fallback) override {
     ++apply_batches;
     changes.push_back(change);
     return real_->fail_over(change, attempts, fallback);
@@ -67,6 +66,10 @@ public:
 
   std::vector<persistence::state_count> count_by_state() override {
     return real_->count_by_state();
+  }
+
+  std::size_t release_leases(const std::string& lease_owner, domain::timestamp now) override {
+    return real_->release_leases(lease_owner, now);
   }
 
   void ping() override { real_->ping(); }

@@ -87,4 +87,12 @@ BOOST_AUTO_TEST_CASE(terminal_states_never_lead_to_a_provider_call) {
       BOOST_TEST(!can_transition(state, task_state::sending), to_string(state));
 }
 
+BOOST_AUTO_TEST_CASE(dead_letters_and_failed_over_tasks_are_replayable) {
+  // SUPPRESSED tasks failed over to another channel: an operator may still want the original.
+  const std::set<task_state> replayable = {task_state::dead, task_state::failed,
+                                           task_state::suppressed};
+  for (task_state state : all_states)
+    BOOST_TEST(can_replay(state) == (replayable.count(state) == 1), to_string(state));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -33,6 +33,8 @@ BOOST_AUTO_TEST_CASE(counters_render_with_exact_names_and_labels) {
   m.provider_call("sms", herald::call_outcome::success);
   m.provider_call("sms", herald::call_outcome::timeout);
   m.ambiguous_resend("app");
+  m.store_write_retry("sms");
+  m.queue_overflow("email");
 
   const std::string text = m.render();
   BOOST_TEST_INFO(text);
@@ -43,6 +45,8 @@ BOOST_AUTO_TEST_CASE(counters_render_with_exact_names_and_labels) {
   BOOST_TEST(has_line(text, R"(herald_provider_calls_total{channel="sms",outcome="success"} 2)"));
   BOOST_TEST(has_line(text, R"(herald_provider_calls_total{channel="sms",outcome="timeout"} 1)"));
   BOOST_TEST(has_line(text, R"(herald_ambiguous_resends_total{channel="app"} 1)"));
+  BOOST_TEST(has_line(text, R"(herald_store_write_retries_total{channel="sms"} 1)"));
+  BOOST_TEST(has_line(text, R"(herald_channel_queue_overflows_total{channel="email"} 1)"));
   BOOST_TEST(has_line(text, "# TYPE herald_tasks_created_total counter"));
   // The serializer must not append a second suffix.
   BOOST_TEST(text.find("_total_total") == std::string::npos);
