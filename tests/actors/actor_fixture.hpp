@@ -14,6 +14,7 @@
 #include "domain/validation.hpp"
 #include "observability/log.hpp"
 #include "observability/metrics.hpp"
+#include "persistence/faulty_task_store.hpp"
 #include "persistence/task_store.hpp"
 #include "store_spy.hpp"
 
@@ -64,6 +65,8 @@ struct actor_fixture {
   persistence::database_url url;
   std::unique_ptr<persistence::task_store> db; ///< the test's own connection: seeds, inspects
   std::shared_ptr<store_spy> writer_store;     ///< the store writer's connection, counted
+  /// What the store writer writes through: a test scripts failures and delays of its writes.
+  std::shared_ptr<persistence::faulty_task_store> faulty_store;
   std::shared_ptr<persistence::task_store> reader_store;
   std::shared_ptr<domain::manual_clock> clock =
       std::make_shared<domain::manual_clock>(domain::from_unix_micros(1'790'000'000'000'000));
@@ -92,6 +95,8 @@ struct actor_fixture {
     url = persistence::parse_database_url("sqlite:" + (folder / "herald.db").string());
     db = persistence::open_task_store(url, true);
     writer_store = std::make_shared<store_spy>(persistence::open_task_store(url, false));
+    faulty_store =
+        std::make_shared<persistence::faulty_task_store>(writer_store, persistence::store_faults{});
     reader_store = persistence::open_task_store(url, false);
     rules.channels = {"sms", "email", "push"};
     rules.default_route = {"sms"};
@@ -133,9 +138,10 @@ struct actor_fixture {
     return handle;
   }
 
-  /// A store writer on the counted connection; not detached, so it runs on the test thread.
+  /// A store writer on the counted, fault-injecting connection; not detached, so it runs on
+  /// the test thread.
   actors::store_writer_actor spawn_writer(actors::store_writer_config config = {}) {
-    return spawn(actors::store_writer, std::shared_ptr<persistence::task_store>{writer_store},
+    return spawn(actors::store_writer, std::shared_ptr<persistence::task_store>{faulty_store},
                  config);
   }
 

@@ -1,62 +1,11 @@
-#include "actor_fixture.hpp"
-#include "actors/channel_actor.hpp"
-#include "actors/dispatcher.hpp"
-#include "recording_provider.hpp"
+#include "channel_fixture.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 using namespace herald;
 using domain::task_state;
+using test::channel_fixture;
 using test::recording_provider;
-
-namespace {
-
-struct channel_fixture : test::actor_fixture {
-  std::shared_ptr<recording_provider> provider = std::make_shared<recording_provider>();
-  actors::store_writer_actor writer = spawn_writer();
-  actors::store_reader_actor reader = spawn_reader();
-
-  ~channel_fixture() { provider->drop_held(); } // held callbacks hold the channel's handle
-
-  static actors::channel_settings settings() {
-    actors::channel_settings s;
-    s.name = "sms";
-    s.rate_per_sec = 1000;
-    s.burst = 1000;
-    s.window = 64;
-    s.retry = domain::retry_policy{{std::chrono::milliseconds{1000}}, 0.0, 3};
-    return s;
-  }
-
-  /// The channel under its real dispatcher, which also owns the retry timer; tests talk to
-  /// the dispatcher, which hands everything to the one channel.
-  actors::dispatcher_actor spawn_channel(actors::channel_settings s = settings()) {
-    BOOST_REQUIRE_EQUAL(s.validate(), "");
-    actors::channel_spec spec{s, std::shared_ptr<providers::provider_adapter>{provider}};
-    return spawn(actors::dispatcher, std::vector<actors::channel_spec>{spec}, writer, reader,
-                 metrics, std::shared_ptr<const domain::clock>{clock}, actors::dispatcher_config{});
-  }
-
-  void dispatch(const actors::dispatcher_actor& channel, actors::deliveries tasks) {
-    caf::anon_send(channel, actors::dispatch_atom_v, std::move(tasks));
-    run();
-  }
-
-  std::string state(const std::string& task_id) {
-    return std::string{to_string(task(task_id).state)};
-  }
-
-  /// n messages on sms, seeded PENDING; their task ids in order.
-  std::vector<std::string> seed_sms(int n, domain::priority p = domain::priority::normal,
-                                    const std::string& prefix = "order-") {
-    std::vector<domain::message_plan> plans;
-    for (int i = 0; i < n; ++i)
-      plans.push_back(plan(prefix + std::to_string(i), {"sms"}, p));
-    return seed(plans);
-  }
-};
-
-} // namespace
 
 BOOST_FIXTURE_TEST_SUITE(channel_actor_tests, channel_fixture)
 

@@ -1,0 +1,120 @@
+#include "persistence/faulty_task_store.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace herald::persistence {
+
+std::string store_faults::validate() const {
+  if (!(write_failure_rate >= 0 && write_failure_rate <= 1))
+    return "store.faults.write_failure_rate must be within [0, 1]";
+  if (!(lost_answer_share >= 0 && lost_answer_share <= 1))
+    return "store.faults.lost_answer_share must be within [0, 1]";
+  return "";
+}
+
+faulty_task_store::faulty_task_store(std::shared_ptr<task_store> real, store_faults faults)
+    : real_(std::move(real)), faults_(faults), rng_(faults.seed) {}
+
+void faulty_task_store::script(std::size_t nth, fault what, std::chrono::milliseconds delay) {
+  std::lock_guard lock{mutex_};
+  scripted_.push_back({writes_ + nth, what, delay});
+}
+
+std::uint64_t faulty_task_store::writes() const {
+  std::lock_guard lock{mutex_};
+  return writes_;
+}
+
+std::uint64_t faulty_task_store::failed_writes() const {
+  std::lock_guard lock{mutex_};
+  return failed_;
+}
+
+std::optional<faulty_task_store::planned> faulty_task_store::next_fault() {
+  std::lock_guard lock{mutex_};
+  const auto write_no = ++writes_;
+  std::optional<planned> chosen;
+  auto due = std::find_if(scripted_.begin(), scripted_.end(),
+                          [&](const planned& p) { return p.write_no == write_no; });
+  if (due != scripted_.end()) {
+    chosen = *due;
+    scripted_.erase(due);
+  } else if (faults_.write_failure_rate > 0) {
+    std::uniform_real_distribution<double> unit{0.0, 1.0};
+    if (unit(rng_) < faults_.write_failure_rate)
+      chosen = planned{
+          write_no, unit(rng_) < faults_.lost_answer_share ? fault::lose_answer : fault::fail, {}};
+  }
+  if (chosen && chosen->what != fault::delay)
+    ++failed_;
+  return chosen;
+}
+
+template <class Write> auto faulty_task_store::write(const char* what, Write&& body) {
+  const auto injected = next_fault();
+  const std::string message = std::string{what} + " failed: injected fault";
+  if (!injected)
+    return body();
+  switch (injected->what) {
+  case fault::fail:
+    throw store_error(message + " (nothing committed)");
+  case fault::lose_answer:
+    body();
+    throw store_error(message + " (committed, answer lost)");
+  case fault::delay:
+    std::this_thread::sleep_for(injected->delay);
+    break;
+  }
+  return body();
+}
+
+std::vector<claim_result> faulty_task_store::claim(const std::vector<domain::message_plan>& plans) {
+  return write("claim", [&] { return real_->claim(plans); });
+}
+
+std::vector<std::string> faulty_task_store::apply(const std::vector<state_change>& changes,
+                                                  const std::vector<attempt_record>& attempts) {
+  return write("apply", [&] { return real_->apply(changes, attempts); });
+}
+
+failover_result faulty_task_store::fail_over(const state_change& change,
+                                             const std::vector<attempt_record>& attempts,
+                                             const domain::message_plan& fallback) {
+  return write("fail_over", [&] { return real_->fail_over(change, attempts, fallback); });
+}
+
+std::optional<message_view> faulty_task_store::find_message(const std::string& message_id) {
+  return real_->find_message(message_id);
+}
+
+std::vector<domain::delivery> faulty_task_store::load_unfinished(const std::string& after_task_id,
+                                                                 std::size_t limit,
+                                                                 domain::timestamp now) {
+  return real_->load_unfinished(after_task_id, limit, now);
+}
+
+std::vector<dead_letter> faulty_task_store::list_dead_letters(const std::string& channel,
+                                                              const std::string& after_task_id,
+                                                              std::size_t limit) {
+  return real_->list_dead_letters(channel, after_task_id, limit);
+}
+
+replay_result faulty_task_store::replay(const std::string& task_id, domain::timestamp now) {
+  return write("replay", [&] { return real_->replay(task_id, now); });
+}
+
+std::vector<state_count> faulty_task_store::count_by_state() {
+  return real_->count_by_state();
+}
+
+std::size_t faulty_task_store::release_leases(const std::string& lease_owner,
+                                              domain::timestamp now) {
+  return write("release_leases", [&] { return real_->release_leases(lease_owner, now); });
+}
+
+void faulty_task_store::ping() {
+  real_->ping();
+}
+
+} // namespace herald::persistence
