@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <iomanip>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -13,6 +14,24 @@ namespace herald::app {
 namespace json = boost::json;
 
 namespace {
+
+std::string one_line(std::string text) {
+  for (auto& c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      c = '?';
+  return text;
+}
+
+constexpr std::int64_t one_minute_ms = std::int64_t{60} * 1000;
+constexpr std::int64_t one_hour_ms = 60 * one_minute_ms;
+constexpr std::int64_t one_day_ms = 24 * one_hour_ms;
+
+/// A bound as people write it: 0.001, 1000000, not 1.000000e+06.
+std::string shortest(double bound) {
+  std::ostringstream out;
+  out << std::setprecision(15) << bound;
+  return out.str();
+}
 
 /// Reads one JSON object, remembering its path for messages and rejecting unknown keys.
 class object_reader {
@@ -50,34 +69,50 @@ public:
     }
   }
 
-  void read(const char* key, double& out) {
+  void read_number(const char* key, double& out, double min, double max) {
     if (auto* v = find(key)) {
+      // Boost.JSON reads 1e999 as infinity: refuse it with every other out-of-range value.
       if (!v->is_number())
         fail(key, "must be a number");
-      out = v->to_number<double>();
+      const auto number = v->to_number<double>();
+      if (!(number >= min && number <= max))
+        fail(key, "must be between " + shortest(min) + " and " + shortest(max));
+      out = number;
     }
   }
 
   template <class Integer>
   void read_integer(const char* key, Integer& out, std::int64_t min, std::int64_t max) {
-    if (auto* v = find(key)) {
-      std::int64_t n = 0;
-      if (v->is_int64())
-        n = v->as_int64();
-      else if (v->is_uint64() && v->as_uint64() <= static_cast<std::uint64_t>(max))
-        n = static_cast<std::int64_t>(v->as_uint64());
-      else
-        fail(key, "must be an integer");
-      if (n < min || n > max)
-        fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
-      out = static_cast<Integer>(n);
-    }
+    if (auto* v = find(key))
+      out = static_cast<Integer>(integer_in_range(*v, key, min, max));
   }
 
-  void read_ms(const char* key, std::chrono::milliseconds& out) {
+  void read_ms(const char* key, std::chrono::milliseconds& out, std::int64_t min_ms = 1,
+               std::int64_t max_ms = one_day_ms) {
     std::int64_t ms = out.count();
-    read_integer(key, ms, 1, std::int64_t{24} * 3600 * 1000);
+    read_integer(key, ms, min_ms, max_ms);
     out = std::chrono::milliseconds{ms};
+  }
+
+  /// `value` as an integer within [min, max]. An integer too large for 64 bits (Boost.JSON
+  /// reads it as a double or an unsigned) is out of range, not "not an integer".
+  std::int64_t integer_in_range(const json::value& value, const std::string& key, std::int64_t min,
+                                std::int64_t max) const {
+    const auto out_of_range = [&] {
+      fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+    };
+    if (value.is_int64()) {
+      const auto n = value.as_int64();
+      if (n < min || n > max)
+        out_of_range();
+      return n;
+    }
+    if (value.is_uint64()) // above INT64_MAX, so above every max
+      out_of_range();
+    if (value.is_double() && std::isfinite(value.as_double()) &&
+        std::trunc(value.as_double()) == value.as_double() && std::abs(value.as_double()) >= 0x1p63)
+      out_of_range();
+    fail(key, "must be an integer");
   }
 
   void read(const char* key, std::vector<std::string>& out) {
@@ -103,8 +138,8 @@ providers::simulated_profile read_simulated(object_reader& r, providers::simulat
   auto latency = p.latency.count();
   r.read_integer("latency_ms", latency, 0, 600000);
   p.latency = std::chrono::milliseconds{latency};
-  r.read("retryable_failure_rate", p.retryable_failure_rate);
-  r.read("permanent_failure_rate", p.permanent_failure_rate);
+  r.read_number("retryable_failure_rate", p.retryable_failure_rate, 0, 1);
+  r.read_number("permanent_failure_rate", p.permanent_failure_rate, 0, 1);
   r.read_integer("seed", p.seed, 0, std::numeric_limits<std::int64_t>::max());
   return p;
 }
@@ -113,16 +148,17 @@ domain::retry_policy read_retry(const json::value& value, const std::string& pat
                                 domain::retry_policy policy) {
   object_reader r{value, path};
   if (auto* schedule = r.find("schedule_ms")) {
-    if (!schedule->is_array() || schedule->as_array().empty())
-      r.fail("schedule_ms", "must be a non-empty array of milliseconds");
+    constexpr std::size_t max_steps = 100;
+    if (!schedule->is_array() || schedule->as_array().empty() ||
+        schedule->as_array().size() > max_steps)
+      r.fail("schedule_ms",
+             "must be an array of 1 to " + std::to_string(max_steps) + " delays in milliseconds");
     policy.schedule.clear();
-    for (auto& step : schedule->as_array()) {
-      if (!step.is_int64() || step.as_int64() <= 0)
-        r.fail("schedule_ms", "every step must be a positive integer");
-      policy.schedule.emplace_back(step.as_int64());
-    }
+    for (auto& step : schedule->as_array())
+      policy.schedule.emplace_back(
+          r.integer_in_range(step, "schedule_ms", 1, domain::max_retry_delay.count()));
   }
-  r.read("jitter", policy.jitter);
+  r.read_number("jitter", policy.jitter, 0, 0.9);
   r.read_integer("max_attempts", policy.max_attempts, 1, 1000);
   r.done();
   return policy;
@@ -133,14 +169,13 @@ channel_config read_channel(const json::value& value, const std::string& path) {
   channel_config ch;
   r.read("name", ch.settings.name);
   r.read("type", ch.type);
-  r.read("rate_per_sec", ch.settings.rate_per_sec);
-  r.read("burst", ch.settings.burst);
+  // The floor keeps the token bucket's longest wait (1 / rate) within 1000 s.
+  r.read_number("rate_per_sec", ch.settings.rate_per_sec, 0.001, 1e6);
+  r.read_number("burst", ch.settings.burst, 1, 1e6);
   r.read_integer("window", ch.settings.window, 1, 100000);
   r.read("fallback", ch.settings.fallback);
-  std::int64_t throttle = ch.settings.throttle_pause.count();
-  r.read_integer("throttle_pause_ms", throttle, 1, 3600 * 1000);
-  ch.settings.throttle_pause = std::chrono::milliseconds{throttle};
-  r.read_ms("lease_ms", ch.settings.lease);
+  r.read_ms("throttle_pause_ms", ch.settings.throttle_pause, 1, one_hour_ms);
+  r.read_ms("lease_ms", ch.settings.lease, 100);
   if (auto* circuit = r.find("circuit")) {
     object_reader c{*circuit, r.path("circuit")};
     c.read_integer("failure_threshold", ch.settings.circuit_failure_threshold, 1, 1000000);
@@ -150,7 +185,7 @@ channel_config read_channel(const json::value& value, const std::string& path) {
   if (ch.type == "webhook") {
     r.read("url", ch.webhook.url);
     r.read("secret", ch.webhook.secret);
-    r.read_ms("timeout_ms", ch.webhook.timeout);
+    r.read_ms("timeout_ms", ch.webhook.timeout, 1, 10 * one_minute_ms);
     r.read_integer("max_connections", ch.webhook.max_connections, 1, 10000);
   } else {
     ch.simulated = read_simulated(r, ch.simulated);
@@ -192,6 +227,8 @@ void read_routes(const json::value& value, domain::routing_rules& rules) {
 
 } // namespace
 
+config_error::config_error(const std::string& what) : std::runtime_error(one_line(what)) {}
+
 config parse_config(const std::string& text) {
   json::parse_options options;
   options.allow_comments = true;
@@ -214,7 +251,7 @@ config parse_config(const std::string& text) {
   r.read_integer("scheduler_threads", cfg.scheduler_threads, 1, 64);
   r.read_integer("shards", cfg.shards, 1, 1024);
   r.read_ms("drain_timeout_ms", cfg.drain_timeout);
-  r.read_ms("sweep_interval_ms", cfg.dispatcher.sweep_interval);
+  r.read_ms("sweep_interval_ms", cfg.dispatcher.sweep_interval, 10);
   r.read("node_id", cfg.node_id);
   if (auto* http = r.find("http")) {
     object_reader h{*http, "http"};
@@ -227,7 +264,7 @@ config parse_config(const std::string& text) {
   if (auto* ingest = r.find("ingest")) {
     object_reader i{*ingest, "ingest"};
     i.read_integer("max_in_flight", cfg.ingest.max_in_flight, 1, 10000000);
-    i.read_ms("claim_timeout_ms", cfg.ingest.claim_timeout);
+    i.read_ms("claim_timeout_ms", cfg.ingest.claim_timeout, 1, one_hour_ms);
     i.done();
   }
   if (auto* store = r.find("store")) {
@@ -256,7 +293,7 @@ config parse_config(const std::string& text) {
 config load_config_file(const std::string& path) {
   std::ifstream in{path};
   if (!in)
-    throw config_error("cannot read config file '" + path + "'");
+    throw config_error(path + ": cannot read the file");
   std::stringstream text;
   text << in.rdbuf();
   try {
@@ -279,6 +316,14 @@ void apply_listen(const std::string& listen, api::http_options& http) {
     host = host.substr(1, host.size() - 2);
   http.host = host;
   http.port = static_cast<std::uint16_t>(std::stoul(port_text));
+}
+
+void validate(const config& cfg, const std::string& source) {
+  try {
+    validate(cfg);
+  } catch (const config_error& e) {
+    throw config_error(source + ": " + e.what());
+  }
 }
 
 void validate(const config& cfg) {
@@ -306,13 +351,9 @@ void validate(const config& cfg) {
     }
     if (auto problem = ch.settings.validate(); !problem.empty())
       throw config_error(where + ": " + problem);
-    auto rate_ok = [](double r) { return r >= 0 && r <= 1; };
-    if (!rate_ok(ch.simulated.retryable_failure_rate) ||
-        !rate_ok(ch.simulated.permanent_failure_rate) ||
-        ch.simulated.retryable_failure_rate + ch.simulated.permanent_failure_rate > 1)
-      throw config_error(where + ": failure rates must be within 0..1 and add up to at most 1");
-    if (!(ch.settings.retry.jitter >= 0 && ch.settings.retry.jitter < 1))
-      throw config_error(where + ".retry.jitter: must be within 0..1");
+    if (ch.simulated.retryable_failure_rate + ch.simulated.permanent_failure_rate > 1)
+      throw config_error(where + ": retryable_failure_rate and permanent_failure_rate must add " +
+                         "up to at most 1");
   }
   for (auto& ch : cfg.channels) {
     auto& fallback = ch.settings.fallback;

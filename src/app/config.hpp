@@ -20,7 +20,8 @@ namespace herald::app {
 /// A configuration that cannot run; the message is one line naming the offending field.
 class config_error : public std::runtime_error {
 public:
-  using std::runtime_error::runtime_error;
+  /// Control characters in `what` (a key may hold "\n") become '?', so it stays one line.
+  explicit config_error(const std::string& what);
 };
 
 /// One configured channel: how it sends and which provider it calls.
@@ -61,6 +62,9 @@ config load_config_file(const std::string& path);
 
 /// Checks the whole configuration; throws config_error with the first problem.
 void validate(const config& cfg);
+
+/// validate(), with `source` (the file name, or "embedded config") first in the message.
+void validate(const config& cfg, const std::string& source);
 
 /// Parses "HOST:PORT" into the HTTP options; throws config_error.
 void apply_listen(const std::string& listen, api::http_options& http);

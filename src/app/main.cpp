@@ -23,7 +23,7 @@ app::config load(const app::command_line& cmd) {
     cfg.database = *cmd.database;
   if (cmd.log_level && !log::parse_level(*cmd.log_level, cfg.log_level))
     throw app::config_error("--log-level must be one of debug, info, warn, error");
-  app::validate(cfg);
+  app::validate(cfg, cmd.config_file.value_or("embedded config"));
   return cfg;
 }
 

@@ -16,7 +16,9 @@ std::optional<std::chrono::milliseconds> retry_policy::next_delay(std::uint32_t 
   const double r = std::clamp(unit_random, 0.0, 1.0);
   const double factor = 1.0 + spread * (2.0 * r - 1.0);
   const auto base = static_cast<double>(schedule[index].count());
-  return std::chrono::milliseconds{std::llround(base * factor)};
+  // Clamped in double first: llround of a value beyond int64 has no defined result.
+  const double cap = static_cast<double>(max_retry_delay.count());
+  return std::chrono::milliseconds{std::llround(std::clamp(base * factor, 0.0, cap))};
 }
 
 retry_policy default_retry_policy() {

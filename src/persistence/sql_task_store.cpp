@@ -1,5 +1,6 @@
 #include "persistence/sql_task_store.hpp"
 
+#include "domain/masking.hpp"
 #include "persistence/connection.hpp"
 #include "persistence/schema.hpp"
 #include "persistence/sql.hpp"
@@ -392,7 +393,7 @@ struct apply_batch {
           .text(domain::to_string(c.to))
           .number(c.attempts)
           .time(micros_of(c.next_attempt_at))
-          .text(c.last_error)
+          .text(domain::mask_free_text(c.last_error))
           .number(domain::to_unix_micros(c.at));
       if (c.lease_owner)
         rows.text(*c.lease_owner);
@@ -410,7 +411,9 @@ struct apply_batch {
           .number(a.attempt_no)
           .text(a.provider_request_id)
           .text(a.outcome)
-          .text(a.detail)
+          // Error text comes from providers and may quote the recipient or a credential; a
+          // success's detail is the provider's message id and stays as it is.
+          .text(a.outcome == "success" ? a.detail : domain::mask_free_text(a.detail))
           .number(domain::to_unix_micros(a.started_at))
           .number(domain::to_unix_micros(a.finished_at));
     }

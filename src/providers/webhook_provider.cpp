@@ -1,5 +1,6 @@
 #include "providers/webhook_provider.hpp"
 
+#include "domain/masking.hpp"
 #include "domain/time.hpp"
 #include "observability/log.hpp"
 #include "providers/failure_class.hpp"
@@ -143,7 +144,7 @@ std::string webhook_config::validate() const {
     return "webhook url must start with http:// or https://";
   // curl would read "https:///x" as host "x"; an empty authority is a typo, refuse it.
   if (const auto rest = url.substr(url.find("://") + 3); rest.empty() || rest.front() == '/')
-    return "webhook url has no host: " + url;
+    return "webhook url has no host: " + domain::mask_url(url);
   try {
     ensure_curl_global();
   } catch (const std::exception& e) {
@@ -153,10 +154,10 @@ std::string webhook_config::validate() const {
   if (parsed.handle == nullptr)
     return "webhook url: out of memory";
   if (curl_url_set(parsed.handle, CURLUPART_URL, url.c_str(), 0) != CURLUE_OK)
-    return "webhook url is not a valid URL: " + url;
+    return "webhook url is not a valid URL: " + domain::mask_url(url);
   const auto host = url_part(parsed.handle, CURLUPART_HOST);
   if (!host || host->empty())
-    return "webhook url has no host: " + url;
+    return "webhook url has no host: " + domain::mask_url(url);
   if (!decode_webhook_secret(secret))
     return "webhook secret must be \"whsec_\" followed by base64";
   if (timeout.count() <= 0)
@@ -353,7 +354,7 @@ struct webhook_provider::impl {
         result.detail = t.request.provider_request_id; // the message id the endpoint knows
       return result;
     }
-    return classify_transport(code, t.error);
+    return classify_transport(code, domain::mask_free_text(t.error)); // curl may quote the URL
   }
 
   /// On stop: every call not yet answered is answered now, none is lost.

@@ -145,4 +145,33 @@ void arg_cursor::flag() const {
     throw usage_error(name_ + " takes no value");
 }
 
+option_parser& option_parser::value(std::string name, value_handler handle) {
+  options_[std::move(name)] = option{std::move(handle), nullptr};
+  return *this;
+}
+
+option_parser& option_parser::flag(std::string name, bool& target) {
+  options_[std::move(name)] = option{{}, &target};
+  return *this;
+}
+
+void option_parser::parse(const std::vector<std::string>& args) {
+  arg_cursor cursor(args);
+  while (cursor.next()) {
+    const auto& name = cursor.name();
+    auto found = options_.find(name);
+    if (name == "--help") {
+      cursor.flag();
+    } else if (found == options_.end()) {
+      throw usage_error("unknown option " + name + " (see herald " + tool_ + " --help)");
+    } else if (found->second.flag) {
+      cursor.flag();
+      *found->second.flag = true;
+    } else {
+      found->second.on_value(name, cursor.value());
+    }
+    seen_.insert(name);
+  }
+}
+
 } // namespace herald::tools

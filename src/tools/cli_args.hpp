@@ -1,6 +1,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -58,6 +61,41 @@ private:
   std::string name_;
   std::string inline_value_;
   bool has_inline_value_ = false;
+};
+
+/// The options one tool accepts, and what each does; parse() walks a command line against
+/// them. `--help` is always accepted (a flag). An option not declared is refused with
+/// "unknown option --x (see herald TOOL --help)".
+class option_parser {
+public:
+  /// Gets the option's name (for messages) and its value.
+  using value_handler = std::function<void(const std::string& name, const std::string& value)>;
+
+  /// `tool` names the subcommand in messages, e.g. "load".
+  explicit option_parser(std::string tool) : tool_(std::move(tool)) {}
+
+  /// `--name VALUE` or `--name=VALUE`, handed to `handle`.
+  option_parser& value(std::string name, value_handler handle);
+  /// A bare `--name` sets `target`; `--name=x` is refused.
+  option_parser& flag(std::string name, bool& target);
+
+  /// Applies `args` in order (a repeated option: the last one wins); throws usage_error.
+  void parse(const std::vector<std::string>& args);
+
+  /// Whether `name` (e.g. "--target") appeared in the parsed arguments.
+  bool seen(const std::string& name) const { return seen_.count(name) != 0; }
+  /// Whether --help appeared: the caller shows the usage and checks nothing else.
+  bool help() const { return seen("--help"); }
+
+private:
+  struct option {
+    value_handler on_value; ///< empty for a flag
+    bool* flag = nullptr;
+  };
+
+  std::string tool_;
+  std::map<std::string, option, std::less<>> options_;
+  std::set<std::string, std::less<>> seen_;
 };
 
 } // namespace herald::tools

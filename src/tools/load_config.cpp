@@ -30,60 +30,58 @@ std::string validated_prefix(std::string_view text) {
 
 load_options parse_load_args(const std::vector<std::string>& args) {
   load_options options;
-  bool has_target = false;
-  bool has_provider_channels = false;
-  arg_cursor cursor(args);
-  while (cursor.next()) {
-    const auto& name = cursor.name();
-    if (name == "--help") {
-      cursor.flag();
-      options.help = true;
-    } else if (name == "--target") {
-      options.target = loopback_only(name, cursor.value());
-      has_target = true;
-    } else if (name == "--events") {
-      options.events = parse_count(name, cursor.value(), 1, 10'000'000);
-    } else if (name == "--users") {
-      options.users = parse_count(name, cursor.value(), 1, 10'000'000);
-    } else if (name == "--channels") {
-      options.channels = parse_name_list(name, cursor.value());
-    } else if (name == "--duplicate-ratio") {
-      options.duplicate_ratio = parse_rate(name, cursor.value());
-    } else if (name == "--late-duplicates") {
-      options.late_duplicates = parse_rate(name, cursor.value());
-    } else if (name == "--concurrency") {
-      options.concurrency = static_cast<unsigned>(parse_count(name, cursor.value(), 1, 256));
-    } else if (name == "--provider") {
-      options.provider = loopback_only(name, cursor.value());
-    } else if (name == "--provider-channels") {
-      options.provider_channels = parse_name_list(name, cursor.value());
-      has_provider_channels = true;
-    } else if (name == "--reset-provider") {
-      cursor.flag();
-      options.reset_provider = true;
-    } else if (name == "--drain-timeout-s") {
-      options.drain_timeout = std::chrono::seconds(parse_count(name, cursor.value(), 1, 86400));
-    } else if (name == "--request-timeout-ms") {
-      options.request_timeout =
-          std::chrono::milliseconds(parse_count(name, cursor.value(), 10, 600'000));
-    } else if (name == "--json") {
-      cursor.flag();
-      options.json = true;
-    } else if (name == "--biz-prefix") {
-      options.biz_prefix = validated_prefix(cursor.value());
-    } else if (name == "--to-from-channel") {
-      cursor.flag();
-      options.to_from_channel = true;
-    } else if (name == "--seed") {
-      options.seed = parse_count(name, cursor.value(), 0, UINT64_MAX);
-    } else {
-      throw usage_error("unknown option " + name + " (see herald load --help)");
-    }
-  }
+  option_parser parser("load");
+  parser
+      .value("--target",
+             [&](const auto& name, const auto& v) { options.target = loopback_only(name, v); })
+      .value("--events",
+             [&](const auto& name, const auto& v) {
+               options.events = parse_count(name, v, 1, 10'000'000);
+             })
+      .value("--users", [&](const auto& name,
+                            const auto& v) { options.users = parse_count(name, v, 1, 10'000'000); })
+      .value("--channels",
+             [&](const auto& name, const auto& v) { options.channels = parse_name_list(name, v); })
+      .value(
+          "--duplicate-ratio",
+          [&](const auto& name, const auto& v) { options.duplicate_ratio = parse_rate(name, v); })
+      .value(
+          "--late-duplicates",
+          [&](const auto& name, const auto& v) { options.late_duplicates = parse_rate(name, v); })
+      .value("--concurrency",
+             [&](const auto& name, const auto& v) {
+               options.concurrency = static_cast<unsigned>(parse_count(name, v, 1, 256));
+             })
+      .value("--provider",
+             [&](const auto& name, const auto& v) { options.provider = loopback_only(name, v); })
+      .value("--provider-channels",
+             [&](const auto& name, const auto& v) {
+               options.provider_channels = parse_name_list(name, v);
+             })
+      .flag("--reset-provider", options.reset_provider)
+      .value("--drain-timeout-s",
+             [&](const auto& name, const auto& v) {
+               options.drain_timeout = std::chrono::seconds(parse_count(name, v, 1, 86400));
+             })
+      .value("--request-timeout-ms",
+             [&](const auto& name, const auto& v) {
+               options.request_timeout =
+                   std::chrono::milliseconds(parse_count(name, v, 10, 600'000));
+             })
+      .flag("--json", options.json)
+      .value("--biz-prefix",
+             [&](const auto&, const auto& v) { options.biz_prefix = validated_prefix(v); })
+      .flag("--to-from-channel", options.to_from_channel)
+      .value("--seed", [&](const auto& name, const auto& v) {
+        options.seed = parse_count(name, v, 0, UINT64_MAX);
+      });
+  parser.parse(args);
+  options.help = parser.help();
   if (options.help)
     return options;
-  if (!has_target)
+  if (!parser.seen("--target"))
     throw usage_error("load needs --target HOST:PORT");
+  const bool has_provider_channels = parser.seen("--provider-channels");
   if (has_provider_channels && !options.provider)
     throw usage_error("--provider-channels needs --provider");
   if (options.reset_provider && !options.provider)

@@ -14,41 +14,36 @@ call_outcome fault_profile::choose(double u) const {
 
 sim_provider_options parse_sim_provider_args(const std::vector<std::string>& args) {
   sim_provider_options options;
-  bool has_listen = false;
-  arg_cursor cursor(args);
-  while (cursor.next()) {
-    const auto& name = cursor.name();
-    if (name == "--help") {
-      cursor.flag();
-      options.help = true;
-    } else if (name == "--listen") {
-      options.listen = parse_host_port(name, cursor.value(), true);
-      has_listen = true;
-    } else if (name == "--fail-rate") {
-      options.faults.fail_rate = parse_rate(name, cursor.value());
-    } else if (name == "--timeout-rate") {
-      options.faults.timeout_rate = parse_rate(name, cursor.value());
-    } else if (name == "--permanent-rate") {
-      options.faults.permanent_rate = parse_rate(name, cursor.value());
-    } else if (name == "--latency-ms") {
-      options.latency = std::chrono::milliseconds(parse_count(name, cursor.value(), 0, 600'000));
-    } else if (name == "--hold-ms") {
-      options.hold = std::chrono::milliseconds(parse_count(name, cursor.value(), 1, 3'600'000));
-    } else if (name == "--dedupe-by-id") {
-      cursor.flag();
-      options.dedupe_by_id = true;
-    } else if (name == "--seed") {
-      options.seed = parse_count(name, cursor.value(), 0, UINT64_MAX);
-    } else {
-      throw usage_error("unknown option " + name + " (see herald sim-provider --help)");
-    }
-  }
+  auto& faults = options.faults;
+  option_parser parser("sim-provider");
+  parser
+      .value("--listen", [&](const auto& name,
+                             const auto& v) { options.listen = parse_host_port(name, v, true); })
+      .value("--fail-rate",
+             [&](const auto& name, const auto& v) { faults.fail_rate = parse_rate(name, v); })
+      .value("--timeout-rate",
+             [&](const auto& name, const auto& v) { faults.timeout_rate = parse_rate(name, v); })
+      .value("--permanent-rate",
+             [&](const auto& name, const auto& v) { faults.permanent_rate = parse_rate(name, v); })
+      .value("--latency-ms",
+             [&](const auto& name, const auto& v) {
+               options.latency = std::chrono::milliseconds(parse_count(name, v, 0, 600'000));
+             })
+      .value("--hold-ms",
+             [&](const auto& name, const auto& v) {
+               options.hold = std::chrono::milliseconds(parse_count(name, v, 1, 3'600'000));
+             })
+      .flag("--dedupe-by-id", options.dedupe_by_id)
+      .value("--seed", [&](const auto& name, const auto& v) {
+        options.seed = parse_count(name, v, 0, UINT64_MAX);
+      });
+  parser.parse(args);
+  options.help = parser.help();
   if (options.help)
     return options;
-  if (!has_listen)
+  if (!parser.seen("--listen"))
     throw usage_error("sim-provider needs --listen HOST:PORT");
-  const auto& f = options.faults;
-  if (f.fail_rate + f.timeout_rate + f.permanent_rate > 1.0 + 1e-9)
+  if (faults.fail_rate + faults.timeout_rate + faults.permanent_rate > 1.0 + 1e-9)
     throw usage_error("--fail-rate, --timeout-rate and --permanent-rate add up to more than 1");
   return options;
 }

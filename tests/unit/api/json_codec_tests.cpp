@@ -279,7 +279,7 @@ BOOST_AUTO_TEST_CASE(encodes_message_views) {
       R"({"message_id":"m-1","biz_type":"ORDER_SHIPPED","biz_id":"o-1","user_id":"u-1",)"
       R"("tenant":"default","trace_id":"trace-1","created_at":"1970-01-01T00:00:01.000000Z",)"
       R"("category":"transactional","priority":"normal","title":"Title","body":"Body",)"
-      R"("tasks":[{"task_id":"t-1","channel":"sms","recipient":"+86138****0000",)"
+      R"("tasks":[{"task_id":"t-1","channel":"sms","recipient":"***0000",)"
       R"("status":"SENT","attempts":1,"provider_request_id":"p-1",)"
       R"("created_at":"1970-01-01T00:00:01.000000Z","updated_at":"1970-01-01T00:00:02.000000Z",)"
       R"("attempt_log":[{"attempt_no":1,"outcome":"success","detail":"sim-1",)"

@@ -71,4 +71,17 @@ BOOST_AUTO_TEST_CASE(edge_inputs) {
   BOOST_TEST(!empty.next_delay(1, 0.5).has_value());
 }
 
+BOOST_AUTO_TEST_CASE(delay_never_exceeds_the_cap) {
+  // A policy built in code (config refuses such steps) still cannot make `now + delay`
+  // overflow: the delay stops at max_retry_delay, jitter included.
+  retry_policy policy;
+  policy.schedule = {std::chrono::milliseconds{INT64_MAX}, max_retry_delay};
+  policy.jitter = 0.5;
+  policy.max_attempts = 10;
+  BOOST_TEST(policy.next_delay(1, 0.5)->count() == max_retry_delay.count());
+  BOOST_TEST(policy.next_delay(2, 0.99)->count() == max_retry_delay.count());
+  BOOST_TEST(policy.next_delay(2, 0.0)->count() == max_retry_delay.count() / 2);
+  BOOST_TEST(max_retry_delay.count() == 7 * 24 * 3600 * 1000);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

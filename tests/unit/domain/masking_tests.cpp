@@ -6,31 +6,20 @@ using namespace herald::domain;
 
 BOOST_AUTO_TEST_SUITE(masking_tests)
 
-BOOST_AUTO_TEST_CASE(phone_keeps_prefix_and_last_four) {
-  BOOST_TEST(mask_phone("+8613800000000") == "+86138****0000");
-  BOOST_TEST(mask_phone("+8613812345678") == "+86138****5678");
-}
-
-BOOST_AUTO_TEST_CASE(long_phone_hides_every_middle_character) {
-  BOOST_TEST(mask_phone("+441234567890123") == "+44123******0123");
-}
-
-BOOST_AUTO_TEST_CASE(prefix_shrinks_so_at_least_three_characters_stay_hidden) {
-  // Eleven digits without '+': five leading and four trailing would leave two hidden.
-  BOOST_TEST(mask_phone("13812345678") == "1381****5678");
-  BOOST_TEST(mask_phone("+14155550123") == "+1415****0123");
+BOOST_AUTO_TEST_CASE(phone_shows_at_most_the_last_four_digits) {
+  BOOST_TEST(mask_phone("+8613800000000") == "***0000");
+  BOOST_TEST(mask_phone("+8613812345678") == "***5678");
+  BOOST_TEST(mask_phone("+441234567890123") == "***0123");
+  BOOST_TEST(mask_phone("13812345678") == "***5678");
+  BOOST_TEST(mask_phone("+1 (415) 555-0123") == "***0123");
+  BOOST_TEST(mask_phone("12345678") == "***5678");
 }
 
 BOOST_AUTO_TEST_CASE(short_phone_hides_everything) {
   BOOST_TEST(mask_phone("") == "***");
   BOOST_TEST(mask_phone("+123456") == "***");
   BOOST_TEST(mask_phone("1234567") == "***");
-}
-
-BOOST_AUTO_TEST_CASE(phone_just_long_enough_still_hides_the_middle) {
-  // Eight characters: never show more than a leading character and the last four.
-  BOOST_TEST(mask_phone("12345678") == "1****5678");
-  BOOST_TEST(mask_phone("+1234567") == "+****4567");
+  BOOST_TEST(mask_phone("+(1)-( )") == "***"); // long enough, but no four digits to show
 }
 
 BOOST_AUTO_TEST_CASE(email_keeps_first_letter_and_domain) {
@@ -56,8 +45,10 @@ BOOST_AUTO_TEST_CASE(token_keeps_prefix_and_length) {
 
 BOOST_AUTO_TEST_CASE(recipient_picks_the_mask_by_shape) {
   BOOST_TEST(mask_recipient("alice@example.com") == "a***@example.com");
-  BOOST_TEST(mask_recipient("+8613800000000") == "+86138****0000");
-  BOOST_TEST(mask_recipient("+1 (415) 555-0123") == "+1 (41*******0123");
+  // Phone numbers: never more than the last four digits (the country and carrier prefix too
+  // narrow a number down).
+  BOOST_TEST(mask_recipient("+8613800000000") == "***0000");
+  BOOST_TEST(mask_recipient("+1 (415) 555-0123") == "***0123");
   BOOST_TEST(mask_recipient("device-token-1") == "dev***(14)");
   BOOST_TEST(mask_recipient("oAbC123") == "oAb***(7)");
   // Too few characters for a phone number: treated as a token.
@@ -65,6 +56,84 @@ BOOST_AUTO_TEST_CASE(recipient_picks_the_mask_by_shape) {
   BOOST_TEST(mask_recipient("+12345") == "+12***(6)");
   BOOST_TEST(mask_recipient("123456") == "***"); // a phone, but too short to show any of it
   BOOST_TEST(mask_recipient("https://hooks.example.com/x") == "htt***(27)");
+}
+
+BOOST_AUTO_TEST_CASE(url_hides_credentials_query_values_and_fragment) {
+  BOOST_TEST(mask_url("https://alice:hunter2@hooks.example.com/sms?token=abc&v=1#frag") ==
+             "https://***@hooks.example.com/sms?token=***&v=***#***");
+  BOOST_TEST(mask_url("http://127.0.0.1:9100/sms") == "http://127.0.0.1:9100/sms");
+  BOOST_TEST(mask_url("https://user@host") == "https://***@host");
+  BOOST_TEST(mask_url("https://host/a?flag") == "https://host/a?flag");
+  BOOST_TEST(mask_url("https://host/a?") == "https://host/a?");
+  // A token in the path (chat webhooks) is hidden; ordinary segments stay.
+  BOOST_TEST(mask_url("https://hooks.example.com/services/T0001/B0002/aZ3kP9qLm2Xw7Rt5Yv8Nc1Hd") ==
+             "https://hooks.example.com/services/T0001/B0002/***");
+  BOOST_TEST(mask_url("not a url:secret@x") == "***@x");
+}
+
+BOOST_AUTO_TEST_CASE(free_text_masks_phones_to_the_last_four_digits) {
+  BOOST_TEST(mask_free_text("unknown number +8613812345678") == "unknown number ***5678");
+  BOOST_TEST(mask_free_text("to 13812345678, retry") == "to ***5678, retry");
+  BOOST_TEST(mask_free_text("call +1 (415) 555-0123 now") == "call ***0123 now");
+  // Short numbers are status codes, counts and durations, not phone numbers.
+  BOOST_TEST(mask_free_text("endpoint unavailable (503) after 2000 ms") ==
+             "endpoint unavailable (503) after 2000 ms");
+  BOOST_TEST(mask_free_text("Failed to connect to 127.0.0.1 port 9100") ==
+             "Failed to connect to 127.0.0.1 port 9100");
+}
+
+BOOST_AUTO_TEST_CASE(free_text_masks_emails) {
+  BOOST_TEST(mask_free_text("mailbox alice.b+tag@example.co.uk is full.") ==
+             "mailbox a***@example.co.uk is full.");
+  BOOST_TEST(mask_free_text(R"({"to":"bob@example.com"})") == R"({"to":"b***@example.com"})");
+  BOOST_TEST(mask_free_text("user@localhost") == "user@localhost"); // no domain: not an address
+}
+
+BOOST_AUTO_TEST_CASE(free_text_masks_credentials) {
+  BOOST_TEST(mask_free_text("Authorization: Bearer eyJhbGci.eyJzdWIi.sig") ==
+             "Authorization: Bearer ***");
+  BOOST_TEST(mask_free_text("basic dXNlcjpwYXNz rejected") == "basic *** rejected");
+  BOOST_TEST(mask_free_text("bad request: token=abc123&user=u1") ==
+             "bad request: token=***&user=u1");
+  BOOST_TEST(mask_free_text(R"({"api_key": "k-1", "secret":"s", "password" : 'p'})") ==
+             R"({"api_key": "***", "secret":"***", "password" : '***'})");
+  BOOST_TEST(mask_free_text("X-Signature=v1,abc") == "X-Signature=***,abc");
+}
+
+BOOST_AUTO_TEST_CASE(free_text_masks_long_hex_and_base64_runs) {
+  BOOST_TEST(mask_free_text("key 0123456789abcdef0123456789abcdef used") == "key *** used");
+  BOOST_TEST(mask_free_text("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw refused") == "*** refused");
+  BOOST_TEST(mask_free_text("id tsk_0123456789abcdef01234567") == "id ***");
+  // Words, even long ones, are not secrets.
+  BOOST_TEST(mask_free_text("Service-Unavailable_temporarily_overloaded") ==
+             "Service-Unavailable_temporarily_overloaded");
+  BOOST_TEST(mask_free_text("deadbeef") == "deadbeef");
+}
+
+BOOST_AUTO_TEST_CASE(free_text_masks_urls) {
+  BOOST_TEST(mask_free_text("POST https://u:p@hooks.example.com/x?sig=abc failed") ==
+             "POST https://***@hooks.example.com/x?sig=*** failed");
+}
+
+BOOST_AUTO_TEST_CASE(free_text_is_printable_utf8) {
+  BOOST_TEST(mask_free_text(std::string("a\0b\nc\x7f", 6)) == "a?b?c?");
+  BOOST_TEST(mask_free_text("caf\xC3\xA9 \xC3 \xE2\x82") == "caf\xC3\xA9 ? ??");
+  BOOST_TEST(mask_free_text("\xED\xA0\x80") == "???"); // a UTF-16 surrogate is not UTF-8
+  BOOST_TEST(mask_free_text("\xF0\x9F\x93\xA8 sent") == "\xF0\x9F\x93\xA8 sent");
+}
+
+BOOST_AUTO_TEST_CASE(free_text_is_cut_on_a_utf8_boundary) {
+  BOOST_TEST(mask_free_text(std::string(512, 'a')) == std::string(512, 'a'));
+  BOOST_TEST(mask_free_text(std::string(513, 'a')) == std::string(509, 'a') + "...");
+  // 'é' is two bytes: a cut inside it moves back to the character's start.
+  std::string accents;
+  for (int i = 0; i < 300; ++i)
+    accents += "\xC3\xA9";
+  const auto cut = mask_free_text(accents);
+  BOOST_TEST(cut.size() <= 512u);
+  BOOST_TEST(cut == accents.substr(0, 508) + "...");
+  BOOST_TEST(mask_free_text("abcdef", 5) == "ab...");
+  BOOST_TEST(mask_free_text("abcdef", 2) == "ab");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

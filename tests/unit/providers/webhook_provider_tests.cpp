@@ -493,6 +493,26 @@ BOOST_AUTO_TEST_CASE(config_validation) {
   BOOST_CHECK_THROW(webhook_provider{config}, std::invalid_argument);
 }
 
+BOOST_AUTO_TEST_CASE(url_credentials_are_never_echoed) {
+  // Invalid URLs are quoted in config errors, and those reach stderr and logs.
+  for (const char* bad_url : {"https://alice:hunter2@exa mple.com/?token=s3cr3t",
+                              "https://alice:hunter2@/hook?token=s3cr3t"}) {
+    const auto problem = config_for(bad_url).validate();
+    BOOST_TEST(problem != "");
+    BOOST_TEST(problem.find("hunter2") == std::string::npos, problem);
+    BOOST_TEST(problem.find("s3cr3t") == std::string::npos, problem);
+  }
+  // A transport failure's detail does not carry them either.
+  answers got;
+  webhook_provider provider{config_for(
+      "http://alice:hunter2@127.0.0.1:" + std::to_string(closed_port()) + "/hook?token=s3cr3t",
+      300ms)};
+  provider.send(make_request("refused"), got.callback("refused"));
+  const auto detail = got.by_tag(1)["refused"].detail;
+  BOOST_TEST(detail.find("hunter2") == std::string::npos, detail);
+  BOOST_TEST(detail.find("s3cr3t") == std::string::npos, detail);
+}
+
 BOOST_AUTO_TEST_CASE(payload_shape) {
   auto request = make_request("p-1", 3);
   request.body = "line\nbreak";

@@ -60,6 +60,43 @@ BOOST_AUTO_TEST_CASE(numbers_and_lists) {
     BOOST_TEST(!usage_message([&] { parse_name_list("--c", bad); }).empty(), bad);
 }
 
+BOOST_AUTO_TEST_CASE(option_parser_applies_options_in_order) {
+  std::vector<std::string> applied;
+  bool quiet = false;
+  option_parser parser("demo");
+  parser
+      .value("--name", [&](const auto& name, const auto& v) { applied.push_back(name + "=" + v); })
+      .flag("--quiet", quiet);
+  parser.parse({"--name", "a", "--quiet", "--name=b"});
+  BOOST_TEST(applied == (args{"--name=a", "--name=b"})); // both forms; the last one wins
+  BOOST_TEST(quiet);
+  BOOST_TEST(parser.seen("--name"));
+  BOOST_TEST(parser.seen("--quiet"));
+  BOOST_TEST(!parser.seen("--other"));
+  BOOST_TEST(!parser.help());
+}
+
+BOOST_AUTO_TEST_CASE(option_parser_knows_help_and_nothing_undeclared) {
+  bool quiet = false;
+  auto parser_for = [&] {
+    option_parser parser("demo");
+    parser.value("--name", [](const auto&, const auto&) {}).flag("--quiet", quiet);
+    return parser;
+  };
+  auto help = parser_for();
+  help.parse({"--help"});
+  BOOST_TEST(help.help());
+  BOOST_TEST(!quiet);
+
+  auto error = [&](args a) { return usage_message([&] { parser_for().parse(a); }); };
+  BOOST_TEST(error({"--bogus"}) == "unknown option --bogus (see herald demo --help)");
+  BOOST_TEST(error({"--name"}) == "--name needs a value");
+  BOOST_TEST(error({"--quiet=yes"}) == "--quiet takes no value");
+  BOOST_TEST(error({"--help=1"}) == "--help takes no value");
+  BOOST_TEST(error({"stray"}) == "unexpected argument 'stray'");
+  BOOST_TEST(error({}) == "");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(load_config_tests)

@@ -1,0 +1,54 @@
+// A configuration herald cannot run with stops the binary before anything starts: exit code
+// 2 and one line on stderr, `herald: config error: FILE: key: reason` (design.md §8).
+
+#include "support/herald_process.hpp"
+
+#include <string>
+
+#include <boost/test/unit_test.hpp>
+
+using namespace herald::test;
+
+namespace {
+
+/// Runs `herald migrate` (it loads and validates the configuration, then exits) with
+/// `config_text` as its --config file; `path` receives the file's name.
+run_result migrate_with(const temp_dir& dir, const std::string& config_text, std::string& path) {
+  path = dir.file("herald.json");
+  write_file(path, config_text);
+  return run_herald({"migrate", "--config", path, "--db", "sqlite:" + dir.file("herald.db")});
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(config_error_tests)
+
+BOOST_AUTO_TEST_CASE(huge_retry_delay_is_refused_at_load) {
+  // 9e18 ms used to pass and overflow `now + delay` on the first retry.
+  temp_dir dir("herald-e2e-config");
+  std::string path;
+  const auto run = migrate_with(
+      dir, R"({"channels":[{"name":"sms","retry":{"schedule_ms":[9000000000000000000]}}]})", path);
+  BOOST_TEST(run.exit_code == 2);
+  BOOST_TEST(run.err == "herald: config error: " + path +
+                            ": channels[0].retry.schedule_ms: must be between 1 and 604800000\n");
+}
+
+BOOST_AUTO_TEST_CASE(whole_config_problems_name_the_file) {
+  temp_dir dir("herald-e2e-config");
+  std::string path;
+  const auto run = migrate_with(dir, R"({"channels":[]})", path);
+  BOOST_TEST(run.exit_code == 2);
+  BOOST_TEST(run.err ==
+             "herald: config error: " + path + ": channels: at least one channel is needed\n");
+}
+
+BOOST_AUTO_TEST_CASE(unreadable_file_is_named) {
+  temp_dir dir("herald-e2e-config");
+  const auto run = run_herald({"serve", "--config", dir.file("absent.json")});
+  BOOST_TEST(run.exit_code == 2);
+  BOOST_TEST(run.err ==
+             "herald: config error: " + dir.file("absent.json") + ": cannot read the file\n");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

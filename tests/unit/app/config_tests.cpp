@@ -1,0 +1,245 @@
+#include "app/config.hpp"
+#include "support/herald_process.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+
+using namespace herald;
+
+namespace {
+
+const std::string webhook_secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// The message of the config_error that parsing and validating `text` throws; "" if none.
+std::string error_of(const std::string& text) {
+  try {
+    app::validate(app::parse_config(text));
+  } catch (const app::config_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string with_top(const std::string& fields) {
+  return R"({"channels":[{"name":"sms"}], )" + fields + "}";
+}
+
+std::string with_channel(const std::string& fields) {
+  return R"({"channels":[{"name":"sms", )" + fields + "}]}";
+}
+
+std::string with_webhook(const std::string& fields) {
+  return with_channel(R"("type":"webhook","url":"http://127.0.0.1:9/sms","secret":")" +
+                      webhook_secret + R"(","lease_ms":3600000, )" + fields);
+}
+
+/// One bounded key: where it sits in a document and the values at and beyond each end.
+struct bounded_key {
+  std::string path; ///< as error messages name it
+  std::function<std::string(const std::string&)> document;
+  std::string min, below_min, max, above_max;
+};
+
+std::vector<bounded_key> bounded_keys() {
+  auto top = [](const std::string& key) {
+    return [key](const std::string& v) { return with_top("\"" + key + "\":" + v); };
+  };
+  auto section = [](const std::string& name, const std::string& key) {
+    return [name, key](const std::string& v) {
+      return with_top("\"" + name + "\":{\"" + key + "\":" + v + "}");
+    };
+  };
+  auto channel = [](const std::string& key) {
+    return [key](const std::string& v) { return with_channel("\"" + key + "\":" + v); };
+  };
+  auto nested = [](const std::string& name, const std::string& key) {
+    return [name, key](const std::string& v) {
+      return with_channel("\"" + name + "\":{\"" + key + "\":" + v + "}");
+    };
+  };
+  auto webhook = [](const std::string& key) {
+    return [key](const std::string& v) { return with_webhook("\"" + key + "\":" + v); };
+  };
+  auto schedule = [](const std::string& v) {
+    return with_channel(R"("retry":{"schedule_ms":[1000,)" + v + "]}");
+  };
+  return {
+      {"scheduler_threads", top("scheduler_threads"), "1", "0", "64", "65"},
+      {"shards", top("shards"), "1", "0", "1024", "1025"},
+      {"drain_timeout_ms", top("drain_timeout_ms"), "1", "0", "86400000", "86400001"},
+      {"sweep_interval_ms", top("sweep_interval_ms"), "10", "9", "86400000", "86400001"},
+      {"http.max_body_bytes", section("http", "max_body_bytes"), "1024", "1023", "67108864",
+       "67108865"},
+      {"http.max_json_depth", section("http", "max_json_depth"), "1", "0", "1000", "1001"},
+      {"http.io_threads", section("http", "io_threads"), "1", "0", "64", "65"},
+      {"http.max_in_flight", section("http", "max_in_flight"), "1", "0", "10000000", "10000001"},
+      {"ingest.max_in_flight", section("ingest", "max_in_flight"), "1", "0", "10000000",
+       "10000001"},
+      {"ingest.claim_timeout_ms", section("ingest", "claim_timeout_ms"), "1", "0", "3600000",
+       "3600001"},
+      {"store.batch_max", section("store", "batch_max"), "1", "0", "100000", "100001"},
+      {"channels[0].rate_per_sec", channel("rate_per_sec"), "0.001", "0.0009", "1000000",
+       "1000000.5"},
+      {"channels[0].burst", channel("burst"), "1", "0.5", "1000000", "1000001"},
+      {"channels[0].window", channel("window"), "1", "0", "100000", "100001"},
+      {"channels[0].throttle_pause_ms", channel("throttle_pause_ms"), "1", "0", "3600000",
+       "3600001"},
+      {"channels[0].lease_ms", channel("lease_ms"), "100", "99", "86400000", "86400001"},
+      {"channels[0].circuit.failure_threshold", nested("circuit", "failure_threshold"), "1", "0",
+       "1000000", "1000001"},
+      {"channels[0].circuit.cool_down_ms", nested("circuit", "cool_down_ms"), "1", "0", "86400000",
+       "86400001"},
+      {"channels[0].retry.schedule_ms", schedule, "1", "0", "604800000", "604800001"},
+      {"channels[0].retry.jitter", nested("retry", "jitter"), "0", "-0.1", "0.9", "0.91"},
+      {"channels[0].retry.max_attempts", nested("retry", "max_attempts"), "1", "0", "1000", "1001"},
+      {"channels[0].latency_ms", channel("latency_ms"), "0", "-1", "600000", "600001"},
+      {"channels[0].retryable_failure_rate", channel("retryable_failure_rate"), "0", "-0.01", "1",
+       "1.01"},
+      {"channels[0].permanent_failure_rate", channel("permanent_failure_rate"), "0", "-0.01", "1",
+       "1.01"},
+      {"channels[0].seed", channel("seed"), "0", "-1", "9223372036854775807",
+       "9223372036854775808"},
+      {"channels[0].timeout_ms", webhook("timeout_ms"), "1", "0", "600000", "600001"},
+      {"channels[0].max_connections", webhook("max_connections"), "1", "0", "10000", "10001"},
+  };
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(config_tests)
+
+BOOST_AUTO_TEST_CASE(embedded_default_parses_and_validates) {
+  const auto cfg = app::parse_config(app::embedded_config_text());
+  BOOST_CHECK_NO_THROW(app::validate(cfg));
+  BOOST_TEST(cfg.channels.size() == 5u);
+  BOOST_TEST(cfg.http.host == "127.0.0.1");
+  BOOST_TEST(cfg.http.port == 8080);
+}
+
+BOOST_AUTO_TEST_CASE(every_bound_is_inclusive_and_enforced) {
+  for (const auto& key : bounded_keys()) {
+    BOOST_TEST(error_of(key.document(key.min)) == "", key.path << " = " << key.min);
+    BOOST_TEST(error_of(key.document(key.max)) == "", key.path << " = " << key.max);
+    for (const auto& outside : {key.below_min, key.above_max}) {
+      const auto error = error_of(key.document(outside));
+      BOOST_TEST(error.rfind(key.path + ": must be between ", 0) == 0,
+                 key.path << " = " << outside << " gave '" << error << "'");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(huge_retry_delay_is_refused) {
+  // Accepted before: 9e18 ms overflowed `now + delay` (a chrono multiplication, UB).
+  BOOST_TEST(error_of(with_channel(R"("retry":{"schedule_ms":[9000000000000000000]})")) ==
+             "channels[0].retry.schedule_ms: must be between 1 and 604800000");
+  BOOST_TEST(error_of(with_channel(R"("retry":{"schedule_ms":[604800001]})")) ==
+             "channels[0].retry.schedule_ms: must be between 1 and 604800000");
+  const auto week = app::parse_config(with_channel(R"("retry":{"schedule_ms":[604800000]})"));
+  BOOST_TEST(week.channels.at(0).settings.retry.schedule.at(0).count() ==
+             domain::max_retry_delay.count());
+}
+
+BOOST_AUTO_TEST_CASE(retry_schedule_shape_is_checked) {
+  const std::string shape =
+      "channels[0].retry.schedule_ms: must be an array of 1 to 100 delays in milliseconds";
+  BOOST_TEST(error_of(with_channel(R"("retry":{"schedule_ms":[]})")) == shape);
+  BOOST_TEST(error_of(with_channel(R"("retry":{"schedule_ms":1000})")) == shape);
+  std::string many = "[1";
+  for (int i = 0; i < 100; ++i)
+    many += ",1";
+  BOOST_TEST(error_of(with_channel(R"("retry":{"schedule_ms":)" + many + "]}")) == shape);
+  BOOST_TEST(error_of(with_channel(R"("retry":{"schedule_ms":[1000, 1.5]})")) ==
+             "channels[0].retry.schedule_ms: must be an integer");
+}
+
+BOOST_AUTO_TEST_CASE(too_large_integers_name_the_range) {
+  // Boost.JSON reads these as a double and an unsigned: both are integers, just too large.
+  const std::string range = "shards: must be between 1 and 1024";
+  BOOST_TEST(error_of(with_top(R"("shards": 99999999999999999999)")) == range);
+  BOOST_TEST(error_of(with_top(R"("shards": 18446744073709551615)")) == range);
+  BOOST_TEST(error_of(with_top(R"("shards": -99999999999999999999)")) == range);
+  BOOST_TEST(error_of(with_top(R"("shards": -1)")) == range);
+}
+
+BOOST_AUTO_TEST_CASE(non_integers_are_refused_as_such) {
+  BOOST_TEST(error_of(with_top(R"("shards": 2.5)")) == "shards: must be an integer");
+  BOOST_TEST(error_of(with_top(R"("shards": "8")")) == "shards: must be an integer");
+  BOOST_TEST(error_of(with_top(R"("shards": true)")) == "shards: must be an integer");
+  BOOST_TEST(error_of(with_channel(R"("rate_per_sec": "fast")")) ==
+             "channels[0].rate_per_sec: must be a number");
+  // 1e999 parses as infinity; it is out of range, never "unlimited".
+  BOOST_TEST(error_of(with_channel(R"("rate_per_sec": 1e999)")) ==
+             "channels[0].rate_per_sec: must be between 0.001 and 1000000");
+}
+
+BOOST_AUTO_TEST_CASE(failure_rates_add_up_to_at_most_one) {
+  BOOST_TEST(
+      error_of(with_channel(R"("retryable_failure_rate":0.5,"permanent_failure_rate":0.5)")) == "");
+  BOOST_TEST(
+      error_of(with_channel(R"("retryable_failure_rate":0.6,"permanent_failure_rate":0.5)")) ==
+      "channels[0]: retryable_failure_rate and permanent_failure_rate must add up to at "
+      "most 1");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_keys_are_named_with_their_path) {
+  BOOST_TEST(error_of(with_top(R"("shard": 8)")) == "shard: unknown key");
+  BOOST_TEST(error_of(with_top(R"("http": {"io_thread": 2})")) == "http.io_thread: unknown key");
+  BOOST_TEST(error_of(with_channel(R"("rate": 5)")) == "channels[0].rate: unknown key");
+  BOOST_TEST(error_of(with_channel(R"("retry": {"delays_ms": [1]})")) ==
+             "channels[0].retry.delays_ms: unknown key");
+  BOOST_TEST(error_of(with_channel(R"("circuit": {"threshold": 1})")) ==
+             "channels[0].circuit.threshold: unknown key");
+  // A webhook key on a simulated channel is a mistake, not something to ignore.
+  BOOST_TEST(error_of(with_channel(R"("url": "http://127.0.0.1:9/x")")) ==
+             "channels[0].url: unknown key");
+}
+
+BOOST_AUTO_TEST_CASE(errors_stay_on_one_line) {
+  const auto error = error_of(with_top(R"("sha\nrds": 8)"));
+  BOOST_TEST(error == "sha?rds: unknown key");
+}
+
+BOOST_AUTO_TEST_CASE(file_name_comes_first_in_every_error) {
+  test::temp_dir dir{"herald-config"};
+  const auto path = dir.file("herald.json");
+
+  test::write_file(path, with_top(R"("shards": 0)"));
+  BOOST_CHECK_EXCEPTION(
+      app::load_config_file(path), app::config_error, [&](const app::config_error& e) {
+        return std::string{e.what()} == path + ": shards: must be between 1 and 1024";
+      });
+
+  test::write_file(path, "{ not json");
+  BOOST_CHECK_EXCEPTION(
+      app::load_config_file(path), app::config_error,
+      [&](const app::config_error& e) { return std::string{e.what()}.rfind(path + ": ", 0) == 0; });
+
+  BOOST_CHECK_EXCEPTION(app::load_config_file(dir.file("missing.json")), app::config_error,
+                        [&](const app::config_error& e) {
+                          return std::string{e.what()} ==
+                                 dir.file("missing.json") + ": cannot read the file";
+                        });
+
+  // Problems only the whole configuration shows (validate()) name the file too.
+  test::write_file(path, R"({"channels": []})");
+  const auto cfg = app::load_config_file(path);
+  BOOST_CHECK_EXCEPTION(
+      app::validate(cfg, path), app::config_error, [&](const app::config_error& e) {
+        return std::string{e.what()} == path + ": channels: at least one channel is needed";
+      });
+}
+
+BOOST_AUTO_TEST_CASE(webhook_credentials_are_not_echoed) {
+  const auto error =
+      error_of(with_channel(R"("type":"webhook","secret":")" + webhook_secret +
+                            R"(","url":"https://alice:hunter2@/hook?token=s3cr3t")"));
+  BOOST_TEST(!error.empty());
+  BOOST_TEST(error.find("hunter2") == std::string::npos, error);
+  BOOST_TEST(error.find("s3cr3t") == std::string::npos, error);
+  BOOST_TEST(error.find("channels[0]") == 0u, error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
