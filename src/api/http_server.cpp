@@ -67,6 +67,29 @@ bool is_http_parse_error(const beast::error_code& ec) {
   return ec.category() == beast::error_code(http::error::bad_method).category();
 }
 
+/// Why the request's framing is ambiguous, or empty when it is not. A request with two ways to
+/// find its end, or a transfer coding herald does not decode, is how a proxy in front and herald
+/// come to disagree about where the next request starts (request smuggling, RFC 9112 §6.1 and
+/// §6.3), so such a request is refused and its connection closed.
+std::string_view ambiguous_framing(const http::fields& header) {
+  const auto encodings = header.equal_range(http::field::transfer_encoding);
+  const auto lengths = header.equal_range(http::field::content_length);
+  const auto length_count = std::distance(lengths.first, lengths.second);
+  if (encodings.first != encodings.second) {
+    if (std::next(encodings.first) != encodings.second)
+      return "more than one Transfer-Encoding header";
+    if (!beast::iequals(encodings.first->value(), "chunked"))
+      return "Transfer-Encoding other than chunked";
+    if (length_count != 0)
+      return "both Transfer-Encoding and Content-Length";
+  }
+  if (length_count > 1)
+    return "more than one Content-Length header";
+  if (length_count == 1 && lengths.first->value().find(',') != beast::string_view::npos)
+    return "a list in Content-Length";
+  return {};
+}
+
 http_response json_error_response(http::status status, std::string_view code,
                                   std::string_view message, const std::string& trace_id) {
   http_response response{status, 11};
@@ -187,6 +210,12 @@ private:
     version_ = request.version();
     keep_alive_ = request.keep_alive();
     trace_id_ = choose_trace_id(request["traceparent"], request["X-Request-Id"]);
+    if (auto reason = ambiguous_framing(request); !reason.empty()) {
+      log::info("http_request_rejected",
+                {{"trace_id", trace_id_}, {"status", "400"}, {"reason", std::string(reason)}});
+      return send_error(http::status::bad_request, "invalid_request",
+                        "ambiguous request framing: " + std::string(reason));
+    }
     if (parser_->is_done())
       return dispatch_request();
     auto expect = request[http::field::expect];

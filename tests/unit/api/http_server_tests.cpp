@@ -636,3 +636,113 @@ BOOST_FIXTURE_TEST_CASE(a_dead_letter_is_replayed_once, server_fixture) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+/// The real server over a handler that only counts and answers 200, to see which requests
+/// reached the application at all.
+struct counting_server {
+  counting_server()
+      : server(server_fixture::small_options(),
+               [this](api::http_request request, api::respond_fn respond) {
+                 {
+                   std::lock_guard<std::mutex> lock(mutex);
+                   targets.emplace_back(request.target());
+                 }
+                 api::http_response response{boost::beast::http::status::ok, 11};
+                 response.body() = "handled";
+                 respond(std::move(response));
+               }) {
+    server.start();
+  }
+
+  std::vector<std::string> handled() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return targets;
+  }
+
+  std::mutex mutex;
+  std::vector<std::string> targets;
+  api::http_server server;
+};
+
+const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+
+/// A POST whose framing headers are `framing`, followed on the same connection by the bytes
+/// a front proxy could have taken for the body of this request.
+std::string framed_post(const std::string& framing) {
+  return "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + framing +
+         "\r\n" + smuggled;
+}
+
+/// Sends `raw` and checks herald refused it with 400 and closed the connection, and that
+/// neither the request nor what follows it reached the handler.
+void expect_refused_and_closed(const std::string& raw) {
+  counting_server server;
+  http_connection connection("127.0.0.1", server.server.port(), std::chrono::seconds(5));
+  auto response = connection.raw(raw);
+  BOOST_TEST(response.status == 400);
+  BOOST_TEST(response.closes());
+  BOOST_TEST(connection.closed_by_peer(std::chrono::seconds(2)));
+  // The connection is gone, so nothing more of it can reach the handler.
+  BOOST_TEST(server.handled().empty());
+  if (response.status == 400)
+    BOOST_TEST(text(error_of(response).at("code")) == "invalid_request");
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(http_framing_tests)
+
+BOOST_AUTO_TEST_CASE(transfer_codings_other_than_chunked_are_refused) {
+  const std::string length = "Content-Length: " + std::to_string(smuggled.size()) + "\r\n";
+  for (const std::string coding : {"identity", "gzip", "chunked, identity", "chunked, chunked"}) {
+    const std::string encoding = "Transfer-Encoding: " + coding + "\r\n";
+    BOOST_TEST_CONTEXT("Transfer-Encoding: " << coding << " without Content-Length") {
+      expect_refused_and_closed(framed_post(encoding));
+    }
+    BOOST_TEST_CONTEXT("Transfer-Encoding: " << coding << " then Content-Length") {
+      expect_refused_and_closed(framed_post(encoding + length));
+    }
+    BOOST_TEST_CONTEXT("Content-Length then Transfer-Encoding: " << coding) {
+      expect_refused_and_closed(framed_post(length + encoding));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(chunked_with_content_length_is_refused) {
+  const std::string chunked_smuggle = "0\r\n\r\n" + smuggled;
+  const std::string length = "Content-Length: " + std::to_string(chunked_smuggle.size()) + "\r\n";
+  const std::string head =
+      "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+  expect_refused_and_closed(head + "Transfer-Encoding: chunked\r\n" + length + "\r\n" +
+                            chunked_smuggle);
+  expect_refused_and_closed(head + length + "Transfer-Encoding: chunked\r\n\r\n" + chunked_smuggle);
+}
+
+BOOST_AUTO_TEST_CASE(split_transfer_encoding_headers_are_refused) {
+  expect_refused_and_closed(
+      framed_post("Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n") + "0\r\n\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(duplicate_or_conflicting_content_length_is_refused) {
+  expect_refused_and_closed(framed_post("Content-Length: 0\r\nContent-Length: 0\r\n"));
+  expect_refused_and_closed(framed_post("Content-Length: 0, 0\r\n"));
+  expect_refused_and_closed(framed_post("Content-Length: 0\r\nContent-Length: 5\r\n"));
+}
+
+BOOST_AUTO_TEST_CASE(plain_chunked_and_plain_length_still_work) {
+  counting_server server;
+  http_connection connection("127.0.0.1", server.server.port(), std::chrono::seconds(5));
+  BOOST_TEST(connection
+                 .raw("POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "2\r\n{}\r\n0\r\n\r\n")
+                 .status == 200);
+  BOOST_TEST(
+      connection.raw("POST /length HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}").status ==
+      200);
+  BOOST_TEST(server.handled() == (std::vector<std::string>{"/chunked", "/length"}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
