@@ -195,6 +195,7 @@ private:
     parser_->header_limit(static_cast<std::uint32_t>(core_.options.max_header_bytes));
     parser_->body_limit(static_cast<std::uint64_t>(core_.options.max_body_bytes));
     keep_alive_ = false;
+    head_request_ = false;
     version_ = 11;
     trace_id_.clear();
     stream_.expires_after(core_.options.idle_timeout);
@@ -216,6 +217,10 @@ private:
       return send_error(http::status::bad_request, "invalid_request",
                         "ambiguous request framing: " + std::string(reason));
     }
+    // HEAD is GET without the body: the handler sees a GET, write() leaves the body out.
+    head_request_ = request.method() == http::verb::head;
+    if (head_request_)
+      request.method(http::verb::get);
     if (parser_->is_done())
       return dispatch_request();
     auto expect = request[http::field::expect];
@@ -313,17 +318,20 @@ private:
       close_after = true;
     response_.version(version_);
     response_.keep_alive(!close_after);
-    response_.prepare_payload();
+    response_.prepare_payload(); // for HEAD too: Content-Length says what GET would send
     stream_.expires_after(core_.options.idle_timeout);
-    http::async_write(stream_, response_,
-                      [self = shared_from_this(), close_after](beast::error_code ec, std::size_t) {
-                        self->token_.reset();
-                        if (ec)
-                          return self->close();
-                        if (close_after)
-                          return self->linger_close();
-                        self->read_header();
-                      });
+    auto on_written = [self = shared_from_this(), close_after](beast::error_code ec, std::size_t) {
+      self->token_.reset();
+      if (ec)
+        return self->close();
+      if (close_after)
+        return self->linger_close();
+      self->read_header();
+    };
+    if (!head_request_)
+      return http::async_write(stream_, response_, std::move(on_written));
+    head_serializer_.emplace(response_);
+    http::async_write_header(stream_, *head_serializer_, std::move(on_written));
   }
 
   /// Half-closes and drains what the client still sends, so our last response is not lost to
@@ -361,10 +369,12 @@ private:
   std::optional<http::request_parser<http::string_body>> parser_;
   http_response response_;
   http::response<http::empty_body> continue_;
+  std::optional<http::response_serializer<http::string_body>> head_serializer_;
   std::shared_ptr<in_flight_token> token_;
   std::string trace_id_;
   unsigned version_ = 11;
   bool keep_alive_ = false;
+  bool head_request_ = false;
   bool closed_ = false;
   std::array<char, 4096> discard_{};
   std::size_t discarded_ = 0;

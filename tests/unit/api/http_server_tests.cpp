@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -15,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -690,7 +693,65 @@ void expect_refused_and_closed(const std::string& raw) {
     BOOST_TEST(text(error_of(response).at("code")) == "invalid_request");
 }
 
+/// Writes `bytes` on a fresh connection and returns everything the server sends until it
+/// closes; gives up (and fails the test) after 5 s. For answers a response parser would
+/// misread, such as a HEAD response announcing a body it does not carry.
+std::string everything_until_close(std::uint16_t port, const std::string& bytes) {
+  namespace asio = boost::asio;
+  asio::io_context ioc;
+  boost::beast::tcp_stream stream(ioc);
+  stream.expires_after(std::chrono::seconds(5));
+  stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  asio::write(stream, asio::buffer(bytes));
+  std::string received;
+  auto buffer = asio::dynamic_buffer(received);
+  boost::beast::error_code ec;
+  stream.expires_after(std::chrono::seconds(5));
+  std::function<void()> read_more = [&] {
+    stream.async_read_some(buffer.prepare(4096), [&](boost::beast::error_code e, std::size_t n) {
+      buffer.commit(n);
+      if (e)
+        ec = e;
+      else
+        read_more();
+    });
+  };
+  read_more();
+  ioc.run();
+  BOOST_TEST((ec == asio::error::eof), ec.message());
+  return received;
+}
+
 } // namespace
+
+BOOST_AUTO_TEST_SUITE(http_head_tests)
+
+BOOST_FIXTURE_TEST_CASE(head_answers_headers_without_a_body, server_fixture) {
+  const auto get_response = get("/healthz");
+  const std::string answer =
+      everything_until_close(port, "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                                   "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  // First the HEAD answer: the GET's status and Content-Length, then at once the next response.
+  const auto end_of_head = answer.find("\r\n\r\n");
+  BOOST_REQUIRE(end_of_head != std::string::npos);
+  const std::string head = answer.substr(0, end_of_head + 4);
+  BOOST_TEST(head.rfind("HTTP/1.1 200 OK\r\n", 0) == 0u, head);
+  BOOST_TEST(head.find("Content-Length: " + std::to_string(get_response.body.size()) + "\r\n") !=
+                 std::string::npos,
+             head);
+  BOOST_TEST(head.find("Content-Type: application/json") != std::string::npos, head);
+  const std::string rest = answer.substr(head.size());
+  BOOST_TEST(rest.rfind("HTTP/1.1 200 OK\r\n", 0) == 0u, rest);
+  BOOST_TEST(rest.find(get_response.body) != std::string::npos, rest);
+
+  // An error answer to HEAD carries no body either.
+  const std::string not_found =
+      everything_until_close(port, "HEAD /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  BOOST_TEST(not_found.rfind("HTTP/1.1 404", 0) == 0u, not_found);
+  BOOST_TEST(not_found.size() == not_found.find("\r\n\r\n") + 4, not_found);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(http_framing_tests)
 
