@@ -4,12 +4,18 @@
 #include "api/trace_context.hpp"
 #include "observability/log.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <future>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <sstream>
+#include <sys/resource.h>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -59,6 +65,114 @@ public:
 private:
   std::shared_ptr<in_flight_counter> counter_;
 };
+
+/// Open connections, shared with every session so that a session may end after the server.
+struct connection_counter {
+  std::atomic<std::size_t> open{0};
+};
+
+/// Held by a session for its whole life: one of http_options::max_connections.
+class connection_slot {
+public:
+  explicit connection_slot(std::shared_ptr<connection_counter> counter)
+      : counter_(std::move(counter)) {
+    counter_->open.fetch_add(1);
+  }
+  ~connection_slot() { counter_->open.fetch_sub(1); }
+  connection_slot(const connection_slot&) = delete;
+  connection_slot& operator=(const connection_slot&) = delete;
+
+private:
+  std::shared_ptr<connection_counter> counter_;
+};
+
+/// Lets one log line through per interval and counts those held back, so that a flood of
+/// refused connections or failing accepts does not flood the log as well.
+class log_throttle {
+public:
+  /// Whether to log now; if so, `held_back` is the number of lines skipped since the last one.
+  bool due(std::size_t& held_back) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_) {
+      ++skipped_;
+      return false;
+    }
+    next_ = now + std::chrono::seconds(10);
+    held_back = skipped_;
+    skipped_ = 0;
+    return true;
+  }
+
+private:
+  std::chrono::steady_clock::time_point next_{};
+  std::size_t skipped_ = 0;
+};
+
+/// Descriptors kept free for everything else herald opens (database, log, provider calls), so
+/// a full set of connections cannot starve them.
+constexpr std::size_t reserved_descriptors = 128;
+constexpr auto first_accept_delay = std::chrono::milliseconds(10);
+constexpr auto last_accept_delay = std::chrono::milliseconds(1000);
+
+std::string descriptor_count(rlim_t value) {
+  return value == RLIM_INFINITY ? "unlimited" : std::to_string(value);
+}
+
+/// Raises the soft limit on open descriptors to the hard one, because the soft default (often
+/// 1024) is far below what a server holding many connections needs; logs both. Returns the
+/// soft limit now in force, or nullopt when it is unlimited or unknown.
+std::optional<std::size_t> raise_open_file_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    log::warn("open_file_limit_unknown", {{"error", std::strerror(errno)}});
+    return std::nullopt;
+  }
+  const rlim_t before = limit.rlim_cur;
+  if (limit.rlim_cur != limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0)
+      limit = raised;
+    else
+      log::warn("open_file_limit_not_raised", {{"error", std::strerror(errno)}});
+  }
+  log::info("open_file_limit", {{"soft_before", descriptor_count(before)},
+                                {"soft", descriptor_count(limit.rlim_cur)},
+                                {"hard", descriptor_count(limit.rlim_max)}});
+  if (limit.rlim_cur == RLIM_INFINITY)
+    return std::nullopt;
+  return static_cast<std::size_t>(limit.rlim_cur);
+}
+
+/// max_connections, lowered when the descriptor limit could not hold that many connections
+/// and still leave reserved_descriptors for the rest of herald.
+std::size_t connection_cap(std::size_t configured, std::optional<std::size_t> open_file_limit) {
+  if (!open_file_limit)
+    return configured;
+  const std::size_t usable = *open_file_limit > 2 * reserved_descriptors
+                                 ? *open_file_limit - reserved_descriptors
+                                 : *open_file_limit / 2;
+  if (configured <= usable)
+    return configured;
+  log::warn("http_max_connections_lowered", {{"configured", std::to_string(configured)},
+                                             {"open_file_limit", std::to_string(*open_file_limit)},
+                                             {"max_connections", std::to_string(usable)}});
+  return std::max<std::size_t>(usable, 1);
+}
+
+/// The whole answer to a connection over the cap with nothing idle to make room: written as is
+/// at once, without a session.
+std::string connection_refusal() {
+  http_response response{http::status::service_unavailable, 11};
+  response.set(http::field::content_type, "application/json");
+  response.set(http::field::retry_after, "1");
+  response.keep_alive(false);
+  response.body() = encode_error("overloaded", "too many open connections; retry later");
+  response.prepare_payload();
+  std::ostringstream out;
+  out << response;
+  return out.str();
+}
 
 constexpr std::size_t max_discard_bytes = 1 << 20;
 constexpr auto linger_timeout = std::chrono::seconds(2);
@@ -120,8 +234,17 @@ struct http_server::core {
   }
 
   void do_accept();
+  void retry_accept_later(const beast::error_code& ec);
+  /// Closes the connection that has waited longest for a request; false when none waits.
+  bool make_room();
+  void refuse(tcp::socket socket);
   void track(const std::shared_ptr<session>& s);
   void close_sessions();
+
+  /// Registers a session waiting for a request header; the ticket orders sessions by age.
+  std::uint64_t enter_idle(std::weak_ptr<session> s);
+  /// Unregisters it; false when make_room() took it meanwhile, so the session must close.
+  bool leave_idle(std::uint64_t ticket);
 
   http_options options;
   request_handler handler;
@@ -133,6 +256,19 @@ struct http_server::core {
   std::shared_ptr<in_flight_counter> counter = std::make_shared<in_flight_counter>();
   std::atomic<bool> draining{false};
   std::atomic<std::uint16_t> bound_port{0};
+
+  std::shared_ptr<connection_counter> connections = std::make_shared<connection_counter>();
+  std::size_t max_connections = 0; // set by start(): options.max_connections, maybe lowered
+  const std::string refusal = connection_refusal();
+  // Touched only on the acceptor's strand:
+  std::chrono::milliseconds accept_delay{0};
+  log_throttle accept_failure_log;
+  log_throttle refusal_log;
+  log_throttle eviction_log;
+
+  std::mutex idle_mutex;
+  std::map<std::uint64_t, std::weak_ptr<session>> idle; // by ticket: oldest first
+  std::uint64_t last_idle_ticket = 0;
 
   std::mutex lifecycle;
   bool started = false;
@@ -165,9 +301,13 @@ struct responder {
 /// keep-alive holds. Every member is touched only on the connection's strand.
 class session : public std::enable_shared_from_this<session> {
 public:
-  session(tcp::socket socket, http_server::core& core) : stream_(std::move(socket)), core_(core) {}
+  session(tcp::socket socket, http_server::core& core)
+      : stream_(std::move(socket)), core_(core), slot_(core.connections) {}
 
+  /// Starts reading; called on the acceptor's strand, so the connection counts as idle (and
+  /// can give way) from its accept on.
   void run() {
+    idle_ticket_ = core_.enter_idle(weak_from_this());
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
   }
 
@@ -177,6 +317,14 @@ public:
   }
 
   tcp::socket::executor_type executor() { return stream_.get_executor(); }
+
+  /// Closes the connection to make room for a new one; make_room() took it off the idle list.
+  void evict() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+      self->idle_ticket_ = 0;
+      self->close();
+    });
+  }
 
   /// Writes the handler's answer; on the strand.
   void deliver(http_response response, std::shared_ptr<in_flight_token> token) {
@@ -198,13 +346,18 @@ private:
     head_request_ = false;
     version_ = 11;
     trace_id_.clear();
-    stream_.expires_after(core_.options.idle_timeout);
+    stream_.expires_after(core_.options.idle_timeout); // from the first byte on
+    if (idle_ticket_ == 0)
+      idle_ticket_ = core_.enter_idle(weak_from_this());
     http::async_read_header(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
   }
 
   void on_header(beast::error_code ec) {
+    const bool evicted = !core_.leave_idle(std::exchange(idle_ticket_, 0));
+    if (evicted)
+      return close();
     if (ec)
       return on_read_error(ec);
     auto& request = parser_->get();
@@ -359,6 +512,8 @@ private:
     if (closed_)
       return;
     closed_ = true;
+    if (idle_ticket_ != 0)
+      core_.leave_idle(std::exchange(idle_ticket_, 0));
     token_.reset();
     stream_.close();
   }
@@ -378,6 +533,8 @@ private:
   bool closed_ = false;
   std::array<char, 4096> discard_{};
   std::size_t discarded_ = 0;
+  std::uint64_t idle_ticket_ = 0; // non-zero while on the core's idle list
+  connection_slot slot_;
 };
 
 void responder::operator()(http_response response) const {
@@ -421,19 +578,87 @@ void http_server::core::close_sessions() {
       s->shutdown();
 }
 
+std::uint64_t http_server::core::enter_idle(std::weak_ptr<session> s) {
+  std::lock_guard<std::mutex> lock(idle_mutex);
+  const std::uint64_t ticket = ++last_idle_ticket;
+  idle.emplace(ticket, std::move(s));
+  return ticket;
+}
+
+bool http_server::core::leave_idle(std::uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(idle_mutex);
+  return idle.erase(ticket) == 1;
+}
+
+bool http_server::core::make_room() {
+  std::shared_ptr<session> oldest;
+  {
+    std::lock_guard<std::mutex> lock(idle_mutex);
+    while (!oldest && !idle.empty()) {
+      oldest = idle.begin()->second.lock();
+      idle.erase(idle.begin());
+    }
+  }
+  if (!oldest)
+    return false;
+  oldest->evict();
+  std::size_t held_back = 0;
+  if (eviction_log.due(held_back))
+    log::info("http_idle_connection_closed",
+              {{"reason", "max_connections reached"},
+               {"max_connections", std::to_string(max_connections)},
+               {"also_closed_since_last_line", std::to_string(held_back)}});
+  return true;
+}
+
+void http_server::core::refuse(tcp::socket socket) {
+  // Best effort and never blocking: the point is to free the descriptor at once.
+  beast::error_code ignored;
+  socket.non_blocking(true, ignored);
+  socket.write_some(asio::buffer(refusal), ignored);
+  // Unread input would turn the close into a reset that may destroy the answer at the client.
+  std::array<char, 4096> discard;
+  for (int reads = 0; reads < 16 && !ignored; ++reads)
+    socket.read_some(asio::buffer(discard), ignored);
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+  socket.close(ignored);
+  std::size_t held_back = 0;
+  if (refusal_log.due(held_back))
+    log::warn("http_connection_refused",
+              {{"reason", "max_connections reached, none idle"},
+               {"max_connections", std::to_string(max_connections)},
+               {"also_refused_since_last_line", std::to_string(held_back)}});
+}
+
+void http_server::core::retry_accept_later(const beast::error_code& ec) {
+  // E.g. out of descriptors (EMFILE, ENFILE): wait for some to free instead of spinning, longer
+  // each time it fails again.
+  accept_delay = accept_delay.count() == 0 ? first_accept_delay
+                                           : std::min(accept_delay * 2, last_accept_delay);
+  std::size_t held_back = 0;
+  if (accept_failure_log.due(held_back))
+    log::warn("http_accept_failed", {{"error", ec.message()},
+                                     {"retry_in_ms", std::to_string(accept_delay.count())},
+                                     {"also_failed_since_last_line", std::to_string(held_back)}});
+  accept_retry.expires_after(accept_delay);
+  accept_retry.async_wait([this](beast::error_code wait_ec) {
+    if (!wait_ec && acceptor.is_open())
+      do_accept();
+  });
+}
+
 void http_server::core::do_accept() {
   acceptor.async_accept(asio::make_strand(*ioc), [this](beast::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor.is_open())
       return;
-    if (ec) {
-      // E.g. out of file descriptors: back off briefly instead of spinning.
-      log::warn("http_accept_failed", {{"error", ec.message()}});
-      accept_retry.expires_after(std::chrono::milliseconds(50));
-      accept_retry.async_wait([this](beast::error_code wait_ec) {
-        if (!wait_ec && acceptor.is_open())
-          do_accept();
-      });
-      return;
+    if (ec)
+      return retry_accept_later(ec);
+    accept_delay = std::chrono::milliseconds(0);
+    // Over the cap, an idle connection gives way to the new one; a connection waiting with
+    // nothing to say must not lock out one that has a request.
+    if (connections->open.load() >= max_connections && !make_room()) {
+      refuse(std::move(socket));
+      return do_accept();
     }
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
@@ -493,6 +718,7 @@ void http_server::start() {
   if (ec)
     fail("listen");
   core_->bound_port = acceptor.local_endpoint().port();
+  core_->max_connections = connection_cap(options.max_connections, raise_open_file_limit());
 
   core_->work.emplace(core_->ioc->get_executor());
   core_->do_accept();
@@ -512,8 +738,9 @@ void http_server::start() {
     });
   }
   core_->started = true;
-  log::info("http_listening",
-            {{"host", options.host}, {"port", std::to_string(core_->bound_port.load())}});
+  log::info("http_listening", {{"host", options.host},
+                               {"port", std::to_string(core_->bound_port.load())},
+                               {"max_connections", std::to_string(core_->max_connections)}});
 }
 
 std::uint16_t http_server::port() const {

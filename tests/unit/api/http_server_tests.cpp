@@ -807,3 +807,50 @@ BOOST_AUTO_TEST_CASE(plain_chunked_and_plain_length_still_work) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(http_connection_cap_tests)
+
+BOOST_AUTO_TEST_CASE(an_idle_connection_gives_way_to_a_new_one) {
+  auto options = server_fixture::small_options();
+  options.max_connections = 2;
+  server_fixture fixture(options);
+  http_connection oldest("127.0.0.1", fixture.port, std::chrono::seconds(5));
+  http_connection younger("127.0.0.1", fixture.port, std::chrono::seconds(5));
+  BOOST_TEST(younger.request("GET", "/healthz").status == 200);
+
+  // Both slots are taken by connections waiting for a request: the oldest makes room.
+  BOOST_TEST(fixture.get("/healthz").status == 200);
+  BOOST_TEST(oldest.closed_by_peer(std::chrono::seconds(5)));
+  BOOST_TEST(fixture.get("/healthz").status == 200);
+}
+
+BOOST_AUTO_TEST_CASE(over_the_cap_with_nothing_idle_is_503) {
+  auto options = server_fixture::small_options();
+  options.max_connections = 2;
+  server_fixture fixture(options);
+  fixture.service.hold();
+  std::vector<std::thread> clients;
+  std::atomic<int> accepted{0};
+  for (int i = 0; i < 2; ++i)
+    clients.emplace_back([&] {
+      const int status = fixture.post(shipped).status; // one creates, the other finds it
+      accepted += status == 202 || status == 200 ? 1 : 0;
+    });
+  for (int i = 0; i < 500 && fixture.service.held() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10)); // bounded wait for both
+  BOOST_REQUIRE(fixture.service.held() == 2u);
+
+  auto refused = fixture.get("/healthz");
+  BOOST_TEST(refused.status == 503);
+  BOOST_TEST(refused.header("retry-after") == "1");
+  BOOST_TEST(refused.closes());
+  BOOST_TEST(text(error_of(refused).at("code")) == "overloaded");
+
+  fixture.service.release();
+  for (auto& client : clients)
+    client.join();
+  BOOST_TEST(accepted.load() == 2);
+  BOOST_TEST(fixture.get("/healthz").status == 200);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
