@@ -7,6 +7,7 @@
 #include "support/herald_server.hpp"
 #include "support/http_client.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <chrono>
@@ -130,6 +131,21 @@ BOOST_AUTO_TEST_CASE(idle_connections_do_not_lock_out_new_clients) {
   const auto log = herald.log();
   BOOST_TEST(log.find(R"("event":"open_file_limit")") != std::string::npos, log.substr(0, 2000));
   BOOST_TEST(log.find(R"("hard":"1024")") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(max_connections_out_of_bounds_exits_two) {
+  temp_dir dir("herald-e2e-config");
+  for (const std::string value : {"0", "1000001", "\"many\""}) {
+    BOOST_TEST_CONTEXT("max_connections " << value) {
+      write_file(dir.file("herald.json"),
+                 R"({"http":{"max_connections":)" + value +
+                     R"(},"channels":[{"name":"sms","type":"simulated"}]})");
+      auto run = run_herald({"serve", "--config", dir.file("herald.json")});
+      BOOST_TEST(run.exit_code == 2);
+      BOOST_TEST(run.err.find("max_connections") != std::string::npos, run.err);
+      BOOST_TEST(std::count(run.err.begin(), run.err.end(), '\n') <= 1, run.err);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(smuggled_requests_are_not_executed) {
