@@ -172,6 +172,13 @@ public:
     return held_.size();
   }
 
+  /// Waits until `count` requests are held back, at most 5 s; whether they are.
+  bool wait_held(std::size_t count) {
+    for (int i = 0; i < 500 && held() < count; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10)); // polling, bounded
+    return held() == count;
+  }
+
   std::atomic<bool> ready{true};
   std::optional<api::service_error> failure; // set before the requests it applies to
 
@@ -501,10 +508,7 @@ BOOST_AUTO_TEST_CASE(overload_is_503_and_drain_waits) {
 
   std::optional<test::http_response> first;
   std::thread client([&] { first = fixture.post(shipped); });
-  // Bounded wait until the first request is held by the service.
-  for (int i = 0; i < 500 && fixture.service.held() == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  BOOST_REQUIRE(fixture.service.held() == 1u);
+  BOOST_REQUIRE(fixture.service.wait_held(1));
   BOOST_TEST(fixture.server.in_flight() == 1u);
 
   auto second = fixture.post(shipped);
@@ -529,9 +533,7 @@ BOOST_AUTO_TEST_CASE(answers_after_the_client_left_do_not_crash) {
                       "Content-Length: " +
                       std::to_string(shipped.size()) + "\r\n\r\n" + shipped;
     connection.send(raw);
-    for (int i = 0; i < 500 && fixture.service.held() == 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    BOOST_REQUIRE(fixture.service.held() == 1u);
+    BOOST_REQUIRE(fixture.service.wait_held(1));
   }
   fixture.service.release();
   BOOST_TEST(fixture.server.wait_idle(std::chrono::seconds(10)));
@@ -548,9 +550,7 @@ BOOST_AUTO_TEST_CASE(answers_after_stop_do_not_crash) {
       // The server went away: expected.
     }
   });
-  for (int i = 0; i < 500 && fixture->service.held() == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  BOOST_REQUIRE(fixture->service.held() == 1u);
+  BOOST_REQUIRE(fixture->service.wait_held(1));
   fixture->server.stop_accepting();
   BOOST_TEST(!fixture->server.wait_idle(std::chrono::milliseconds(20)));
   fixture->server.stop();
@@ -808,49 +808,56 @@ BOOST_AUTO_TEST_CASE(plain_chunked_and_plain_length_still_work) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-BOOST_AUTO_TEST_SUITE(http_connection_cap_tests)
+namespace {
+
+/// The server with room for two connections.
+struct two_connection_server : server_fixture {
+  two_connection_server() : server_fixture(options()) {}
+
+  static api::http_options options() {
+    auto options = small_options();
+    options.max_connections = 2;
+    return options;
+  }
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(http_connection_cap_tests, two_connection_server)
 
 BOOST_AUTO_TEST_CASE(an_idle_connection_gives_way_to_a_new_one) {
-  auto options = server_fixture::small_options();
-  options.max_connections = 2;
-  server_fixture fixture(options);
-  http_connection oldest("127.0.0.1", fixture.port, std::chrono::seconds(5));
-  http_connection younger("127.0.0.1", fixture.port, std::chrono::seconds(5));
+  http_connection oldest("127.0.0.1", port, std::chrono::seconds(5));
+  http_connection younger("127.0.0.1", port, std::chrono::seconds(5));
   BOOST_TEST(younger.request("GET", "/healthz").status == 200);
 
   // Both slots are taken by connections waiting for a request: the oldest makes room.
-  BOOST_TEST(fixture.get("/healthz").status == 200);
+  BOOST_TEST(get("/healthz").status == 200);
   BOOST_TEST(oldest.closed_by_peer(std::chrono::seconds(5)));
-  BOOST_TEST(fixture.get("/healthz").status == 200);
+  BOOST_TEST(get("/healthz").status == 200);
 }
 
 BOOST_AUTO_TEST_CASE(over_the_cap_with_nothing_idle_is_503) {
-  auto options = server_fixture::small_options();
-  options.max_connections = 2;
-  server_fixture fixture(options);
-  fixture.service.hold();
+  service.hold();
   std::vector<std::thread> clients;
   std::atomic<int> accepted{0};
   for (int i = 0; i < 2; ++i)
     clients.emplace_back([&] {
-      const int status = fixture.post(shipped).status; // one creates, the other finds it
+      const int status = post(shipped).status; // one creates, the other finds it
       accepted += status == 202 || status == 200 ? 1 : 0;
     });
-  for (int i = 0; i < 500 && fixture.service.held() < 2; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10)); // bounded wait for both
-  BOOST_REQUIRE(fixture.service.held() == 2u);
+  BOOST_REQUIRE(service.wait_held(2));
 
-  auto refused = fixture.get("/healthz");
+  auto refused = get("/healthz");
   BOOST_TEST(refused.status == 503);
   BOOST_TEST(refused.header("retry-after") == "1");
   BOOST_TEST(refused.closes());
   BOOST_TEST(text(error_of(refused).at("code")) == "overloaded");
 
-  fixture.service.release();
+  service.release();
   for (auto& client : clients)
     client.join();
   BOOST_TEST(accepted.load() == 2);
-  BOOST_TEST(fixture.get("/healthz").status == 200);
+  BOOST_TEST(get("/healthz").status == 200);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
