@@ -346,7 +346,7 @@ private:
     head_request_ = false;
     version_ = 11;
     trace_id_.clear();
-    stream_.expires_after(core_.options.idle_timeout); // from the first byte on
+    stream_.expires_after(core_.options.idle_timeout); // also while no byte has come yet
     if (idle_ticket_ == 0)
       idle_ticket_ = core_.enter_idle(weak_from_this());
     http::async_read_header(
@@ -618,8 +618,9 @@ void http_server::core::refuse(tcp::socket socket) {
   socket.write_some(asio::buffer(refusal), ignored);
   // Unread input would turn the close into a reset that may destroy the answer at the client.
   std::array<char, 4096> discard;
-  for (int reads = 0; reads < 16 && !ignored; ++reads)
-    socket.read_some(asio::buffer(discard), ignored);
+  beast::error_code read_ec;
+  for (int reads = 0; reads < 16 && !read_ec; ++reads)
+    socket.read_some(asio::buffer(discard), read_ec);
   socket.shutdown(tcp::socket::shutdown_both, ignored);
   socket.close(ignored);
   std::size_t held_back = 0;
