@@ -724,6 +724,20 @@ std::string everything_until_close(std::uint16_t port, const std::string& bytes)
 
 } // namespace
 
+BOOST_AUTO_TEST_SUITE(http_idle_timeout_tests)
+
+BOOST_AUTO_TEST_CASE(a_connection_that_never_speaks_is_closed) {
+  auto options = server_fixture::small_options();
+  options.idle_timeout = std::chrono::seconds(1);
+  server_fixture fixture(options);
+  http_connection silent("127.0.0.1", fixture.port, std::chrono::seconds(5));
+  const auto connected = std::chrono::steady_clock::now();
+  BOOST_TEST(silent.closed_by_peer(std::chrono::seconds(4)));
+  BOOST_TEST((std::chrono::steady_clock::now() - connected >= std::chrono::milliseconds(900)));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_AUTO_TEST_SUITE(http_head_tests)
 
 BOOST_FIXTURE_TEST_CASE(head_answers_headers_without_a_body, server_fixture) {
