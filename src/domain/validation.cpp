@@ -105,6 +105,8 @@ std::optional<validation_error> check_recipients(const message_request& request,
   if (request.to.size() > limits.max_channels)
     return invalid("to", "has more than " + std::to_string(limits.max_channels) + " entries");
   for (const auto& [channel, recipient] : request.to) {
+    if (has_control_chars(channel))
+      return invalid("to", "has a key with control characters");
     const std::string field = "to." + channel;
     if (recipient.size() > limits.max_recipient_length)
       return invalid(field,

@@ -413,6 +413,11 @@ BOOST_AUTO_TEST_CASE(param_keys_are_bounded_and_printable) {
   expect(400, "invalid_request", "params");
 }
 
+BOOST_AUTO_TEST_CASE(recipient_keys_refuse_control_characters) {
+  request.to[std::string("fax\0", 4)] = "1";
+  expect(400, "invalid_request", "to");
+}
+
 BOOST_AUTO_TEST_CASE(template_name_refuses_control_characters) {
   request.template_name = std::string("order_shipped\0x", 15);
   expect(400, "invalid_request", "template");
