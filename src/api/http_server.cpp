@@ -4,12 +4,18 @@
 #include "api/trace_context.hpp"
 #include "observability/log.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <future>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <sstream>
+#include <sys/resource.h>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -60,11 +66,142 @@ private:
   std::shared_ptr<in_flight_counter> counter_;
 };
 
+/// Open connections, shared with every session so that a session may end after the server.
+struct connection_counter {
+  std::atomic<std::size_t> open{0};
+};
+
+/// Held by a session for its whole life: one of http_options::max_connections.
+class connection_slot {
+public:
+  explicit connection_slot(std::shared_ptr<connection_counter> counter)
+      : counter_(std::move(counter)) {
+    counter_->open.fetch_add(1);
+  }
+  ~connection_slot() { counter_->open.fetch_sub(1); }
+  connection_slot(const connection_slot&) = delete;
+  connection_slot& operator=(const connection_slot&) = delete;
+
+private:
+  std::shared_ptr<connection_counter> counter_;
+};
+
+/// Lets one log line through per interval and counts those held back, so that a flood of
+/// refused connections or failing accepts does not flood the log as well.
+class log_throttle {
+public:
+  /// Whether to log now; if so, `held_back` is the number of lines skipped since the last one.
+  bool due(std::size_t& held_back) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_) {
+      ++skipped_;
+      return false;
+    }
+    next_ = now + std::chrono::seconds(10);
+    held_back = skipped_;
+    skipped_ = 0;
+    return true;
+  }
+
+private:
+  std::chrono::steady_clock::time_point next_{};
+  std::size_t skipped_ = 0;
+};
+
+/// Descriptors kept free for everything else herald opens (database, log, provider calls), so
+/// a full set of connections cannot starve them.
+constexpr std::size_t reserved_descriptors = 128;
+constexpr auto first_accept_delay = std::chrono::milliseconds(10);
+constexpr auto last_accept_delay = std::chrono::milliseconds(1000);
+
+std::string descriptor_count(rlim_t value) {
+  return value == RLIM_INFINITY ? "unlimited" : std::to_string(value);
+}
+
+/// Raises the soft limit on open descriptors to the hard one, because the soft default (often
+/// 1024) is far below what a server holding many connections needs; logs both. Returns the
+/// soft limit now in force, or nullopt when it is unlimited or unknown.
+std::optional<std::size_t> raise_open_file_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    log::warn("open_file_limit_unknown", {{"error", std::strerror(errno)}});
+    return std::nullopt;
+  }
+  const rlim_t before = limit.rlim_cur;
+  if (limit.rlim_cur != limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0)
+      limit = raised;
+    else
+      log::warn("open_file_limit_not_raised", {{"error", std::strerror(errno)}});
+  }
+  log::info("open_file_limit", {{"soft_before", descriptor_count(before)},
+                                {"soft", descriptor_count(limit.rlim_cur)},
+                                {"hard", descriptor_count(limit.rlim_max)}});
+  if (limit.rlim_cur == RLIM_INFINITY)
+    return std::nullopt;
+  return static_cast<std::size_t>(limit.rlim_cur);
+}
+
+/// max_connections, lowered when the descriptor limit could not hold that many connections
+/// and still leave reserved_descriptors for the rest of herald.
+std::size_t connection_cap(std::size_t configured, std::optional<std::size_t> open_file_limit) {
+  if (!open_file_limit)
+    return configured;
+  const std::size_t usable = *open_file_limit > 2 * reserved_descriptors
+                                 ? *open_file_limit - reserved_descriptors
+                                 : *open_file_limit / 2;
+  if (configured <= usable)
+    return configured;
+  log::warn("http_max_connections_lowered", {{"configured", std::to_string(configured)},
+                                             {"open_file_limit", std::to_string(*open_file_limit)},
+                                             {"max_connections", std::to_string(usable)}});
+  return std::max<std::size_t>(usable, 1);
+}
+
+/// The whole answer to a connection over the cap with nothing idle to make room: written as is
+/// at once, without a session.
+std::string connection_refusal() {
+  http_response response{http::status::service_unavailable, 11};
+  response.set(http::field::content_type, "application/json");
+  response.set(http::field::retry_after, "1");
+  response.keep_alive(false);
+  response.body() = encode_error("overloaded", "too many open connections; retry later");
+  response.prepare_payload();
+  std::ostringstream out;
+  out << response;
+  return out.str();
+}
+
 constexpr std::size_t max_discard_bytes = 1 << 20;
 constexpr auto linger_timeout = std::chrono::seconds(2);
 
 bool is_http_parse_error(const beast::error_code& ec) {
   return ec.category() == beast::error_code(http::error::bad_method).category();
+}
+
+/// Why the request's framing is ambiguous, or empty when it is not. A request with two ways to
+/// find its end, or a transfer coding herald does not decode, is how a proxy in front and herald
+/// come to disagree about where the next request starts (request smuggling, RFC 9112 §6.1 and
+/// §6.3), so such a request is refused and its connection closed.
+std::string_view ambiguous_framing(const http::fields& header) {
+  const auto encodings = header.equal_range(http::field::transfer_encoding);
+  const auto lengths = header.equal_range(http::field::content_length);
+  const auto length_count = std::distance(lengths.first, lengths.second);
+  if (encodings.first != encodings.second) {
+    if (std::next(encodings.first) != encodings.second)
+      return "more than one Transfer-Encoding header";
+    if (!beast::iequals(encodings.first->value(), "chunked"))
+      return "Transfer-Encoding other than chunked";
+    if (length_count != 0)
+      return "both Transfer-Encoding and Content-Length";
+  }
+  if (length_count > 1)
+    return "more than one Content-Length header";
+  if (length_count == 1 && lengths.first->value().find(',') != beast::string_view::npos)
+    return "a list in Content-Length";
+  return {};
 }
 
 http_response json_error_response(http::status status, std::string_view code,
@@ -97,8 +234,17 @@ struct http_server::core {
   }
 
   void do_accept();
+  void retry_accept_later(const beast::error_code& ec);
+  /// Closes the connection that has waited longest for a request; false when none waits.
+  bool make_room();
+  void refuse(tcp::socket socket);
   void track(const std::shared_ptr<session>& s);
   void close_sessions();
+
+  /// Registers a session waiting for a request header; the ticket orders sessions by age.
+  std::uint64_t enter_idle(std::weak_ptr<session> s);
+  /// Unregisters it; false when make_room() took it meanwhile, so the session must close.
+  bool leave_idle(std::uint64_t ticket);
 
   http_options options;
   request_handler handler;
@@ -110,6 +256,19 @@ struct http_server::core {
   std::shared_ptr<in_flight_counter> counter = std::make_shared<in_flight_counter>();
   std::atomic<bool> draining{false};
   std::atomic<std::uint16_t> bound_port{0};
+
+  std::shared_ptr<connection_counter> connections = std::make_shared<connection_counter>();
+  std::size_t max_connections = 0; // set by start(): options.max_connections, maybe lowered
+  const std::string refusal = connection_refusal();
+  // Touched only on the acceptor's strand:
+  std::chrono::milliseconds accept_delay{0};
+  log_throttle accept_failure_log;
+  log_throttle refusal_log;
+  log_throttle eviction_log;
+
+  std::mutex idle_mutex;
+  std::map<std::uint64_t, std::weak_ptr<session>> idle; // by ticket: oldest first
+  std::uint64_t last_idle_ticket = 0;
 
   std::mutex lifecycle;
   bool started = false;
@@ -142,9 +301,13 @@ struct responder {
 /// keep-alive holds. Every member is touched only on the connection's strand.
 class session : public std::enable_shared_from_this<session> {
 public:
-  session(tcp::socket socket, http_server::core& core) : stream_(std::move(socket)), core_(core) {}
+  session(tcp::socket socket, http_server::core& core)
+      : stream_(std::move(socket)), core_(core), slot_(core.connections) {}
 
+  /// Starts reading; called on the acceptor's strand, so the connection counts as idle (and
+  /// can give way) from its accept on.
   void run() {
+    idle_ticket_ = core_.enter_idle(weak_from_this());
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
   }
 
@@ -154,6 +317,14 @@ public:
   }
 
   tcp::socket::executor_type executor() { return stream_.get_executor(); }
+
+  /// Closes the connection to make room for a new one; make_room() took it off the idle list.
+  void evict() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+      self->idle_ticket_ = 0;
+      self->close();
+    });
+  }
 
   /// Writes the handler's answer; on the strand.
   void deliver(http_response response, std::shared_ptr<in_flight_token> token) {
@@ -172,21 +343,37 @@ private:
     parser_->header_limit(static_cast<std::uint32_t>(core_.options.max_header_bytes));
     parser_->body_limit(static_cast<std::uint64_t>(core_.options.max_body_bytes));
     keep_alive_ = false;
+    head_request_ = false;
     version_ = 11;
     trace_id_.clear();
-    stream_.expires_after(core_.options.idle_timeout);
+    stream_.expires_after(core_.options.idle_timeout); // also while no byte has come yet
+    if (idle_ticket_ == 0)
+      idle_ticket_ = core_.enter_idle(weak_from_this());
     http::async_read_header(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
   }
 
   void on_header(beast::error_code ec) {
+    const bool evicted = !core_.leave_idle(std::exchange(idle_ticket_, 0));
+    if (evicted)
+      return close();
     if (ec)
       return on_read_error(ec);
     auto& request = parser_->get();
     version_ = request.version();
     keep_alive_ = request.keep_alive();
     trace_id_ = choose_trace_id(request["traceparent"], request["X-Request-Id"]);
+    if (auto reason = ambiguous_framing(request); !reason.empty()) {
+      log::info("http_request_rejected",
+                {{"trace_id", trace_id_}, {"status", "400"}, {"reason", std::string(reason)}});
+      return send_error(http::status::bad_request, "invalid_request",
+                        "ambiguous request framing: " + std::string(reason));
+    }
+    // HEAD is GET without the body: the handler sees a GET, write() leaves the body out.
+    head_request_ = request.method() == http::verb::head;
+    if (head_request_)
+      request.method(http::verb::get);
     if (parser_->is_done())
       return dispatch_request();
     auto expect = request[http::field::expect];
@@ -284,17 +471,20 @@ private:
       close_after = true;
     response_.version(version_);
     response_.keep_alive(!close_after);
-    response_.prepare_payload();
+    response_.prepare_payload(); // for HEAD too: Content-Length says what GET would send
     stream_.expires_after(core_.options.idle_timeout);
-    http::async_write(stream_, response_,
-                      [self = shared_from_this(), close_after](beast::error_code ec, std::size_t) {
-                        self->token_.reset();
-                        if (ec)
-                          return self->close();
-                        if (close_after)
-                          return self->linger_close();
-                        self->read_header();
-                      });
+    auto on_written = [self = shared_from_this(), close_after](beast::error_code ec, std::size_t) {
+      self->token_.reset();
+      if (ec)
+        return self->close();
+      if (close_after)
+        return self->linger_close();
+      self->read_header();
+    };
+    if (!head_request_)
+      return http::async_write(stream_, response_, std::move(on_written));
+    head_serializer_.emplace(response_);
+    http::async_write_header(stream_, *head_serializer_, std::move(on_written));
   }
 
   /// Half-closes and drains what the client still sends, so our last response is not lost to
@@ -322,6 +512,8 @@ private:
     if (closed_)
       return;
     closed_ = true;
+    if (idle_ticket_ != 0)
+      core_.leave_idle(std::exchange(idle_ticket_, 0));
     token_.reset();
     stream_.close();
   }
@@ -332,13 +524,17 @@ private:
   std::optional<http::request_parser<http::string_body>> parser_;
   http_response response_;
   http::response<http::empty_body> continue_;
+  std::optional<http::response_serializer<http::string_body>> head_serializer_;
   std::shared_ptr<in_flight_token> token_;
   std::string trace_id_;
   unsigned version_ = 11;
   bool keep_alive_ = false;
+  bool head_request_ = false;
   bool closed_ = false;
   std::array<char, 4096> discard_{};
   std::size_t discarded_ = 0;
+  std::uint64_t idle_ticket_ = 0; // non-zero while on the core's idle list
+  connection_slot slot_;
 };
 
 void responder::operator()(http_response response) const {
@@ -382,19 +578,88 @@ void http_server::core::close_sessions() {
       s->shutdown();
 }
 
+std::uint64_t http_server::core::enter_idle(std::weak_ptr<session> s) {
+  std::lock_guard<std::mutex> lock(idle_mutex);
+  const std::uint64_t ticket = ++last_idle_ticket;
+  idle.emplace(ticket, std::move(s));
+  return ticket;
+}
+
+bool http_server::core::leave_idle(std::uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(idle_mutex);
+  return idle.erase(ticket) == 1;
+}
+
+bool http_server::core::make_room() {
+  std::shared_ptr<session> oldest;
+  {
+    std::lock_guard<std::mutex> lock(idle_mutex);
+    while (!oldest && !idle.empty()) {
+      oldest = idle.begin()->second.lock();
+      idle.erase(idle.begin());
+    }
+  }
+  if (!oldest)
+    return false;
+  oldest->evict();
+  std::size_t held_back = 0;
+  if (eviction_log.due(held_back))
+    log::info("http_idle_connection_closed",
+              {{"reason", "max_connections reached"},
+               {"max_connections", std::to_string(max_connections)},
+               {"also_closed_since_last_line", std::to_string(held_back)}});
+  return true;
+}
+
+void http_server::core::refuse(tcp::socket socket) {
+  // Best effort and never blocking: the point is to free the descriptor at once.
+  beast::error_code ignored;
+  socket.non_blocking(true, ignored);
+  socket.write_some(asio::buffer(refusal), ignored);
+  // Unread input would turn the close into a reset that may destroy the answer at the client.
+  std::array<char, 4096> discard;
+  beast::error_code read_ec;
+  for (int reads = 0; reads < 16 && !read_ec; ++reads)
+    socket.read_some(asio::buffer(discard), read_ec);
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+  socket.close(ignored);
+  std::size_t held_back = 0;
+  if (refusal_log.due(held_back))
+    log::warn("http_connection_refused",
+              {{"reason", "max_connections reached, none idle"},
+               {"max_connections", std::to_string(max_connections)},
+               {"also_refused_since_last_line", std::to_string(held_back)}});
+}
+
+void http_server::core::retry_accept_later(const beast::error_code& ec) {
+  // E.g. out of descriptors (EMFILE, ENFILE): wait for some to free instead of spinning, longer
+  // each time it fails again.
+  accept_delay = accept_delay.count() == 0 ? first_accept_delay
+                                           : std::min(accept_delay * 2, last_accept_delay);
+  std::size_t held_back = 0;
+  if (accept_failure_log.due(held_back))
+    log::warn("http_accept_failed", {{"error", ec.message()},
+                                     {"retry_in_ms", std::to_string(accept_delay.count())},
+                                     {"also_failed_since_last_line", std::to_string(held_back)}});
+  accept_retry.expires_after(accept_delay);
+  accept_retry.async_wait([this](beast::error_code wait_ec) {
+    if (!wait_ec && acceptor.is_open())
+      do_accept();
+  });
+}
+
 void http_server::core::do_accept() {
   acceptor.async_accept(asio::make_strand(*ioc), [this](beast::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor.is_open())
       return;
-    if (ec) {
-      // E.g. out of file descriptors: back off briefly instead of spinning.
-      log::warn("http_accept_failed", {{"error", ec.message()}});
-      accept_retry.expires_after(std::chrono::milliseconds(50));
-      accept_retry.async_wait([this](beast::error_code wait_ec) {
-        if (!wait_ec && acceptor.is_open())
-          do_accept();
-      });
-      return;
+    if (ec)
+      return retry_accept_later(ec);
+    accept_delay = std::chrono::milliseconds(0);
+    // Over the cap, an idle connection gives way to the new one; a connection waiting with
+    // nothing to say must not lock out one that has a request.
+    if (connections->open.load() >= max_connections && !make_room()) {
+      refuse(std::move(socket));
+      return do_accept();
     }
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
@@ -454,6 +719,7 @@ void http_server::start() {
   if (ec)
     fail("listen");
   core_->bound_port = acceptor.local_endpoint().port();
+  core_->max_connections = connection_cap(options.max_connections, raise_open_file_limit());
 
   core_->work.emplace(core_->ioc->get_executor());
   core_->do_accept();
@@ -473,8 +739,9 @@ void http_server::start() {
     });
   }
   core_->started = true;
-  log::info("http_listening",
-            {{"host", options.host}, {"port", std::to_string(core_->bound_port.load())}});
+  log::info("http_listening", {{"host", options.host},
+                               {"port", std::to_string(core_->bound_port.load())},
+                               {"max_connections", std::to_string(core_->max_connections)}});
 }
 
 std::uint16_t http_server::port() const {

@@ -31,7 +31,10 @@ struct http_options {
   unsigned max_json_depth = 32; ///< passed on to the routes
   unsigned io_threads = 2;
   std::size_t max_in_flight = 10000; ///< requests waiting for an answer; more get 503
-  std::chrono::seconds idle_timeout{30};
+  /// Open connections at most; over it the longest idle one is closed for the new one, or the
+  /// new one gets 503 when none is idle. Lowered at start() to fit the descriptor limit.
+  std::size_t max_connections = 10000;
+  std::chrono::seconds idle_timeout{30}; ///< also before a connection's first byte
   std::size_t max_header_bytes = 16384;
 };
 
@@ -46,8 +49,9 @@ public:
   http_server(const http_server&) = delete;
   http_server& operator=(const http_server&) = delete;
 
-  /// Binds, listens and starts the IO threads. Throws std::system_error naming the address
-  /// when it cannot listen (port taken, bad host).
+  /// Binds, listens and starts the IO threads. Raises the process's soft limit on open files
+  /// to the hard limit (logging both). Throws std::system_error naming the address when it
+  /// cannot listen (port taken, bad host).
   void start();
 
   /// The port actually bound (useful with port 0); 0 before start().

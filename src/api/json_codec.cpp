@@ -5,10 +5,14 @@
 #include "domain/time.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <optional>
+#include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include <boost/json.hpp>
+#include <boost/json/basic_parser_impl.hpp>
 
 namespace herald::api {
 namespace json = boost::json;
@@ -214,6 +218,114 @@ json::string_view sv(std::string_view text) {
   return json::string_view(text.data(), text.size());
 }
 
+/// A second pass over a body that parsed, for what json::parse hides: of duplicate keys it keeps
+/// the last, while a proxy in front may act on the first; and a number beyond the range of a
+/// double becomes an infinity. The first such problem is kept, naming its field.
+class strict_json_checker {
+public:
+  static constexpr std::size_t max_object_size = std::size_t(-1);
+  static constexpr std::size_t max_array_size = std::size_t(-1);
+  static constexpr std::size_t max_key_size = std::size_t(-1);
+  static constexpr std::size_t max_string_size = std::size_t(-1);
+
+  std::optional<domain::validation_error> problem;
+
+  bool on_document_begin(json::error_code&) { return true; }
+  bool on_document_end(json::error_code&) { return true; }
+  bool on_object_begin(json::error_code&) { return open(true); }
+  bool on_object_end(std::size_t, json::error_code&) { return close(); }
+  bool on_array_begin(json::error_code&) { return open(false); }
+  bool on_array_end(std::size_t, json::error_code&) { return close(); }
+  bool on_key_part(json::string_view part, std::size_t, json::error_code&) {
+    key_.append(part.data(), part.size());
+    return true;
+  }
+  bool on_key(json::string_view part, std::size_t, json::error_code& ec) {
+    key_.append(part.data(), part.size());
+    frame& object = frames_.back();
+    object.key = std::move(key_);
+    key_.clear();
+    if (!object.keys.insert(object.key).second) {
+      const std::string field = path();
+      return fail(ec, {400, "duplicate_key", "duplicate key " + field, field});
+    }
+    return true;
+  }
+  bool on_string_part(json::string_view, std::size_t, json::error_code&) { return true; }
+  bool on_string(json::string_view, std::size_t, json::error_code&) { return value_done(); }
+  bool on_number_part(json::string_view, json::error_code&) { return true; }
+  bool on_int64(std::int64_t, json::string_view, json::error_code&) { return value_done(); }
+  bool on_uint64(std::uint64_t, json::string_view, json::error_code&) { return value_done(); }
+  bool on_double(double number, json::string_view, json::error_code& ec) {
+    if (!std::isfinite(number)) {
+      const std::string field = path();
+      return fail(ec, invalid(field + " is a number out of range", field));
+    }
+    return value_done();
+  }
+  bool on_bool(bool, json::error_code&) { return value_done(); }
+  bool on_null(json::error_code&) { return value_done(); }
+  bool on_comment_part(json::string_view, json::error_code&) { return true; }
+  bool on_comment(json::string_view, json::error_code&) { return true; }
+
+private:
+  struct frame {
+    bool is_object = false;
+    std::unordered_set<std::string> keys; // objects: every key seen so far
+    std::string key;                      // objects: the key of the current value
+    std::size_t index = 0;                // arrays: the index of the current value
+  };
+
+  bool open(bool is_object) {
+    frames_.push_back(frame{is_object, {}, {}, 0});
+    return true;
+  }
+
+  bool close() {
+    frames_.pop_back();
+    return value_done();
+  }
+
+  bool value_done() {
+    if (!frames_.empty() && !frames_.back().is_object)
+      ++frames_.back().index;
+    return true;
+  }
+
+  bool fail(json::error_code& ec, domain::validation_error error) {
+    problem = std::move(error);
+    ec = json::error::exception; // any error stops the parser; `problem` says which
+    return false;
+  }
+
+  /// The current value's field in the notation of the other errors: "params.x", "channels[0]".
+  std::string path() const {
+    std::string out;
+    for (const frame& level : frames_) {
+      if (!level.is_object) {
+        out += "[" + std::to_string(level.index) + "]";
+        continue;
+      }
+      if (!out.empty())
+        out += '.';
+      out += level.key;
+    }
+    return out;
+  }
+
+  std::vector<frame> frames_;
+  std::string key_; // a key arriving in parts
+};
+
+/// Runs strict_json_checker over a body that json::parse accepted.
+std::optional<domain::validation_error> check_strict_json(std::string_view body,
+                                                          const json::parse_options& options) {
+  json::basic_parser<strict_json_checker> parser(options);
+  json::error_code ec;
+  parser.write_some(false, body.data(), body.size(), ec);
+  return std::move(parser.handler().problem);
+}
+
 } // namespace
 
 std::variant<domain::message_request, domain::validation_error>
@@ -230,6 +342,8 @@ decode_message_request(std::string_view body, unsigned max_depth) {
     return invalid("JSON nested too deep (more than " + std::to_string(max_depth) + " levels)");
   if (ec)
     return invalid("malformed JSON: " + ec.message());
+  if (auto problem = check_strict_json(body, options))
+    return *problem;
   if (!document.is_object())
     return invalid(std::string("the request body must be a JSON object, not ") +
                    std::string(kind_name(document)));

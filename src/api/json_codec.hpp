@@ -14,8 +14,9 @@ namespace herald::api {
 inline constexpr unsigned default_max_json_depth = 32;
 
 /// Turns a POST /v1/messages body into a request. Checks only the JSON contract (syntax,
-/// nesting, types, known fields); business rules are domain::plan_message's. Every refusal is
-/// a 400 invalid_request naming the offending field where one applies.
+/// nesting, types, known fields, no duplicate keys, finite numbers); business rules are
+/// domain::plan_message's. Every refusal is a 400 invalid_request (duplicate_key for a key given
+/// twice in one object) naming the offending field where one applies.
 std::variant<domain::message_request, domain::validation_error>
 decode_message_request(std::string_view body, unsigned max_depth = default_max_json_depth);
 

@@ -259,6 +259,7 @@ config parse_config(const std::string& text) {
     h.read_integer("max_json_depth", cfg.http.max_json_depth, 1, 1000);
     h.read_integer("io_threads", cfg.http.io_threads, 1, 64);
     h.read_integer("max_in_flight", cfg.http.max_in_flight, 1, 10000000);
+    h.read_integer("max_connections", cfg.http.max_connections, 1, 1000000);
     h.done();
   }
   if (auto* ingest = r.find("ingest")) {

@@ -10,11 +10,21 @@ validation_error invalid(std::string field, std::string message) {
   return validation_error{400, "invalid_request", std::move(message), std::move(field)};
 }
 
+bool is_control_char(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return byte < 0x20 || byte == 0x7f;
+}
+
+// A NUL would cut the text short where it is stored or sent; the others have no place in a
+// title, a name or a parameter and can forge lines in what is built from them.
 bool has_control_chars(std::string_view text) {
-  return std::any_of(text.begin(), text.end(), [](char c) {
-    const auto byte = static_cast<unsigned char>(c);
-    return byte < 0x20 || byte == 0x7f;
-  });
+  return std::any_of(text.begin(), text.end(), is_control_char);
+}
+
+// Message text may break lines and indent; nothing else.
+bool has_control_chars_except_layout(std::string_view text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](char c) { return is_control_char(c) && c != '\n' && c != '\t'; });
 }
 
 bool is_biz_type_char(char c) {
@@ -95,6 +105,8 @@ std::optional<validation_error> check_recipients(const message_request& request,
   if (request.to.size() > limits.max_channels)
     return invalid("to", "has more than " + std::to_string(limits.max_channels) + " entries");
   for (const auto& [channel, recipient] : request.to) {
+    if (has_control_chars(channel))
+      return invalid("to", "has a key with control characters");
     const std::string field = "to." + channel;
     if (recipient.size() > limits.max_recipient_length)
       return invalid(field,
@@ -109,10 +121,20 @@ std::optional<validation_error> check_params(const std::map<std::string, std::st
                                              const request_limits& limits) {
   if (params.size() > limits.max_params)
     return invalid("params", "has more than " + std::to_string(limits.max_params) + " entries");
-  for (const auto& [key, value] : params)
+  for (const auto& [key, value] : params) {
+    // A bad key is not echoed in the field: it may be long or unprintable itself.
+    if (key.empty() || key.size() > limits.max_param_key_length)
+      return invalid("params", "has a key that is empty or longer than " +
+                                   std::to_string(limits.max_param_key_length) + " bytes");
+    if (has_control_chars(key))
+      return invalid("params", "has a key with control characters");
+    const std::string field = "params." + key;
     if (value.size() > limits.max_param_value_length)
-      return invalid("params." + key,
+      return invalid(field,
                      "is longer than " + std::to_string(limits.max_param_value_length) + " bytes");
+    if (has_control_chars(value))
+      return invalid(field, "contains control characters");
+  }
   return std::nullopt;
 }
 
@@ -134,6 +156,8 @@ std::variant<rendered, validation_error> render_content(const message_request& r
     if (name.size() > limits.max_template_name_length)
       return invalid("template", "is longer than " +
                                      std::to_string(limits.max_template_name_length) + " bytes");
+    if (has_control_chars(name))
+      return invalid("template", "contains control characters");
     const auto found = rules.templates.find(name);
     if (found == rules.templates.end())
       return validation_error{422, "unknown_template", "unknown template '" + name + "'",
@@ -167,6 +191,10 @@ std::variant<rendered, validation_error> render_content(const message_request& r
   if (body.body.size() > limits.max_body_length)
     return invalid("content.body",
                    "is longer than " + std::to_string(limits.max_body_length) + " bytes");
+  if (has_control_chars(body.title))
+    return invalid("content.title", "contains control characters");
+  if (has_control_chars_except_layout(body.body))
+    return invalid("content.body", "contains control characters other than \\n and \\t");
   return rendered{body.title, body.body};
 }
 

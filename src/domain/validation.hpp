@@ -26,6 +26,7 @@ struct request_limits {
   std::size_t max_recipient_length = 320; ///< an email address may be 320 characters
   std::size_t max_template_name_length = 64;
   std::size_t max_params = 64;
+  std::size_t max_param_key_length = 64;
   std::size_t max_param_value_length = 1024;
   std::size_t max_title_length = 256;
   std::size_t max_body_length = 4096;

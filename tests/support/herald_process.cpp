@@ -30,8 +30,11 @@ namespace {
 
 /// Spawns the binary with stdout and stderr redirected to files (the same file allowed).
 pid_t spawn(const std::vector<std::string>& args, const std::string& out_path,
-            const std::string& err_path) {
+            const std::string& err_path, const process_limits& limits = {}) {
   std::vector<std::string> argv_text;
+  if (limits.open_files) // the shell sets the limit, then becomes herald (same pid)
+    argv_text = {"/bin/sh", "-c",
+                 "ulimit -n " + std::to_string(*limits.open_files) + " && exec \"$0\" \"$@\""};
   argv_text.push_back(herald_binary());
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -154,9 +157,10 @@ run_result run_herald(const std::vector<std::string>& args, std::chrono::millise
   return run_result{*code, read_file(out_path), read_file(err_path)};
 }
 
-herald_process::herald_process(const std::vector<std::string>& args, std::string log_path)
+herald_process::herald_process(const std::vector<std::string>& args, std::string log_path,
+                               process_limits limits)
     : log_path_(std::move(log_path)) {
-  pid_ = spawn(args, log_path_, log_path_);
+  pid_ = spawn(args, log_path_, log_path_, limits);
 }
 
 herald_process::~herald_process() {

@@ -49,11 +49,18 @@ struct run_result {
 run_result run_herald(const std::vector<std::string>& args,
                       std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+/// Limits a herald_process starts under.
+struct process_limits {
+  /// RLIMIT_NOFILE, soft and hard, as `ulimit -n` sets it; nullopt: inherited.
+  std::optional<unsigned> open_files;
+};
+
 /// A running herald process (posix_spawn), stdout and stderr going to `log_path`. The
 /// destructor kills it if it still runs.
 class herald_process {
 public:
-  herald_process(const std::vector<std::string>& args, std::string log_path);
+  herald_process(const std::vector<std::string>& args, std::string log_path,
+                 process_limits limits = {});
   ~herald_process();
   herald_process(const herald_process&) = delete;
   herald_process& operator=(const herald_process&) = delete;

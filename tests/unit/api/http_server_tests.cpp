@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -15,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -167,6 +170,13 @@ public:
   std::size_t held() {
     std::lock_guard<std::mutex> lock(mutex_);
     return held_.size();
+  }
+
+  /// Waits until `count` requests are held back, at most 5 s; whether they are.
+  bool wait_held(std::size_t count) {
+    for (int i = 0; i < 500 && held() < count; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10)); // polling, bounded
+    return held() == count;
   }
 
   std::atomic<bool> ready{true};
@@ -498,10 +508,7 @@ BOOST_AUTO_TEST_CASE(overload_is_503_and_drain_waits) {
 
   std::optional<test::http_response> first;
   std::thread client([&] { first = fixture.post(shipped); });
-  // Bounded wait until the first request is held by the service.
-  for (int i = 0; i < 500 && fixture.service.held() == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  BOOST_REQUIRE(fixture.service.held() == 1u);
+  BOOST_REQUIRE(fixture.service.wait_held(1));
   BOOST_TEST(fixture.server.in_flight() == 1u);
 
   auto second = fixture.post(shipped);
@@ -526,9 +533,7 @@ BOOST_AUTO_TEST_CASE(answers_after_the_client_left_do_not_crash) {
                       "Content-Length: " +
                       std::to_string(shipped.size()) + "\r\n\r\n" + shipped;
     connection.send(raw);
-    for (int i = 0; i < 500 && fixture.service.held() == 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    BOOST_REQUIRE(fixture.service.held() == 1u);
+    BOOST_REQUIRE(fixture.service.wait_held(1));
   }
   fixture.service.release();
   BOOST_TEST(fixture.server.wait_idle(std::chrono::seconds(10)));
@@ -545,9 +550,7 @@ BOOST_AUTO_TEST_CASE(answers_after_stop_do_not_crash) {
       // The server went away: expected.
     }
   });
-  for (int i = 0; i < 500 && fixture->service.held() == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  BOOST_REQUIRE(fixture->service.held() == 1u);
+  BOOST_REQUIRE(fixture->service.wait_held(1));
   fixture->server.stop_accepting();
   BOOST_TEST(!fixture->server.wait_idle(std::chrono::milliseconds(20)));
   fixture->server.stop();
@@ -633,6 +636,242 @@ BOOST_FIXTURE_TEST_CASE(a_dead_letter_is_replayed_once, server_fixture) {
   BOOST_TEST(second.body.find("not_replayable") != std::string::npos);
   BOOST_TEST(request("POST", "/v1/dead-letters/tsk_nope/replay", "", {}).status == 404);
   BOOST_TEST(get("/v1/dead-letters/tsk_dead/replay").status == 405);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+/// The real server over a handler that only counts and answers 200, to see which requests
+/// reached the application at all.
+struct counting_server {
+  counting_server()
+      : server(server_fixture::small_options(),
+               [this](api::http_request request, api::respond_fn respond) {
+                 {
+                   std::lock_guard<std::mutex> lock(mutex);
+                   targets.emplace_back(request.target());
+                 }
+                 api::http_response response{boost::beast::http::status::ok, 11};
+                 response.body() = "handled";
+                 respond(std::move(response));
+               }) {
+    server.start();
+  }
+
+  std::vector<std::string> handled() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return targets;
+  }
+
+  std::mutex mutex;
+  std::vector<std::string> targets;
+  api::http_server server;
+};
+
+const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+
+/// A POST whose framing headers are `framing`, followed on the same connection by the bytes
+/// a front proxy could have taken for the body of this request.
+std::string framed_post(const std::string& framing) {
+  return "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + framing +
+         "\r\n" + smuggled;
+}
+
+/// Sends `raw` and checks herald refused it with 400 and closed the connection, and that
+/// neither the request nor what follows it reached the handler.
+void expect_refused_and_closed(const std::string& raw) {
+  counting_server server;
+  http_connection connection("127.0.0.1", server.server.port(), std::chrono::seconds(5));
+  auto response = connection.raw(raw);
+  BOOST_TEST(response.status == 400);
+  BOOST_TEST(response.closes());
+  BOOST_TEST(connection.closed_by_peer(std::chrono::seconds(2)));
+  // The connection is gone, so nothing more of it can reach the handler.
+  BOOST_TEST(server.handled().empty());
+  if (response.status == 400)
+    BOOST_TEST(text(error_of(response).at("code")) == "invalid_request");
+}
+
+/// Writes `bytes` on a fresh connection and returns everything the server sends until it
+/// closes; gives up (and fails the test) after 5 s. For answers a response parser would
+/// misread, such as a HEAD response announcing a body it does not carry.
+std::string everything_until_close(std::uint16_t port, const std::string& bytes) {
+  namespace asio = boost::asio;
+  asio::io_context ioc;
+  boost::beast::tcp_stream stream(ioc);
+  stream.expires_after(std::chrono::seconds(5));
+  stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  asio::write(stream, asio::buffer(bytes));
+  std::string received;
+  auto buffer = asio::dynamic_buffer(received);
+  boost::beast::error_code ec;
+  stream.expires_after(std::chrono::seconds(5));
+  std::function<void()> read_more = [&] {
+    stream.async_read_some(buffer.prepare(4096), [&](boost::beast::error_code e, std::size_t n) {
+      buffer.commit(n);
+      if (e)
+        ec = e;
+      else
+        read_more();
+    });
+  };
+  read_more();
+  ioc.run();
+  BOOST_TEST((ec == asio::error::eof), ec.message());
+  return received;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(http_idle_timeout_tests)
+
+BOOST_AUTO_TEST_CASE(a_connection_that_never_speaks_is_closed) {
+  auto options = server_fixture::small_options();
+  options.idle_timeout = std::chrono::seconds(1);
+  server_fixture fixture(options);
+  http_connection silent("127.0.0.1", fixture.port, std::chrono::seconds(5));
+  const auto connected = std::chrono::steady_clock::now();
+  BOOST_TEST(silent.closed_by_peer(std::chrono::seconds(4)));
+  BOOST_TEST((std::chrono::steady_clock::now() - connected >= std::chrono::milliseconds(900)));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(http_head_tests)
+
+BOOST_FIXTURE_TEST_CASE(head_answers_headers_without_a_body, server_fixture) {
+  const auto get_response = get("/healthz");
+  const std::string answer =
+      everything_until_close(port, "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                                   "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  // First the HEAD answer: the GET's status and Content-Length, then at once the next response.
+  const auto end_of_head = answer.find("\r\n\r\n");
+  BOOST_REQUIRE(end_of_head != std::string::npos);
+  const std::string head = answer.substr(0, end_of_head + 4);
+  BOOST_TEST(head.rfind("HTTP/1.1 200 OK\r\n", 0) == 0u, head);
+  BOOST_TEST(head.find("Content-Length: " + std::to_string(get_response.body.size()) + "\r\n") !=
+                 std::string::npos,
+             head);
+  BOOST_TEST(head.find("Content-Type: application/json") != std::string::npos, head);
+  const std::string rest = answer.substr(head.size());
+  BOOST_TEST(rest.rfind("HTTP/1.1 200 OK\r\n", 0) == 0u, rest);
+  BOOST_TEST(rest.find(get_response.body) != std::string::npos, rest);
+
+  // An error answer to HEAD carries no body either.
+  const std::string not_found =
+      everything_until_close(port, "HEAD /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  BOOST_TEST(not_found.rfind("HTTP/1.1 404", 0) == 0u, not_found);
+  BOOST_TEST(not_found.size() == not_found.find("\r\n\r\n") + 4, not_found);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(http_framing_tests)
+
+BOOST_AUTO_TEST_CASE(transfer_codings_other_than_chunked_are_refused) {
+  const std::string length = "Content-Length: " + std::to_string(smuggled.size()) + "\r\n";
+  for (const std::string coding : {"identity", "gzip", "chunked, identity", "chunked, chunked"}) {
+    const std::string encoding = "Transfer-Encoding: " + coding + "\r\n";
+    BOOST_TEST_CONTEXT("Transfer-Encoding: " << coding << " without Content-Length") {
+      expect_refused_and_closed(framed_post(encoding));
+    }
+    BOOST_TEST_CONTEXT("Transfer-Encoding: " << coding << " then Content-Length") {
+      expect_refused_and_closed(framed_post(encoding + length));
+    }
+    BOOST_TEST_CONTEXT("Content-Length then Transfer-Encoding: " << coding) {
+      expect_refused_and_closed(framed_post(length + encoding));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(chunked_with_content_length_is_refused) {
+  const std::string chunked_smuggle = "0\r\n\r\n" + smuggled;
+  const std::string length = "Content-Length: " + std::to_string(chunked_smuggle.size()) + "\r\n";
+  const std::string head =
+      "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+  expect_refused_and_closed(head + "Transfer-Encoding: chunked\r\n" + length + "\r\n" +
+                            chunked_smuggle);
+  expect_refused_and_closed(head + length + "Transfer-Encoding: chunked\r\n\r\n" + chunked_smuggle);
+}
+
+BOOST_AUTO_TEST_CASE(split_transfer_encoding_headers_are_refused) {
+  expect_refused_and_closed(
+      framed_post("Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n") + "0\r\n\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(duplicate_or_conflicting_content_length_is_refused) {
+  expect_refused_and_closed(framed_post("Content-Length: 0\r\nContent-Length: 0\r\n"));
+  expect_refused_and_closed(framed_post("Content-Length: 0, 0\r\n"));
+  expect_refused_and_closed(framed_post("Content-Length: 0\r\nContent-Length: 5\r\n"));
+}
+
+BOOST_AUTO_TEST_CASE(plain_chunked_and_plain_length_still_work) {
+  counting_server server;
+  http_connection connection("127.0.0.1", server.server.port(), std::chrono::seconds(5));
+  BOOST_TEST(connection
+                 .raw("POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "2\r\n{}\r\n0\r\n\r\n")
+                 .status == 200);
+  BOOST_TEST(
+      connection.raw("POST /length HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}").status ==
+      200);
+  BOOST_TEST(server.handled() == (std::vector<std::string>{"/chunked", "/length"}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+/// The server with room for two connections.
+struct two_connection_server : server_fixture {
+  two_connection_server() : server_fixture(options()) {}
+
+  static api::http_options options() {
+    auto options = small_options();
+    options.max_connections = 2;
+    return options;
+  }
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(http_connection_cap_tests, two_connection_server)
+
+BOOST_AUTO_TEST_CASE(an_idle_connection_gives_way_to_a_new_one) {
+  http_connection oldest("127.0.0.1", port, std::chrono::seconds(5));
+  http_connection younger("127.0.0.1", port, std::chrono::seconds(5));
+  BOOST_TEST(younger.request("GET", "/healthz").status == 200);
+
+  // Both slots are taken by connections waiting for a request: the oldest makes room.
+  BOOST_TEST(get("/healthz").status == 200);
+  BOOST_TEST(oldest.closed_by_peer(std::chrono::seconds(5)));
+  BOOST_TEST(get("/healthz").status == 200);
+}
+
+BOOST_AUTO_TEST_CASE(over_the_cap_with_nothing_idle_is_503) {
+  service.hold();
+  std::vector<std::thread> clients;
+  std::atomic<int> accepted{0};
+  for (int i = 0; i < 2; ++i)
+    clients.emplace_back([&] {
+      const int status = post(shipped).status; // one creates, the other finds it
+      accepted += status == 202 || status == 200 ? 1 : 0;
+    });
+  BOOST_REQUIRE(service.wait_held(2));
+
+  auto refused = get("/healthz");
+  BOOST_TEST(refused.status == 503);
+  BOOST_TEST(refused.header("retry-after") == "1");
+  BOOST_TEST(refused.closes());
+  BOOST_TEST(text(error_of(refused).at("code")) == "overloaded");
+
+  service.release();
+  for (auto& client : clients)
+    client.join();
+  BOOST_TEST(accepted.load() == 2);
+  BOOST_TEST(get("/healthz").status == 200);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

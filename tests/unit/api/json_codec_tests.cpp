@@ -213,6 +213,47 @@ BOOST_AUTO_TEST_CASE(required_ids) {
   check_field_error(R"({"biz_type":"T","biz_id":"b"})", "user_id", "required");
 }
 
+BOOST_AUTO_TEST_CASE(escaped_control_characters_reach_validation_whole) {
+  // JSON may carry a NUL as \u0000; the decoder keeps it, so validation sees and refuses it
+  // instead of the text being cut short at the NUL further on.
+  auto request = decoded(with(R"(,"content":{"title":"t\u0000T","body":"b"})"));
+  BOOST_REQUIRE(request.body.has_value());
+  BOOST_TEST(request.body->title == std::string("t\0T", 3));
+}
+
+BOOST_AUTO_TEST_CASE(non_finite_numbers_are_refused) {
+  check_field_error(with(R"(,"params":{"amount":1e999999})"), "params.amount", "out of range");
+  check_field_error(with(R"(,"params":{"amount":-1e400})"), "params.amount", "out of range");
+  check_field_error(with(R"(,"x":[1,2,1e999])"), "x[2]", "out of range");
+  // Tiny numbers round to zero, which is a finite number like any other.
+  BOOST_TEST(decoded(with(R"(,"params":{"amount":1e-99999})")).params.at("amount") == "0");
+}
+
+BOOST_AUTO_TEST_CASE(duplicate_keys_are_refused_anywhere) {
+  struct example {
+    std::string body;
+    std::string field;
+  };
+  for (const example& e : std::vector<example>{
+           {R"({"biz_type":"T","biz_id":"b","biz_id":"c","user_id":"u"})", "biz_id"},
+           {with(R"(,"user_id":"u-2")"), "user_id"},
+           {with(R"(,"to":{"sms":"+86138","sms":"+86139"})"), "to.sms"},
+           {with(R"(,"params":{"a":"1","b":"2","a":"3"})"), "params.a"},
+           {with(R"(,"content":{"body":"b","title":"t","body":"c"})"), "content.body"},
+           {with(R"(,"x":[{"k":1},{"k":1,"k":2}])"), "x[1].k"},
+       }) {
+    auto error = refused(e.body);
+    BOOST_TEST_CONTEXT(e.body) {
+      BOOST_TEST(error.status == 400);
+      BOOST_TEST(error.code == "duplicate_key");
+      BOOST_TEST(error.field == e.field);
+    }
+  }
+  // The same key in sibling objects is no duplicate.
+  auto request = decoded(with(R"(,"to":{"sms":"+86138"},"params":{"sms":"x"})"));
+  BOOST_TEST(request.params.at("sms") == "x");
+}
+
 BOOST_AUTO_TEST_CASE(encodes_claim_results) {
   persistence::claim_result result;
   result.message_id = "m-1";

@@ -369,6 +369,60 @@ BOOST_AUTO_TEST_CASE(content_body_is_bounded) {
   expect(400, "invalid_request", "content.body");
 }
 
+BOOST_AUTO_TEST_CASE(content_title_refuses_control_characters) {
+  request.template_name.clear();
+  for (const std::string& title :
+       {std::string("t\0T", 3), std::string("t\nT"), std::string("t\tT"), std::string("t\x7f")}) {
+    BOOST_TEST_CONTEXT("title of " << title.size() << " bytes") {
+      request.body = content{title, "b"};
+      expect(400, "invalid_request", "content.title");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(content_body_allows_only_newline_and_tab) {
+  request.template_name.clear();
+  request.body = content{"t", "line 1\n\tline 2"};
+  BOOST_TEST(accepted().message.body == "line 1\n\tline 2");
+  for (const std::string& body : {std::string("b\0B", 3), std::string("b\rB"),
+                                  std::string("b\x1b[2J"), std::string("b\x7f")}) {
+    BOOST_TEST_CONTEXT("body of " << body.size() << " bytes") {
+      request.body = content{"t", body};
+      expect(400, "invalid_request", "content.body");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(param_values_refuse_control_characters) {
+  request.params["city"] = std::string("Ly\0on", 5);
+  expect(400, "invalid_request", "params.city");
+  request.params["city"] = "Ly\non";
+  expect(400, "invalid_request", "params.city");
+}
+
+BOOST_AUTO_TEST_CASE(param_keys_are_bounded_and_printable) {
+  request.params[std::string(64, 'k')] = "v";
+  accepted();
+  request.params[std::string(65, 'k')] = "v";
+  expect(400, "invalid_request", "params");
+  request.params.erase(std::string(65, 'k'));
+  request.params[std::string("k\0", 2)] = "v";
+  expect(400, "invalid_request", "params");
+  request.params.erase(std::string("k\0", 2));
+  request.params[""] = "v";
+  expect(400, "invalid_request", "params");
+}
+
+BOOST_AUTO_TEST_CASE(recipient_keys_refuse_control_characters) {
+  request.to[std::string("fax\0", 4)] = "1";
+  expect(400, "invalid_request", "to");
+}
+
+BOOST_AUTO_TEST_CASE(template_name_refuses_control_characters) {
+  request.template_name = std::string("order_shipped\0x", 15);
+  expect(400, "invalid_request", "template");
+}
+
 // --- time window ---
 
 BOOST_AUTO_TEST_CASE(expire_at_in_the_past) {

@@ -1,0 +1,230 @@
+// The built herald binary against hostile HTTP (issue #6, "HTTP and input"): a smuggled
+// request is not executed, idle connections under a small descriptor limit do not lock new
+// clients out, and control characters, non-finite numbers and duplicate keys are refused with
+// nothing stored.
+
+#include "support/herald_process.hpp"
+#include "support/herald_server.hpp"
+#include "support/http_client.hpp"
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <netinet/in.h>
+#include <random>
+#include <string>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include <vector>
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+using namespace herald::test;
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// biz_ids unique to this run.
+std::string unique_prefix() {
+  std::random_device device;
+  return "hard-" + std::to_string(::getpid()) + "-" + std::to_string(device() % 1000000) + "-";
+}
+
+/// A valid request for `biz_id` with `members` spliced in (e.g. `,"params":{...}`) and the
+/// content given, as raw JSON text so that the bad cases can be written as they travel.
+std::string request_body(const std::string& biz_id, const std::string& content,
+                         const std::string& members = {}) {
+  return R"({"biz_type":"ORDER_SHIPPED","biz_id":")" + biz_id +
+         R"(","user_id":"u-1","channels":["sms"],"to":{"sms":"+8613800000000"},"content":)" +
+         content + members + "}";
+}
+
+/// Checks that `biz_id` left nothing behind: a valid request for it now creates its task.
+void expect_nothing_stored(running_herald& herald, const std::string& biz_id) {
+  auto response = herald.post(request_body(biz_id, R"({"title":"t","body":"b"})"));
+  BOOST_TEST(response.status == 202, response.body);
+  if (response.status != 202)
+    return;
+  const json::value answer = json::parse(response.body);
+  for (const auto& task : answer.at("tasks").as_array())
+    BOOST_TEST(task.at("duplicate").as_bool() == false);
+}
+
+/// Raw TCP connections to a port, opened and held without sending anything.
+class idle_connections {
+public:
+  ~idle_connections() {
+    for (int fd : fds_)
+      ::close(fd);
+  }
+
+  /// Opens `count` connections; each connect gives up after 2 s. The number opened.
+  std::size_t open(std::uint16_t port, std::size_t count) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      if (fd < 0)
+        break;
+      timeval bound{2, 0}; // connect honours the send timeout
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+        ::close(fd);
+        continue;
+      }
+      fds_.push_back(fd);
+    }
+    return fds_.size();
+  }
+
+private:
+  std::vector<int> fds_;
+};
+
+/// This test process holds more than a thousand sockets: lift its own soft limit.
+void raise_own_open_file_limit() {
+  rlimit limit{};
+  BOOST_REQUIRE(::getrlimit(RLIMIT_NOFILE, &limit) == 0);
+  limit.rlim_cur = limit.rlim_max;
+  BOOST_REQUIRE(::setrlimit(RLIMIT_NOFILE, &limit) == 0);
+  BOOST_REQUIRE_MESSAGE(limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= 2048,
+                        "the test needs at least 2048 descriptors, the hard limit is "
+                            << limit.rlim_cur);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(http_hardening_tests)
+
+BOOST_AUTO_TEST_CASE(idle_connections_do_not_lock_out_new_clients) {
+  raise_own_open_file_limit();
+  temp_dir dir("herald-e2e-fds");
+  write_file(dir.file("herald.json"),
+             R"({"http":{"max_connections":800},"channels":[{"name":"sms","type":"simulated"}]})");
+  const std::uint16_t port = free_port();
+  herald_process herald({"serve", "--listen", host + ":" + std::to_string(port), "--db",
+                         "sqlite:" + dir.file("herald.db"), "--config", dir.file("herald.json")},
+                        dir.file("herald.log"), process_limits{1024});
+  BOOST_REQUIRE_MESSAGE(herald.wait_ready(host, port), herald.log());
+
+  idle_connections idle;
+  BOOST_REQUIRE_EQUAL(idle.open(port, 1100), 1100u);
+
+  // A new client is answered at once, not after the idle ones time out (30 s).
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    http_connection client(host, port, 10s);
+    BOOST_TEST(client.request("GET", "/healthz").status == 200);
+  } catch (const std::exception& e) {
+    BOOST_ERROR("a new client got no answer: " << e.what());
+  }
+  BOOST_TEST((std::chrono::steady_clock::now() - started < 10s));
+  BOOST_TEST(herald.running());
+  const auto log = herald.log();
+  BOOST_TEST(log.find(R"("event":"open_file_limit")") != std::string::npos, log.substr(0, 2000));
+  BOOST_TEST(log.find(R"("hard":"1024")") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(max_connections_out_of_bounds_exits_two) {
+  temp_dir dir("herald-e2e-config");
+  for (const std::string value : {"0", "1000001", "\"many\""}) {
+    BOOST_TEST_CONTEXT("max_connections " << value) {
+      write_file(dir.file("herald.json"),
+                 R"({"http":{"max_connections":)" + value +
+                     R"(},"channels":[{"name":"sms","type":"simulated"}]})");
+      auto run = run_herald({"serve", "--config", dir.file("herald.json")});
+      BOOST_TEST(run.exit_code == 2);
+      BOOST_TEST(run.err.find("max_connections") != std::string::npos, run.err);
+      BOOST_TEST(std::count(run.err.begin(), run.err.end(), '\n') <= 1, run.err);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(smuggled_requests_are_not_executed) {
+  running_herald herald({});
+  const auto prefix = unique_prefix();
+  const std::vector<std::string> codings{"identity", "gzip", "chunked, identity"};
+  for (std::size_t i = 0; i < codings.size(); ++i) {
+    const std::string& coding = codings[i];
+    BOOST_TEST_CONTEXT("Transfer-Encoding: " << coding) {
+      const std::string biz_id = prefix + "smuggled-" + std::to_string(i);
+      const std::string body = request_body(biz_id, R"({"title":"t","body":"b"})");
+      const std::string smuggled =
+          "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          "Content-Length: " +
+          std::to_string(body.size()) + "\r\n\r\n" + body;
+      http_connection connection(host, herald.port(), 10s);
+      auto response =
+          connection.raw("GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding +
+                         "\r\n\r\n" + smuggled);
+      BOOST_TEST(response.status == 400);
+      BOOST_TEST(connection.closed_by_peer());
+      expect_nothing_stored(herald, biz_id);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_text_and_numbers_store_nothing) {
+  running_herald herald({});
+  const auto prefix = unique_prefix();
+  struct bad_case {
+    std::string name;
+    std::string content;
+    std::string members;
+    std::string code;
+    std::string field;
+  };
+  const std::string plain = R"({"title":"t","body":"b"})";
+  std::string many_params = R"(,"params":{)";
+  for (int i = 0; i < 65; ++i)
+    many_params += (i ? "," : "") + std::string(R"("p)") + std::to_string(i) + R"(":"v")";
+  many_params += "}";
+  const std::vector<bad_case> cases{
+      {"NUL in title", R"({"title":"t\u0000T","body":"b"})", "", "invalid_request",
+       "content.title"},
+      {"NUL in body", R"({"title":"t","body":"b\u0000B"})", "", "invalid_request", "content.body"},
+      {"carriage return in body", R"({"title":"t","body":"b\rB"})", "", "invalid_request",
+       "content.body"},
+      {"newline in title", R"({"title":"t\nT","body":"b"})", "", "invalid_request",
+       "content.title"},
+      {"escape in a param", plain, R"(,"params":{"x":"\u001b[2J"})", "invalid_request", "params.x"},
+      {"DEL in a param", plain, R"(,"params":{"x":"a\u007f"})", "invalid_request", "params.x"},
+      {"infinite number", plain, R"(,"params":{"amount":1e999999})", "invalid_request",
+       "params.amount"},
+      {"param key too long", plain, R"(,"params":{")" + std::string(65, 'k') + R"(":"v"})",
+       "invalid_request", "params"},
+      {"too many params", plain, many_params, "invalid_request", "params"},
+      {"duplicate top-level key", plain, R"(,"user_id":"u-2")", "duplicate_key", "user_id"},
+      {"duplicate nested key", R"({"title":"t","body":"b","body":"c"})", "", "duplicate_key",
+       "content.body"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
+    BOOST_TEST_CONTEXT(c.name) {
+      const std::string biz_id = prefix + std::to_string(i);
+      auto response = herald.post(request_body(biz_id, c.content, c.members));
+      BOOST_TEST(response.status == 400);
+      try {
+        auto error = json::parse(response.body).at("error").as_object();
+        BOOST_TEST(json::value_to<std::string>(error.at("code")) == c.code);
+        BOOST_TEST(json::value_to<std::string>(error.at("field")) == c.field);
+      } catch (const std::exception& e) {
+        BOOST_ERROR("error body unreadable (" << e.what() << "): " << response.body);
+      }
+      expect_nothing_stored(herald, biz_id);
+    }
+  }
+  // Text may still break lines and indent in the body.
+  auto layout = herald.post(request_body(prefix + "layout", R"({"title":"t","body":"a\n\tb"})"));
+  BOOST_TEST(layout.status == 202, layout.body);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
