@@ -140,10 +140,11 @@ public:
   virtual std::optional<message_view> find_message(const std::string& message_id) = 0;
 
   /// Non-terminal tasks (PENDING, RETRY_WAIT, and SENDING whose lease has run out by `now`),
-  /// after `after_task_id` in task-id order for paging (empty: from the start); for recovery
-  /// at start and the periodic sweep.
-  virtual std::vector<domain::delivery>
-  load_unfinished(const std::string& after_task_id, std::size_t limit, domain::timestamp now) = 0;
+  /// after `after_task_id` in task-id order for paging (empty: from the start), of one
+  /// channel (empty: all); for recovery at start, after a channel's restart, and the sweep.
+  virtual std::vector<domain::delivery> load_unfinished(const std::string& after_task_id,
+                                                        std::size_t limit, domain::timestamp now,
+                                                        const std::string& channel = {}) = 0;
 
   /// DEAD and FAILED tasks, optionally of one channel (empty: all), after `after_task_id` in
   /// task-id order (paging).
