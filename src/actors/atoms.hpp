@@ -38,6 +38,10 @@ CAF_ADD_ATOM(herald, herald::atoms, failover_atom, "failover")
 CAF_ADD_ATOM(herald, herald::atoms, replay_atom, "replay")
 CAF_ADD_ATOM(herald, herald::atoms, sweep_atom, "sweep")
 CAF_ADD_ATOM(herald, herald::atoms, letters_atom, "letters")
+CAF_ADD_ATOM(herald, herald::atoms, attach_atom, "attach")
+CAF_ADD_ATOM(herald, herald::atoms, page_atom, "page")
+CAF_ADD_ATOM(herald, herald::atoms, shutdown_atom, "shutdown")
+CAF_ADD_ATOM(herald, herald::atoms, deadline_atom, "deadline")
 
 namespace herald::actors {
 

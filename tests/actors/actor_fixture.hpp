@@ -7,7 +7,9 @@
 // Boost.Test.
 
 #include "actors/atoms.hpp"
+#include "actors/dispatcher.hpp"
 #include "actors/interfaces.hpp"
+#include "actors/node_supervisor.hpp"
 #include "actors/store_reader.hpp"
 #include "actors/store_writer.hpp"
 #include "domain/time.hpp"
@@ -64,7 +66,7 @@ struct actor_fixture {
   persistence::database_url url;
   std::unique_ptr<persistence::task_store> db; ///< the test's own connection: seeds, inspects
   std::shared_ptr<store_spy> writer_store;     ///< the store writer's connection, counted
-  std::shared_ptr<persistence::task_store> reader_store;
+  std::shared_ptr<store_spy> reader_store;     ///< the store reader's connection, watched
   std::shared_ptr<domain::manual_clock> clock =
       std::make_shared<domain::manual_clock>(domain::from_unix_micros(1'790'000'000'000'000));
   std::shared_ptr<herald::metrics> metrics = std::make_shared<herald::metrics>();
@@ -92,7 +94,7 @@ struct actor_fixture {
     url = persistence::parse_database_url("sqlite:" + (folder / "herald.db").string());
     db = persistence::open_task_store(url, true);
     writer_store = std::make_shared<store_spy>(persistence::open_task_store(url, false));
-    reader_store = persistence::open_task_store(url, false);
+    reader_store = std::make_shared<store_spy>(persistence::open_task_store(url, false));
     rules.channels = {"sms", "email", "push"};
     rules.default_route = {"sms"};
   }
@@ -139,7 +141,40 @@ struct actor_fixture {
                  config);
   }
 
-  actors::store_reader_actor spawn_reader() { return spawn(actors::store_reader, reader_store); }
+  actors::store_reader_actor spawn_reader() {
+    return spawn(actors::store_reader, std::shared_ptr<persistence::task_store>{reader_store});
+  }
+
+  /// The dispatcher, its retry timer and one channel actor per spec, wired as the node wires
+  /// them; `components` describes them for a node supervisor (none watches them otherwise).
+  struct dispatch_node {
+    actors::dispatcher_actor dispatcher;
+    std::vector<actors::supervised_component> components;
+  };
+
+  dispatch_node spawn_dispatch_node(std::vector<actors::channel_spec> specs,
+                                    const actors::store_writer_actor& writer,
+                                    const actors::store_reader_actor& reader,
+                                    actors::dispatcher_config config = {},
+                                    actors::retry_timer_config timer_config = {}) {
+    std::vector<actors::channel_settings> settings;
+    for (const auto& spec : specs)
+      settings.push_back(spec.settings);
+    dispatch_node node;
+    node.dispatcher = spawn(actors::dispatcher, settings, reader,
+                            std::shared_ptr<const domain::clock>{clock}, config);
+    node.components.push_back(actors::start_retry_timer(
+        sys, node.dispatcher, metrics, std::shared_ptr<const domain::clock>{clock}, timer_config));
+    for (auto& spec : specs)
+      node.components.push_back(actors::start_channel(
+          sys, std::move(spec),
+          actors::channel_peers{writer, node.dispatcher, metrics,
+                                std::shared_ptr<const domain::clock>{clock}}));
+    for (const auto& component : node.components)
+      spawned.push_back(component.handle);
+    run();
+    return node;
+  }
 
   /// Sends a request from the scoped actor, runs the system, and takes the answer. Fails the
   /// test (instead of blocking) when no answer came.

@@ -22,7 +22,10 @@ actors::dispatcher_actor::behavior_type recording_dispatcher(actors::dispatcher_
         for (auto& task : tasks)
           out->task_ids.push_back(task.task_id);
       },
-      [](actors::recover_atom) {},
+      [](actors::attach_atom, const std::string&, const actors::channel_actor&) {},
+      [](actors::attach_atom, const actors::retry_timer_actor&) {},
+      [](actors::recover_atom, const std::string&) {},
+      [](actors::page_atom) {},
       [](actors::sweep_atom) {},
       [](actors::drain_atom) { return true; },
       [](actors::ping_atom) { return true; },
@@ -31,8 +34,9 @@ actors::dispatcher_actor::behavior_type recording_dispatcher(actors::dispatcher_
 
 struct timer_fixture : test::actor_fixture {
   std::shared_ptr<handed_out> out = std::make_shared<handed_out>();
-  actors::retry_timer_actor timer = spawn(actors::retry_timer, spawn(recording_dispatcher, out),
-                                          metrics, std::shared_ptr<const domain::clock>{clock});
+  actors::retry_timer_actor timer =
+      spawn(actors::retry_timer, spawn(recording_dispatcher, out), metrics,
+            std::shared_ptr<const domain::clock>{clock}, actors::retry_timer_config{});
 
   domain::delivery due_in(const std::string& id, std::chrono::milliseconds delay) {
     domain::delivery d;
