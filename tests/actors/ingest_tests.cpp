@@ -66,6 +66,16 @@ struct ingest_fixture : test::actor_fixture {
                  config);
   }
 
+  /// Asks ingest whether the node is ready; the answer (ready, reason) once it came.
+  std::optional<std::pair<bool, std::string>> readiness(const actors::ingest_actor& ingest) {
+    std::optional<std::pair<bool, std::string>> probe;
+    caf::anon_send(ingest, actors::ready_atom_v,
+                   actors::ready_callback{
+                       [&](bool ok, std::string why) { probe.emplace(ok, std::move(why)); }});
+    run();
+    return probe;
+  }
+
   const api::service_error* error_of(std::size_t answer) const {
     return std::get_if<api::service_error>(&answers.at(answer));
   }
@@ -137,11 +147,7 @@ BOOST_AUTO_TEST_CASE(a_store_failure_is_answered_as_unavailable) {
 
 BOOST_AUTO_TEST_CASE(ready_with_a_working_store_and_a_running_dispatcher) {
   auto ingest = spawn_ingest();
-  std::optional<std::pair<bool, std::string>> probe;
-  caf::anon_send(
-      ingest, actors::ready_atom_v,
-      actors::ready_callback{[&](bool ok, std::string why) { probe.emplace(ok, std::move(why)); }});
-  run();
+  auto probe = readiness(ingest);
   BOOST_REQUIRE(probe);
   BOOST_TEST(probe->first);
   BOOST_TEST(probe->second == "");
@@ -151,11 +157,7 @@ BOOST_AUTO_TEST_CASE(not_ready_without_a_dispatcher) {
   auto ingest = spawn_ingest();
   caf::anon_send_exit(dispatcher, caf::exit_reason::kill);
   run();
-  std::optional<std::pair<bool, std::string>> probe;
-  caf::anon_send(
-      ingest, actors::ready_atom_v,
-      actors::ready_callback{[&](bool ok, std::string why) { probe.emplace(ok, std::move(why)); }});
-  run();
+  auto probe = readiness(ingest);
   BOOST_REQUIRE(probe);
   BOOST_TEST(!probe->first);
   BOOST_TEST(probe->second.find("dispatcher") != std::string::npos, probe->second);
@@ -166,11 +168,7 @@ BOOST_AUTO_TEST_CASE(not_ready_without_a_dispatcher) {
 BOOST_AUTO_TEST_CASE(not_ready_while_the_health_board_names_a_component) {
   auto ingest = spawn_ingest();
   health->report("channel sms", "stopped after 5 restarts");
-  std::optional<std::pair<bool, std::string>> probe;
-  caf::anon_send(
-      ingest, actors::ready_atom_v,
-      actors::ready_callback{[&](bool ok, std::string why) { probe.emplace(ok, std::move(why)); }});
-  run();
+  auto probe = readiness(ingest);
   BOOST_REQUIRE(probe);
   BOOST_TEST(!probe->first);
   BOOST_TEST(probe->second.find("channel sms: stopped") != std::string::npos, probe->second);
