@@ -79,16 +79,18 @@ caf::timespan time_to_send(const dispatcher_state& st,
 
 void read_page(self_pointer self);
 
-void start_recovery(self_pointer self, const std::string& channel) {
+void start_recovery(self_pointer self, const std::string& channel, bool sweep) {
   auto& st = self->state;
   if (st.recovering) {
-    // One pass at a time; a second request for the same channel adds nothing.
-    if (std::find(st.recoveries_waiting.begin(), st.recoveries_waiting.end(), channel) ==
-        st.recoveries_waiting.end())
-      st.recoveries_waiting.push_back(channel);
+    // One pass at a time; a second request for the same pass adds nothing.
+    auto same = [&](const dispatcher_state::recovery_pass& waiting) {
+      return waiting.channel == channel && waiting.sweep == sweep;
+    };
+    if (std::none_of(st.recoveries_waiting.begin(), st.recoveries_waiting.end(), same))
+      st.recoveries_waiting.push_back({channel, sweep, "", 0});
     return;
   }
-  st.recovering = dispatcher_state::recovery_pass{channel, "", 0};
+  st.recovering = dispatcher_state::recovery_pass{channel, sweep, "", 0};
   read_page(self);
 }
 
@@ -99,15 +101,19 @@ void finish_recovery(self_pointer self) {
     return;
   auto next = st.recoveries_waiting.front();
   st.recoveries_waiting.pop_front();
-  start_recovery(self, next);
+  start_recovery(self, next.channel, next.sweep);
 }
 
 void read_page(self_pointer self) {
   auto& st = self->state;
   auto& pass = *st.recovering;
   auto limit = page_size(st, pass.channel);
-  self->request(st.reader, st.config.store_timeout, recover_atom_v, pass.after, limit,
-                st.clock->now(), pass.channel)
+  auto now = st.clock->now();
+  persistence::unfinished_filter which{pass.channel, std::nullopt};
+  if (pass.sweep)
+    which.due_by = now + st.config.sweep_interval;
+  self->request(st.reader, st.config.store_timeout, recover_atom_v, pass.after, limit, now,
+                std::move(which))
       .then(
           [self, limit](deliveries& page) {
             auto& st = self->state;
@@ -160,7 +166,7 @@ dispatcher(dispatcher_actor::stateful_pointer<dispatcher_state> self,
         self->state.channels[name] = std::move(handle);
       },
       [self](attach_atom, retry_timer_actor& handle) { self->state.timer = std::move(handle); },
-      [self](recover_atom, const std::string& channel) { start_recovery(self, channel); },
+      [self](recover_atom, const std::string& channel) { start_recovery(self, channel, false); },
       [self](page_atom) {
         if (!self->state.recovering)
           return;
@@ -173,7 +179,7 @@ dispatcher(dispatcher_actor::stateful_pointer<dispatcher_state> self,
         auto& st = self->state;
         if (st.draining)
           return;
-        start_recovery(self, ""); // waits behind a pass that is running, once
+        start_recovery(self, "", true); // waits behind a pass that is running, once
         self->delayed_send(self, st.config.sweep_interval, sweep_atom_v);
       },
       [self](drain_atom) -> caf::result<bool> {

@@ -30,13 +30,17 @@ struct dispatcher_config {
 /// to send the previous one at their configured rate, so a large backlog never lands in the
 /// channels' lanes at once. Every sweep interval it re-reads unfinished tasks, so a task
 /// whose message was lost, or whose lease a dead node left behind, is picked up; channels and
-/// the timer ignore tasks they already hold.
+/// the timer ignore tasks they already hold. A sweep skips retries not due before the next
+/// sweep (the timer holds them), so a large retry backlog is not re-read every interval.
 struct dispatcher_state {
   static constexpr const char* name = "dispatcher";
 
-  /// One recovery pass: which channel (empty: all) and how far it got.
+  /// One recovery pass: which channel (empty: all), whether it is a sweep, how far it got.
   struct recovery_pass {
     std::string channel;
+    /// A sweep reads retries only when due before the next sweep: the later ones wait in the
+    /// retry timer, and a later sweep reads those it let go before they are due.
+    bool sweep = false;
     std::string after; ///< last task id read
     std::uint64_t found = 0;
   };
@@ -48,7 +52,7 @@ struct dispatcher_state {
   std::shared_ptr<const domain::clock> clock;
   dispatcher_config config;
   std::optional<recovery_pass> recovering;
-  std::deque<std::string> recoveries_waiting; ///< channels (empty: all) to recover next
+  std::deque<recovery_pass> recoveries_waiting; ///< to run next, each at most once
   bool draining = false;
 };
 

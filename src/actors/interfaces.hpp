@@ -32,9 +32,9 @@ using store_reader_actor = caf::typed_actor<
     /// The message, its tasks and attempts, or none.
     caf::replies_to<find_atom, std::string>::with<maybe_message_view>,
     /// Unfinished tasks after a task id (paging), at most a limit, whose lease, if any, ran out
-    /// by the given time; of one channel (empty: all).
+    /// by the given time, narrowed by the filter (one channel; retries due by a horizon).
     caf::replies_to<recover_atom, std::string, std::uint64_t, domain::timestamp,
-                    std::string>::with<deliveries>,
+                    persistence::unfinished_filter>::with<deliveries>,
     /// Task counts per state.
     caf::replies_to<count_atom>::with<state_counts>,
     /// Dead letters of a channel (empty: all) after a task id, at most a limit.

@@ -31,10 +31,10 @@ store_reader(store_reader_actor::stateful_pointer<store_reader_state> self,
             [&] { return self->state.store->find_message(message_id); });
       },
       [self](recover_atom, const std::string& after, std::uint64_t limit, domain::timestamp now,
-             const std::string& channel) {
+             const persistence::unfinished_filter& which) {
         return guarded<deliveries>([&] {
           return self->state.store->load_unfinished(after, static_cast<std::size_t>(limit), now,
-                                                    channel);
+                                                    which);
         });
       },
       [self](letters_atom, const std::string& channel, const std::string& after,

@@ -40,7 +40,7 @@ public:
   std::optional<message_view> find_message(const std::string& message_id) override;
   std::vector<domain::delivery> load_unfinished(const std::string& after_task_id, std::size_t limit,
                                                 domain::timestamp now,
-                                                const std::string& channel) override;
+                                                const unfinished_filter& which) override;
   std::vector<dead_letter> list_dead_letters(const std::string& channel,
                                              const std::string& after_task_id,
                                              std::size_t limit) override;

@@ -130,6 +130,28 @@ BOOST_AUTO_TEST_CASE(recovery_is_paced_by_the_channels_window_and_rate) {
     BOOST_TEST(provider->calls_for(id) == 1u, id);
 }
 
+// The sweep re-reads only what it must: a retry due after the next sweep waits in the retry
+// timer (or, let go, in the database) and is not read again every interval; it is read by the
+// last sweep before it is due, and sent once, on time.
+BOOST_AUTO_TEST_CASE(a_sweep_skips_retries_due_after_the_next_sweep) {
+  auto id = seed({plan("later", {"sms"})}).at(0);
+  move_task(id, task_state::pending, task_state::sending);
+  move_task(id, task_state::sending, task_state::retry_wait, 1,
+            clock->now() + std::chrono::minutes{10});
+  actors::dispatcher_config config;
+  config.sweep_interval = std::chrono::minutes{1};
+  auto dispatcher = spawn_dispatcher(64, config);
+  advance_both(std::chrono::minutes{1}); // the first sweep
+  BOOST_REQUIRE_EQUAL(reader_store->recovery_reads.size(), 1u);
+  BOOST_TEST(metrics->render().find("herald_retry_queue_depth 0") != std::string::npos);
+  advance_both(std::chrono::minutes{8}); // the sweep at 9 min reads it: due before the next
+  BOOST_TEST(metrics->render().find("herald_retry_queue_depth 1") != std::string::npos);
+  BOOST_TEST(provider->calls.empty());
+  advance_both(std::chrono::minutes{1});
+  BOOST_TEST(provider->calls_for(id) == 1u);
+  BOOST_TEST(state(id) == "SENT");
+}
+
 BOOST_AUTO_TEST_CASE(tasks_of_an_unknown_channel_are_logged_and_skipped) {
   auto ids = seed({plan("known", {"sms"}), plan("unknown", {"push"})});
   auto dispatcher = spawn_dispatcher();

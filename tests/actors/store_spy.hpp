@@ -51,11 +51,11 @@ public:
     return real_->find_message(message_id);
   }
 
-  std::vector<domain::delivery> load_unfinished(const std::string& after_task_id, std::size_t limit,
-                                                domain::timestamp now,
-                                                const std::string& channel) override {
-    recovery_reads.push_back(channel);
-    return real_->load_unfinished(after_task_id, limit, now, channel);
+  std::vector<domain::delivery>
+  load_unfinished(const std::string& after_task_id, std::size_t limit, domain::timestamp now,
+                  const persistence::unfinished_filter& which) override {
+    recovery_reads.push_back(which.channel);
+    return real_->load_unfinished(after_task_id, limit, now, which);
   }
 
   std::vector<persistence::dead_letter> list_dead_letters(const std::string& channel,
