@@ -39,6 +39,10 @@ CAF_ADD_ATOM(herald, herald::atoms, replay_atom, "replay")
 CAF_ADD_ATOM(herald, herald::atoms, sweep_atom, "sweep")
 CAF_ADD_ATOM(herald, herald::atoms, letters_atom, "letters")
 CAF_ADD_ATOM(herald, herald::atoms, rewrite_atom, "rewrite")
+CAF_ADD_ATOM(herald, herald::atoms, attach_atom, "attach")
+CAF_ADD_ATOM(herald, herald::atoms, page_atom, "page")
+CAF_ADD_ATOM(herald, herald::atoms, shutdown_atom, "shutdown")
+CAF_ADD_ATOM(herald, herald::atoms, deadline_atom, "deadline")
 
 namespace herald::actors {
 
@@ -103,3 +107,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::dead_letters)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::failover_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::state_change)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::replay_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::unfinished_filter)

@@ -9,6 +9,14 @@
 
 namespace herald::actors {
 
+std::string dedup_shard_config::validate() const {
+  if (max_waiting == 0)
+    return "dedup.max_waiting must be at least 1";
+  if (claim_timeout.count() <= 0)
+    return "dedup.claim_timeout_ms must be > 0";
+  return "";
+}
+
 namespace {
 
 using self_pointer = dedup_shard_actor::stateful_pointer<dedup_shard_state>;
@@ -50,6 +58,7 @@ void answer(self_pointer self, dedup_shard_state::waiter& waiter,
   }
   if (!created.empty())
     self->send(st.dispatcher, dispatch_atom_v, std::move(created));
+  --st.waiting_claims;
   waiter.promise.deliver(std::move(result));
 }
 
@@ -81,13 +90,14 @@ void on_failed(self_pointer self, const std::string& message_id, const caf::erro
   // Every waiter of this key would hit the same failure: answer them all.
   for (auto& waiter : entry->second)
     waiter.promise.deliver(err);
+  self->state.waiting_claims -= entry->second.size();
   self->state.waiting.erase(entry);
 }
 
 void claim_front(self_pointer self, const std::string& message_id) {
   auto& st = self->state;
   auto& plan = st.waiting[message_id].front().plan;
-  self->request(st.store, st.claim_timeout, claim_atom_v, plan)
+  self->request(st.store, st.config.claim_timeout, claim_atom_v, plan)
       .then([self, message_id](
                 persistence::claim_result& result) { on_claimed(self, message_id, result); },
             [self, message_id](caf::error& err) { on_failed(self, message_id, err); });
@@ -98,18 +108,23 @@ void claim_front(self_pointer self, const std::string& message_id) {
 dedup_shard_actor::behavior_type
 dedup_shard(dedup_shard_actor::stateful_pointer<dedup_shard_state> self, store_writer_actor store,
             dispatcher_actor dispatcher, std::shared_ptr<herald::metrics> metrics,
-            std::chrono::milliseconds claim_timeout) {
+            dedup_shard_config config) {
   install_logging_handlers(self);
   auto& st = self->state;
   st.store = std::move(store);
   st.dispatcher = std::move(dispatcher);
   st.metrics = std::move(metrics);
-  st.claim_timeout = claim_timeout;
+  st.config = config;
   return {
       [self](claim_atom, domain::message_plan& plan) -> caf::result<persistence::claim_result> {
+        auto& st = self->state;
+        if (st.waiting_claims >= st.config.max_waiting)
+          return make_error(errc::overloaded, "dedup shard: " + std::to_string(st.waiting_claims) +
+                                                  " claims waiting for the database");
         auto promise = self->make_response_promise<persistence::claim_result>();
         auto message_id = plan.message.id;
-        auto& queue = self->state.waiting[message_id];
+        ++st.waiting_claims;
+        auto& queue = st.waiting[message_id];
         queue.push_back({std::move(plan), promise});
         if (queue.size() == 1)
           claim_front(self, message_id);

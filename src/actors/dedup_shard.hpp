@@ -13,6 +13,20 @@
 
 namespace herald::actors {
 
+/// Limits of one dedup shard.
+struct dedup_shard_config {
+  /// Claims waiting in this shard (in flight or queued behind one of the same key) at most;
+  /// beyond it a claim is answered `overloaded` at once instead of queueing while the
+  /// database is slow.
+  std::size_t max_waiting = 2000;
+  /// How long the shard waits for the store writer; shorter than ingest's claim timeout, so
+  /// the shard answers (and empties its queue) before ingest gives up on it.
+  std::chrono::milliseconds claim_timeout{12000};
+
+  /// An empty string when valid, else the reason.
+  std::string validate() const;
+};
+
 /// Owns the claims of the message keys that hash to it (domain::shard_of). Every task key
 /// belongs to exactly one message key, so all claims of a task key pass through one shard.
 /// Concurrent claims of one key wait for the first one's answer instead of racing to the
@@ -28,13 +42,14 @@ struct dedup_shard_state {
   store_writer_actor store;
   dispatcher_actor dispatcher;
   std::shared_ptr<herald::metrics> metrics;
-  std::chrono::milliseconds claim_timeout{10000};
+  dedup_shard_config config;
   std::unordered_map<std::string, std::deque<waiter>> waiting; ///< by message id; front in flight
+  std::size_t waiting_claims = 0;                              ///< over all message ids
 };
 
 dedup_shard_actor::behavior_type
 dedup_shard(dedup_shard_actor::stateful_pointer<dedup_shard_state> self, store_writer_actor store,
             dispatcher_actor dispatcher, std::shared_ptr<herald::metrics> metrics,
-            std::chrono::milliseconds claim_timeout);
+            dedup_shard_config config);
 
 } // namespace herald::actors

@@ -5,8 +5,8 @@
 #include "observability/log.hpp"
 
 #include <algorithm>
+#include <cmath>
 
-#include <caf/exit_reason.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -16,25 +16,9 @@ namespace {
 
 using self_pointer = dispatcher_actor::stateful_pointer<dispatcher_state>;
 
-void start_channel(self_pointer self, const std::string& name) {
-  auto& st = self->state;
-  auto& spec = st.specs.at(name);
-  channel_peers peers{st.store, caf::actor_cast<dispatcher_actor>(self), st.metrics, st.clock,
-                      nullptr};
-  // Monitored, not linked: an exit with reason `kill` bypasses exit handlers in CAF 0.17, so a
-  // killed channel would take the dispatcher and every other channel with it.
-  st.channels[name] = self->spawn<caf::monitored>(channel, spec.settings, spec.provider, peers);
-}
-
-// The timer only caches what the database holds (RETRY_WAIT rows keep next_attempt_at): a
-// new one is filled again by the next recovery pass.
-void start_timer(self_pointer self) {
-  auto& st = self->state;
-  st.timer = self->spawn<caf::monitored>(retry_timer, caf::actor_cast<dispatcher_actor>(self),
-                                         st.metrics, st.clock);
-}
-
-void dispatch(self_pointer self, deliveries& tasks) {
+// Hands due tasks to their channels and the rest to the timer; answers how many each channel
+// got.
+std::map<std::string, std::size_t> dispatch(self_pointer self, deliveries& tasks) {
   auto& st = self->state;
   auto now = st.clock->now();
   deliveries not_yet;
@@ -45,8 +29,13 @@ void dispatch(self_pointer self, deliveries& tasks) {
     else
       by_channel[task.channel].push_back(std::move(task));
   }
-  if (!not_yet.empty())
-    self->send(st.timer, schedule_atom_v, std::move(not_yet));
+  if (!not_yet.empty()) {
+    if (st.timer)
+      self->send(st.timer, schedule_atom_v, std::move(not_yet));
+    else // the database keeps them; recovery after the timer's start reloads them
+      log::warn("dispatcher.no_timer", {{"tasks", std::to_string(not_yet.size())}});
+  }
+  std::map<std::string, std::size_t> handed;
   for (auto& [name, batch] : by_channel) {
     auto target = st.channels.find(name);
     if (target == st.channels.end()) {
@@ -55,118 +44,142 @@ void dispatch(self_pointer self, deliveries& tasks) {
                 {{"channel", name}, {"tasks", std::to_string(batch.size())}});
       continue;
     }
+    handed[name] = batch.size();
     self->send(target->second, dispatch_atom_v, std::move(batch));
   }
+  return handed;
 }
 
-// Reads unfinished tasks page by page and dispatches them; `only` limits it to one channel.
-void recover(self_pointer self, std::string after, std::string only, std::uint64_t found) {
+// At most this many tasks per recovery page: a few windows of the channel recovered (of the
+// smallest window when all are), so one page never floods a channel's lanes.
+std::uint64_t page_size(const dispatcher_state& st, const std::string& channel) {
+  std::uint64_t window = 0;
+  for (auto& [name, settings] : st.settings)
+    if (channel.empty() || name == channel)
+      window = window == 0 ? settings.window : std::min<std::uint64_t>(window, settings.window);
+  if (window == 0)
+    return st.config.recovery_page;
+  return std::max<std::uint64_t>(
+      1, std::min(st.config.recovery_page, window * st.config.windows_per_page));
+}
+
+// How long the channels need to send what they were just handed at their configured rates:
+// the next page waits that long, so the lanes drain between pages instead of piling up.
+caf::timespan time_to_send(const dispatcher_state& st,
+                           const std::map<std::string, std::size_t>& handed) {
+  double seconds = 0;
+  for (auto& [name, count] : handed) {
+    auto found = st.settings.find(name);
+    if (found != st.settings.end() && found->second.rate_per_sec > 0)
+      seconds = std::max(seconds, static_cast<double>(count) / found->second.rate_per_sec);
+  }
+  return std::chrono::duration_cast<caf::timespan>(
+      std::chrono::milliseconds{static_cast<std::int64_t>(std::ceil(seconds * 1000))});
+}
+
+void read_page(self_pointer self);
+
+void start_recovery(self_pointer self, const std::string& channel, bool sweep) {
   auto& st = self->state;
-  st.sweeping = true;
-  self->request(st.reader, st.config.store_timeout, recover_atom_v, after, st.config.recovery_page,
-                st.clock->now())
+  if (st.recovering) {
+    // One pass at a time; a second request for the same pass adds nothing.
+    auto same = [&](const dispatcher_state::recovery_pass& waiting) {
+      return waiting.channel == channel && waiting.sweep == sweep;
+    };
+    if (std::none_of(st.recoveries_waiting.begin(), st.recoveries_waiting.end(), same))
+      st.recoveries_waiting.push_back({channel, sweep, "", 0});
+    return;
+  }
+  st.recovering = dispatcher_state::recovery_pass{channel, sweep, "", 0};
+  read_page(self);
+}
+
+void finish_recovery(self_pointer self) {
+  auto& st = self->state;
+  st.recovering.reset();
+  if (st.recoveries_waiting.empty() || st.draining)
+    return;
+  auto next = st.recoveries_waiting.front();
+  st.recoveries_waiting.pop_front();
+  start_recovery(self, next.channel, next.sweep);
+}
+
+void read_page(self_pointer self) {
+  auto& st = self->state;
+  auto& pass = *st.recovering;
+  auto limit = page_size(st, pass.channel);
+  auto now = st.clock->now();
+  persistence::unfinished_filter which{pass.channel, std::nullopt};
+  if (pass.sweep)
+    which.due_by = now + st.config.sweep_interval;
+  self->request(st.reader, st.config.store_timeout, recover_atom_v, pass.after, limit, now,
+                std::move(which))
       .then(
-          [self, only, found](deliveries& page) {
+          [self, limit](deliveries& page) {
             auto& st = self->state;
-            auto full = page.size() == st.config.recovery_page;
-            auto last = page.empty() ? std::string{} : page.back().task_id;
-            auto total = found + page.size();
-            if (!only.empty())
-              page.erase(std::remove_if(page.begin(), page.end(),
-                                        [&](auto& task) { return task.channel != only; }),
-                         page.end());
-            dispatch(self, page);
-            if (full) {
-              recover(self, last, only, total);
+            auto& pass = *st.recovering;
+            auto full = page.size() == limit;
+            pass.found += page.size();
+            if (!page.empty())
+              pass.after = page.back().task_id;
+            auto pause = time_to_send(st, dispatch(self, page));
+            if (full && !st.draining) {
+              if (pause.count() > 0)
+                self->delayed_send(self, pause, page_atom_v);
+              else
+                self->send(self, page_atom_v);
               return;
             }
-            st.sweeping = false;
-            log::write(total == 0 ? log::level::debug : log::level::info, "dispatcher.recovered",
-                       {{"tasks", std::to_string(total)}, {"channel", only.empty() ? "*" : only}});
+            log::write(pass.found == 0 ? log::level::debug : log::level::info,
+                       "dispatcher.recovered",
+                       {{"tasks", std::to_string(pass.found)},
+                        {"channel", pass.channel.empty() ? "*" : pass.channel}});
+            finish_recovery(self);
           },
           [self](caf::error& err) {
             // The database is the truth and still holds the tasks: the next sweep tries again.
-            self->state.sweeping = false;
-            log::error("dispatcher.recovery_failed", {{"error", describe(err)}});
+            log::error("dispatcher.recovery_failed",
+                       {{"channel", self->state.recovering->channel}, {"error", describe(err)}});
+            finish_recovery(self);
           });
-}
-
-void on_channel_down(self_pointer self, const caf::down_msg& down) {
-  auto& st = self->state;
-  if (down.source == st.timer.address() && !st.draining) {
-    log::warn("dispatcher.timer_restart", {{"reason", caf::to_string(down.reason)}});
-    start_timer(self);
-    recover(self, "", "", 0);
-    return;
-  }
-  for (auto& [name, handle] : st.channels) {
-    if (handle.address() != down.source)
-      continue;
-    if (st.draining)
-      return;
-    auto now = std::chrono::steady_clock::now();
-    auto& history = st.restarts[name];
-    while (!history.empty() && now - history.front() > st.config.restart_window)
-      history.pop_front();
-    auto restarted = name; // `name` dies with the map entry it refers to
-    if (history.size() >= st.config.max_restarts) {
-      log::error("dispatcher.channel_given_up",
-                 {{"channel", restarted}, {"reason", caf::to_string(down.reason)}});
-      st.channels.erase(restarted);
-      return;
-    }
-    history.push_back(now);
-    log::warn("dispatcher.channel_restart", {{"channel", restarted},
-                                             {"reason", caf::to_string(down.reason)},
-                                             {"restarts", std::to_string(history.size())}});
-    start_channel(self, restarted);
-    recover(self, "", restarted, 0);
-    return;
-  }
-}
-
-// Told to stop: take the channels and the timer along, then stop.
-void on_exit(self_pointer self, const caf::exit_msg& msg) {
-  auto& st = self->state;
-  st.draining = true;
-  for (auto& [name, handle] : st.channels)
-    self->send_exit(handle, msg.reason);
-  self->send_exit(st.timer, msg.reason);
-  self->quit(msg.reason);
 }
 
 } // namespace
 
 dispatcher_actor::behavior_type
 dispatcher(dispatcher_actor::stateful_pointer<dispatcher_state> self,
-           std::vector<channel_spec> specs, store_writer_actor store, store_reader_actor reader,
-           std::shared_ptr<herald::metrics> metrics, std::shared_ptr<const domain::clock> clock,
-           dispatcher_config config) {
+           std::vector<channel_settings> channels, store_reader_actor reader,
+           std::shared_ptr<const domain::clock> clock, dispatcher_config config) {
   install_logging_handlers(self);
   auto& st = self->state;
-  st.store = std::move(store);
+  for (auto& settings : channels) {
+    auto name = settings.name;
+    st.settings.emplace(std::move(name), std::move(settings));
+  }
   st.reader = std::move(reader);
-  st.metrics = std::move(metrics);
   st.clock = std::move(clock);
   st.config = config;
-  start_timer(self);
-  for (auto& spec : specs) {
-    auto name = spec.settings.name;
-    st.specs.emplace(name, std::move(spec));
-    start_channel(self, name);
-  }
-  self->set_down_handler([self](caf::down_msg& down) { on_channel_down(self, down); });
-  self->set_exit_handler([self](caf::exit_msg& msg) { on_exit(self, msg); });
   self->delayed_send(self, st.config.sweep_interval, sweep_atom_v);
   return {
       [self](dispatch_atom, deliveries& tasks) { dispatch(self, tasks); },
-      [self](recover_atom) { recover(self, "", "", 0); },
+      [self](attach_atom, const std::string& name, channel_actor& handle) {
+        self->state.channels[name] = std::move(handle);
+      },
+      [self](attach_atom, retry_timer_actor& handle) { self->state.timer = std::move(handle); },
+      [self](recover_atom, const std::string& channel) { start_recovery(self, channel, false); },
+      [self](page_atom) {
+        if (!self->state.recovering)
+          return;
+        if (self->state.draining)
+          finish_recovery(self);
+        else
+          read_page(self);
+      },
       [self](sweep_atom) {
         auto& st = self->state;
         if (st.draining)
           return;
-        if (!st.sweeping)
-          recover(self, "", "", 0);
+        start_recovery(self, "", true); // waits behind a pass that is running, once
         self->delayed_send(self, st.config.sweep_interval, sweep_atom_v);
       },
       [self](drain_atom) -> caf::result<bool> {

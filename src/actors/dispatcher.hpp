@@ -7,52 +7,58 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace herald::actors {
 
-/// A channel as the dispatcher starts it: settings and the adapter it calls.
-struct channel_spec {
-  channel_settings settings;
-  std::shared_ptr<providers::provider_adapter> provider;
-};
-
-/// How the dispatcher supervises and sweeps.
+/// How the dispatcher recovers and sweeps.
 struct dispatcher_config {
-  std::size_t max_restarts = 5; ///< per channel within restart_window
-  std::chrono::seconds restart_window{60};
-  std::uint64_t recovery_page = 1000;              ///< tasks per recovery read
+  std::uint64_t recovery_page = 1000; ///< tasks per recovery read at most
+  /// A recovery page holds at most this many in-flight windows of the channel it is for (of
+  /// the smallest window when it is for all channels), so a page never floods a channel.
+  std::uint64_t windows_per_page = 4;
   std::chrono::milliseconds sweep_interval{30000}; ///< how often unfinished tasks are re-read
   std::chrono::milliseconds store_timeout{30000};
 };
 
-/// Routes tasks to their channel actors — or to the retry timer while they are not yet due —
-/// and supervises the channels: a channel actor that dies is restarted (at most max_restarts
-/// per window) and unfinished tasks are reloaded from the database, because whatever sat in
-/// its mailbox died with it. Every sweep interval it re-reads unfinished tasks, so a task
+/// Routes deliveries to their channel actors — or to the retry timer while they are not yet
+/// due — and recovers unfinished tasks from the database. Which actors it routes to, the node
+/// supervisor tells it (attach), also after a restart; it supervises nothing itself.
+/// Recovery reads one page at a time and reads the next only when the channels have had time
+/// to send the previous one at their configured rate, so a large backlog never lands in the
+/// channels' lanes at once. Every sweep interval it re-reads unfinished tasks, so a task
 /// whose message was lost, or whose lease a dead node left behind, is picked up; channels and
-/// the timer ignore tasks they already hold.
+/// the timer ignore tasks they already hold. A sweep skips retries not due before the next
+/// sweep (the timer holds them), so a large retry backlog is not re-read every interval.
 struct dispatcher_state {
   static constexpr const char* name = "dispatcher";
 
-  std::map<std::string, channel_spec> specs;
+  /// One recovery pass: which channel (empty: all), whether it is a sweep, how far it got.
+  struct recovery_pass {
+    std::string channel;
+    /// A sweep reads retries only when due before the next sweep: the later ones wait in the
+    /// retry timer, and a later sweep reads those it let go before they are due.
+    bool sweep = false;
+    std::string after; ///< last task id read
+    std::uint64_t found = 0;
+  };
+
+  std::map<std::string, channel_settings> settings; ///< by channel name: window and rate
   std::map<std::string, channel_actor> channels;
-  std::map<std::string, std::deque<std::chrono::steady_clock::time_point>> restarts;
-  store_writer_actor store;
-  store_reader_actor reader;
   retry_timer_actor timer;
-  std::shared_ptr<herald::metrics> metrics;
+  store_reader_actor reader;
   std::shared_ptr<const domain::clock> clock;
   dispatcher_config config;
+  std::optional<recovery_pass> recovering;
+  std::deque<recovery_pass> recoveries_waiting; ///< to run next, each at most once
   bool draining = false;
-  bool sweeping = false; ///< a recovery pass is running; a sweep tick meanwhile is skipped
 };
 
 dispatcher_actor::behavior_type
 dispatcher(dispatcher_actor::stateful_pointer<dispatcher_state> self,
-           std::vector<channel_spec> specs, store_writer_actor store, store_reader_actor reader,
-           std::shared_ptr<herald::metrics> metrics, std::shared_ptr<const domain::clock> clock,
-           dispatcher_config config);
+           std::vector<channel_settings> channels, store_reader_actor reader,
+           std::shared_ptr<const domain::clock> clock, dispatcher_config config);
 
 } // namespace herald::actors

@@ -21,6 +21,9 @@ std::string ingest_config::validate() const {
 api::service_error to_service_error(const caf::error& err) {
   if (err == caf::sec::request_timeout)
     return {503, "unavailable", "the database did not answer in time; retrying is safe", ""};
+  if (err.category() == caf::atom("herald") &&
+      err.code() == static_cast<std::uint8_t>(errc::overloaded))
+    return {503, "overloaded", "too many requests waiting for the database; retry later", ""};
   return {503, "unavailable", "the service cannot take requests right now; retrying is safe", ""};
 }
 
@@ -34,6 +37,7 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
   st.reader = std::move(peers.reader);
   st.dispatcher = std::move(peers.dispatcher);
   st.clock = std::move(peers.clock);
+  st.health = std::move(peers.health);
   st.config = config;
   return {
       [self](submit_atom, domain::message_plan& plan, submit_callback& done) {
@@ -99,6 +103,12 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
                 });
       },
       [self](ready_atom, ready_callback& done) {
+        // A component the supervisor could not keep running, or a channel that stopped
+        // taking tasks, makes the node unready whatever the database says.
+        if (auto problems = self->state.health->problems(); !problems.empty()) {
+          done(false, problems);
+          return;
+        }
         auto timeout = self->state.config.probe_timeout;
         self->request(self->state.reader, timeout, ping_atom_v)
             .then(

@@ -2,6 +2,7 @@
 
 #include "actors/interfaces.hpp"
 #include "domain/time.hpp"
+#include "observability/health_board.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -30,6 +31,7 @@ struct ingest_state {
   store_reader_actor reader;
   dispatcher_actor dispatcher;
   std::shared_ptr<const domain::clock> clock;
+  std::shared_ptr<const health_board> health;
   ingest_config config;
   std::size_t in_flight = 0;
 };
@@ -43,6 +45,7 @@ struct ingest_peers {
   store_reader_actor reader; ///< look-ups, listings, readiness
   dispatcher_actor dispatcher;
   std::shared_ptr<const domain::clock> clock;
+  std::shared_ptr<const health_board> health; ///< components that cannot work, for readiness
 };
 
 ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> self,

@@ -31,8 +31,10 @@ using store_writer_actor = caf::typed_actor<
 using store_reader_actor = caf::typed_actor<
     /// The message, its tasks and attempts, or none.
     caf::replies_to<find_atom, std::string>::with<maybe_message_view>,
-    /// Unfinished tasks after a task id (paging) whose lease, if any, ran out by the given time.
-    caf::replies_to<recover_atom, std::string, std::uint64_t, domain::timestamp>::with<deliveries>,
+    /// Unfinished tasks after a task id (paging), at most a limit, whose lease, if any, ran out
+    /// by the given time, narrowed by the filter (one channel; retries due by a horizon).
+    caf::replies_to<recover_atom, std::string, std::uint64_t, domain::timestamp,
+                    persistence::unfinished_filter>::with<deliveries>,
     /// Task counts per state.
     caf::replies_to<count_atom>::with<state_counts>,
     /// Dead letters of a channel (empty: all) after a task id, at most a limit.
@@ -68,13 +70,20 @@ using channel_actor = caf::typed_actor<
     /// Stops starting calls; answers once every call in flight is recorded.
     caf::replies_to<drain_atom>::with<bool>>;
 
-/// Routes tasks to channel actors, supervises them, recovers unfinished tasks.
+/// Routes tasks to channel actors (or to the retry timer until they are due) and recovers
+/// unfinished tasks; the node supervisor tells it which actors to route to.
 using dispatcher_actor = caf::typed_actor<
     /// Hands tasks to their channels.
     caf::reacts_to<dispatch_atom, deliveries>,
-    /// Loads every unfinished task from the database and dispatches it (at start, then every
-    /// sweep interval: whatever a lost message or a dead node left behind is picked up).
-    caf::reacts_to<recover_atom>,
+    /// Routes a channel's tasks to this channel actor from now on (a new or restarted one).
+    caf::reacts_to<attach_atom, std::string, channel_actor>,
+    /// Holds tasks that are not yet due in this retry timer from now on.
+    caf::reacts_to<attach_atom, retry_timer_actor>,
+    /// Loads the unfinished tasks of one channel (empty: all) from the database, one paced
+    /// page at a time, and dispatches them (at start, and after a restart lost some).
+    caf::reacts_to<recover_atom, std::string>,
+    /// Reads the next recovery page (sent to itself once the channels have room for it).
+    caf::reacts_to<page_atom>,
     /// Re-reads unfinished tasks (sent to itself every sweep interval).
     caf::reacts_to<sweep_atom>,
     /// Drains every channel; answers when all are idle.
@@ -92,7 +101,17 @@ using ingest_actor = caf::typed_actor<
     caf::reacts_to<submit_atom, domain::message_plan, submit_callback>,
     /// Looks a message up.
     caf::reacts_to<find_atom, std::string, find_callback>,
-    /// Readiness: database answers and the dispatcher runs.
+    /// Readiness: no problem on the health board, the database answers, the dispatcher runs.
     caf::reacts_to<ready_atom, ready_callback>>;
+
+/// Registers and monitors every long-lived actor of a node: restarts what can be restarted
+/// (within a budget), reports what cannot on the health board, and stops them all in order.
+using node_supervisor_actor = caf::typed_actor<
+    /// Stops every component, stage by stage, each with a grace period and then a kill
+    /// timeout; answers once all are gone.
+    caf::replies_to<shutdown_atom>::with<bool>,
+    /// The grace period (false) or kill timeout (true) of a shutdown stage ran out (sent to
+    /// itself; the number tells stale deadlines apart).
+    caf::reacts_to<deadline_atom, std::uint64_t, bool>>;
 
 } // namespace herald::actors

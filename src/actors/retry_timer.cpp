@@ -1,6 +1,7 @@
 #include "actors/retry_timer.hpp"
 
 #include "actors/logging_handlers.hpp"
+#include "observability/log.hpp"
 
 #include <map>
 
@@ -15,6 +16,12 @@ domain::timestamp due_time(const domain::delivery& task, domain::timestamp now) 
   if (task.send_at)
     return *task.send_at;
   return now;
+}
+
+std::string retry_timer_config::validate() const {
+  if (max_held == 0)
+    return "retry_timer.max_held must be at least 1";
+  return "";
 }
 
 namespace {
@@ -45,6 +52,20 @@ void arm(self_pointer self) {
                      ++st.generation);
 }
 
+// Lets the latest-due tasks go while more than max_held are held: they are the ones the
+// sweep can most easily bring back before they are due.
+void enforce_bound(retry_timer_state& st) {
+  std::size_t let_go = 0;
+  while (st.held.size() > st.config.max_held) {
+    auto latest = std::prev(st.queue.end())->second;
+    drop(st, latest);
+    ++let_go;
+  }
+  if (let_go > 0)
+    log::warn("retry_timer.full", {{"let_go", std::to_string(let_go)},
+                                   {"max_held", std::to_string(st.config.max_held)}});
+}
+
 void hand_out_due(self_pointer self) {
   auto& st = self->state;
   auto now = st.clock->now();
@@ -65,12 +86,13 @@ void hand_out_due(self_pointer self) {
 retry_timer_actor::behavior_type
 retry_timer(retry_timer_actor::stateful_pointer<retry_timer_state> self,
             dispatcher_actor dispatcher, std::shared_ptr<herald::metrics> metrics,
-            std::shared_ptr<const domain::clock> clock) {
+            std::shared_ptr<const domain::clock> clock, retry_timer_config config) {
   install_logging_handlers(self);
   auto& st = self->state;
   st.dispatcher = std::move(dispatcher);
   st.metrics = std::move(metrics);
   st.clock = std::move(clock);
+  st.config = config;
   return {
       [self](schedule_atom, deliveries& tasks) {
         auto& st = self->state;
@@ -83,6 +105,7 @@ retry_timer(retry_timer_actor::stateful_pointer<retry_timer_state> self,
           st.held.emplace(std::move(task_id), retry_timer_state::entry{due, std::move(task)});
         }
         hand_out_due(self);
+        enforce_bound(st);
         arm(self);
       },
       [self](cancel_atom, const std::string& task_id) {

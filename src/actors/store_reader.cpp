@@ -30,9 +30,11 @@ store_reader(store_reader_actor::stateful_pointer<store_reader_state> self,
         return guarded<maybe_message_view>(
             [&] { return self->state.store->find_message(message_id); });
       },
-      [self](recover_atom, const std::string& after, std::uint64_t limit, domain::timestamp now) {
+      [self](recover_atom, const std::string& after, std::uint64_t limit, domain::timestamp now,
+             const persistence::unfinished_filter& which) {
         return guarded<deliveries>([&] {
-          return self->state.store->load_unfinished(after, static_cast<std::size_t>(limit), now);
+          return self->state.store->load_unfinished(after, static_cast<std::size_t>(limit), now,
+                                                    which);
         });
       },
       [self](letters_atom, const std::string& channel, const std::string& after,

@@ -268,6 +268,27 @@ config parse_config(const std::string& text) {
     i.read_ms("claim_timeout_ms", cfg.ingest.claim_timeout, 1, one_hour_ms);
     i.done();
   }
+  // The shard must give up on the database before ingest gives up on the shard.
+  cfg.dedup.claim_timeout = cfg.ingest.claim_timeout * 4 / 5;
+  if (auto* dedup = r.find("dedup")) {
+    object_reader d{*dedup, "dedup"};
+    d.read_integer("max_waiting", cfg.dedup.max_waiting, 1, 10000000);
+    d.read_ms("claim_timeout_ms", cfg.dedup.claim_timeout);
+    d.done();
+  }
+  if (auto* timer = r.find("retry_timer")) {
+    object_reader t{*timer, "retry_timer"};
+    t.read_integer("max_held", cfg.retry_timer.max_held, 1, 100000000);
+    t.done();
+  }
+  if (auto* supervision = r.find("supervision")) {
+    object_reader s{*supervision, "supervision"};
+    s.read_integer("max_restarts", cfg.supervision.max_restarts, 1, 1000);
+    s.read_ms("restart_window_ms", cfg.supervision.restart_window);
+    s.read_ms("shutdown_grace_ms", cfg.supervision.shutdown_grace);
+    s.read_ms("shutdown_kill_timeout_ms", cfg.supervision.shutdown_kill_timeout);
+    s.done();
+  }
   if (auto* store = r.find("store")) {
     object_reader s{*store, "store"};
     s.read_integer("batch_max", cfg.store.batch_max, 1, 100000);
@@ -376,6 +397,14 @@ void validate(const config& cfg) {
     if (t.body.empty())
       throw config_error("templates." + name + ".body: must not be empty");
   if (auto problem = cfg.ingest.validate(); !problem.empty())
+    throw config_error(problem);
+  if (auto problem = cfg.dedup.validate(); !problem.empty())
+    throw config_error(problem);
+  if (cfg.dedup.claim_timeout >= cfg.ingest.claim_timeout)
+    throw config_error("dedup.claim_timeout_ms: must be shorter than ingest.claim_timeout_ms");
+  if (auto problem = cfg.retry_timer.validate(); !problem.empty())
+    throw config_error(problem);
+  if (auto problem = cfg.supervision.validate(); !problem.empty())
     throw config_error(problem);
   if (auto problem = cfg.store.validate(); !problem.empty())
     throw config_error(problem);

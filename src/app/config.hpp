@@ -1,8 +1,11 @@
 #pragma once
 
 #include "actors/channel_actor.hpp"
+#include "actors/dedup_shard.hpp"
 #include "actors/dispatcher.hpp"
 #include "actors/ingest.hpp"
+#include "actors/node_supervisor.hpp"
+#include "actors/retry_timer.hpp"
 #include "actors/store_writer.hpp"
 #include "api/http_server.hpp"
 #include "domain/validation.hpp"
@@ -44,6 +47,9 @@ struct config {
   std::string node_id; ///< lease owner name; empty: "<host>:<port>/<pid>" at start
   actors::dispatcher_config dispatcher;
   actors::ingest_config ingest;
+  actors::dedup_shard_config dedup; ///< claim_timeout defaults to 4/5 of ingest's
+  actors::retry_timer_config retry_timer;
+  actors::supervision_config supervision;
   actors::store_writer_config store;
   std::vector<channel_config> channels;
   domain::routing_rules rules;

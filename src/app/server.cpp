@@ -3,12 +3,14 @@
 #include "actors/dedup_shard.hpp"
 #include "actors/dispatcher.hpp"
 #include "actors/ingest.hpp"
+#include "actors/node_supervisor.hpp"
 #include "actors/store_reader.hpp"
 #include "actors/store_writer.hpp"
 #include "api/http_server.hpp"
 #include "api/routes.hpp"
 #include "app/actor_service.hpp"
 #include "app/stop_signals.hpp"
+#include "observability/health_board.hpp"
 #include "observability/log.hpp"
 #include "observability/metrics.hpp"
 #include "persistence/task_store.hpp"
@@ -17,6 +19,7 @@
 #include <iostream>
 #include <unistd.h>
 
+#include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/exit_reason.hpp>
@@ -56,42 +59,72 @@ make_channel_specs(const config& cfg, const std::string& node_id,
   return specs;
 }
 
-/// The actors of one node, spawned in dependency order.
+/// What the rest of the process talks to: the HTTP entry, the dispatcher (drain) and the
+/// supervisor that owns every actor of the node.
 struct node {
-  actors::store_writer_actor writer;
-  actors::store_reader_actor reader;
-  actors::dispatcher_actor dispatcher;
-  std::vector<actors::dedup_shard_actor> shards;
   actors::ingest_actor ingest;
-
-  void stop() {
-    // Front to back, so nothing is sent to an actor that is already gone.
-    caf::anon_send_exit(ingest, caf::exit_reason::user_shutdown);
-    for (auto& shard : shards)
-      caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(dispatcher, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
-  }
+  actors::dispatcher_actor dispatcher;
+  actors::node_supervisor_actor supervisor;
 };
 
+// Spawns the actors in dependency order and hands them all to the supervisor.
 node spawn_node(caf::actor_system& sys, const config& cfg,
                 std::shared_ptr<persistence::task_store> writer_store,
                 std::shared_ptr<persistence::task_store> reader_store,
                 std::vector<actors::channel_spec> specs, std::shared_ptr<metrics> metrics,
-                std::shared_ptr<const domain::clock> clock) {
+                std::shared_ptr<const domain::clock> clock, std::shared_ptr<health_board> health) {
+  using actors::shutdown_stage;
+  std::vector<actors::supervised_component> components;
+  // Blocking database work runs on threads of its own, never on the scheduler's. The store
+  // actors are not restartable: every other actor holds their handles, and a new connection
+  // would not fix what killed the old one. Their death is reported on the health board.
+  auto writer = sys.spawn<caf::detached>(actors::store_writer, std::move(writer_store), cfg.store);
+  auto reader = sys.spawn<caf::detached>(actors::store_reader, std::move(reader_store));
+  components.push_back(
+      {"store_writer", shutdown_stage::writer, caf::actor_cast<caf::actor>(writer), {}});
+  components.push_back(
+      {"store_reader", shutdown_stage::reader, caf::actor_cast<caf::actor>(reader), {}});
+  std::vector<actors::channel_settings> channels;
+  for (auto& spec : specs)
+    channels.push_back(spec.settings);
   node n;
-  // Blocking database work runs on threads of its own, never on the scheduler's.
-  n.writer = sys.spawn<caf::detached>(actors::store_writer, std::move(writer_store), cfg.store);
-  n.reader = sys.spawn<caf::detached>(actors::store_reader, std::move(reader_store));
-  n.dispatcher = sys.spawn(actors::dispatcher, std::move(specs), n.writer, n.reader, metrics, clock,
-                           cfg.dispatcher);
-  for (std::size_t i = 0; i < cfg.shards; ++i)
-    n.shards.push_back(
-        sys.spawn(actors::dedup_shard, n.writer, n.dispatcher, metrics, cfg.ingest.claim_timeout));
-  n.ingest = sys.spawn(actors::ingest, n.shards,
-                       actors::ingest_peers{n.writer, n.reader, n.dispatcher, clock}, cfg.ingest);
+  n.dispatcher = sys.spawn(actors::dispatcher, std::move(channels), reader, clock, cfg.dispatcher);
+  components.push_back(
+      {"dispatcher", shutdown_stage::dispatch, caf::actor_cast<caf::actor>(n.dispatcher), {}});
+  components.push_back(
+      actors::start_retry_timer(sys, n.dispatcher, metrics, clock, cfg.retry_timer));
+  for (auto& spec : specs)
+    components.push_back(actors::start_channel(
+        sys, std::move(spec), actors::channel_peers{writer, n.dispatcher, metrics, clock, health}));
+  std::vector<actors::dedup_shard_actor> shards;
+  for (std::size_t i = 0; i < cfg.shards; ++i) {
+    shards.push_back(sys.spawn(actors::dedup_shard, writer, n.dispatcher, metrics, cfg.dedup));
+    components.push_back({"dedup_shard " + std::to_string(i),
+                          shutdown_stage::shards,
+                          caf::actor_cast<caf::actor>(shards.back()),
+                          {}});
+  }
+  n.ingest =
+      sys.spawn(actors::ingest, std::move(shards),
+                actors::ingest_peers{writer, reader, n.dispatcher, clock, health}, cfg.ingest);
+  components.push_back(
+      {"ingest", shutdown_stage::ingest, caf::actor_cast<caf::actor>(n.ingest), {}});
+  n.supervisor = sys.spawn(actors::node_supervisor, std::move(components), std::move(health),
+                           std::move(clock), cfg.supervision);
   return n;
+}
+
+// Stops every actor in order through the supervisor; bounded by its grace and kill periods.
+void stop(node& n, caf::actor_system& sys, const actors::supervision_config& config) {
+  constexpr auto stages = static_cast<int>(actors::shutdown_stage::reader) + 1;
+  auto bound =
+      (config.shutdown_grace + config.shutdown_kill_timeout) * stages + std::chrono::seconds{1};
+  caf::scoped_actor self{sys};
+  self->request(n.supervisor, bound, actors::shutdown_atom_v)
+      .receive([](bool) {},
+               [](caf::error& err) {
+                 log::warn("herald.stop_incomplete", {{"error", actors::describe(err)}});
+               });
 }
 
 void drain(node& n, caf::actor_system& sys, api::http_server& server,
@@ -145,11 +178,12 @@ int serve(const config& cfg) {
   {
     caf::actor_system sys{caf_cfg};
     auto node_id = node_name(cfg, cfg.http.port);
-    auto n = spawn_node(sys, cfg, writer_store, reader_store,
-                        make_channel_specs(cfg, node_id, delays), metrics_registry, clock);
+    auto n =
+        spawn_node(sys, cfg, writer_store, reader_store, make_channel_specs(cfg, node_id, delays),
+                   metrics_registry, clock, std::make_shared<health_board>());
     writer_store.reset(); // the actors own the connections now
     reader_store.reset();
-    caf::anon_send(n.dispatcher, actors::recover_atom_v);
+    caf::anon_send(n.dispatcher, actors::recover_atom_v, std::string{}); // every channel
 
     actor_service service{n.ingest, cfg.rules};
     api::routes routes{service, *metrics_registry, *clock,
@@ -170,7 +204,7 @@ int serve(const config& cfg) {
       exit_code = 1;
       server.stop();
     }
-    n.stop();
+    stop(n, sys, cfg.supervision);
   } // the actor system waits for every actor here
   log::info("herald.stopped", {{"exit_code", std::to_string(exit_code)}});
   return exit_code;

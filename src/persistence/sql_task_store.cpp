@@ -6,6 +6,7 @@
 #include "persistence/sql.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -666,24 +667,34 @@ void sql_task_store::fill_attempt_logs(const std::vector<task_view*>& tasks) {
 
 std::vector<domain::delivery> sql_task_store::load_unfinished(const std::string& after_task_id,
                                                               std::size_t limit,
-                                                              domain::timestamp now) {
+                                                              domain::timestamp now,
+                                                              const unfinished_filter& which) {
   if (limit == 0)
     return {};
   using domain::task_state;
+  const std::string of_channel = " AND (CAST(:channel# AS TEXT) = '' OR channel = :one_channel#)";
+  const auto& channel = which.channel;
+  const auto due_by = which.due_by ? micros_text(*which.due_by)
+                                   : std::to_string(std::numeric_limits<std::int64_t>::max());
   const std::string query =
       "SELECT " + delivery_columns + " FROM (" +
-      page_of_ids({{task_state::pending, ""},
-                   {task_state::retry_wait, ""},
-                   {task_state::sending,
-                    " AND (lease_until IS NULL OR lease_until <= CAST(:now# AS BIGINT))"}},
-                  limit) +
+      page_of_ids(
+          {{task_state::pending, of_channel},
+           {task_state::retry_wait,
+            of_channel +
+                " AND (next_attempt_at IS NULL OR next_attempt_at <= CAST(:due_by# AS BIGINT))"},
+           {task_state::sending,
+            of_channel + " AND (lease_until IS NULL OR lease_until <= CAST(:now# AS BIGINT))"}},
+          limit) +
       ") AS page JOIN tasks t ON t.id = page.id JOIN messages m ON m.id = t.message_id "
       "ORDER BY t.id LIMIT " +
       std::to_string(limit);
   return outside_transaction("load_unfinished", [&] {
     std::vector<domain::delivery> deliveries;
     for (const auto& row :
-         statements_->fetch(query, {after_task_id, after_task_id, micros_text(now), after_task_id},
+         statements_->fetch(query,
+                            {channel, channel, after_task_id, channel, channel, due_by,
+                             after_task_id, channel, channel, micros_text(now), after_task_id},
                             delivery_column_count))
       deliveries.push_back(delivery_of(row));
     return deliveries;

@@ -38,7 +38,8 @@ public:
                             const domain::message_plan& fallback) override;
   std::optional<message_view> find_message(const std::string& message_id) override;
   std::vector<domain::delivery> load_unfinished(const std::string& after_task_id, std::size_t limit,
-                                                domain::timestamp now) override;
+                                                domain::timestamp now,
+                                                const unfinished_filter& which) override;
   std::vector<dead_letter> list_dead_letters(const std::string& channel,
                                              const std::string& after_task_id,
                                              std::size_t limit) override;

@@ -128,6 +128,14 @@ struct state_count {
   std::uint64_t count = 0;
 };
 
+/// Which unfinished tasks a recovery read wants; by default every one.
+struct unfinished_filter {
+  std::string channel; ///< only this channel's tasks; empty: every channel's
+  /// RETRY_WAIT tasks only when due by then (a sweep: later ones wait in the retry timer, and
+  /// a later sweep reads them before they are due); none: however far ahead they are due.
+  std::optional<domain::timestamp> due_by;
+};
+
 /// The database behind herald. Every call is one transaction and blocks: callers run it off
 /// the actor scheduler's threads (store actors are detached). One instance is one connection
 /// and is used by one thread at a time.
@@ -158,10 +166,11 @@ public:
   virtual std::optional<message_view> find_message(const std::string& message_id) = 0;
 
   /// Non-terminal tasks (PENDING, RETRY_WAIT, and SENDING whose lease has run out by `now`),
-  /// after `after_task_id` in task-id order for paging (empty: from the start); for recovery
-  /// at start and the periodic sweep.
-  virtual std::vector<domain::delivery>
-  load_unfinished(const std::string& after_task_id, std::size_t limit, domain::timestamp now) = 0;
+  /// after `after_task_id` in task-id order for paging (empty: from the start), narrowed by
+  /// `which`; for recovery at start, after a restart, and the sweep.
+  virtual std::vector<domain::delivery> load_unfinished(const std::string& after_task_id,
+                                                        std::size_t limit, domain::timestamp now,
+                                                        const unfinished_filter& which = {}) = 0;
 
   /// DEAD, FAILED and SUPPRESSED tasks, optionally of one channel (empty: all), after
   /// `after_task_id` in task-id order (paging).

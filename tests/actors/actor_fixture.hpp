@@ -7,11 +7,14 @@
 // Boost.Test.
 
 #include "actors/atoms.hpp"
+#include "actors/dispatcher.hpp"
 #include "actors/interfaces.hpp"
+#include "actors/node_supervisor.hpp"
 #include "actors/store_reader.hpp"
 #include "actors/store_writer.hpp"
 #include "domain/time.hpp"
 #include "domain/validation.hpp"
+#include "observability/health_board.hpp"
 #include "observability/log.hpp"
 #include "observability/metrics.hpp"
 #include "persistence/faulty_task_store.hpp"
@@ -67,10 +70,12 @@ struct actor_fixture {
   std::shared_ptr<store_spy> writer_store;     ///< the store writer's connection, counted
   /// What the store writer writes through: a test scripts failures and delays of its writes.
   std::shared_ptr<persistence::faulty_task_store> faulty_store;
-  std::shared_ptr<persistence::task_store> reader_store;
+  std::shared_ptr<store_spy> reader_store; ///< the store reader's connection, watched
   std::shared_ptr<domain::manual_clock> clock =
       std::make_shared<domain::manual_clock>(domain::from_unix_micros(1'790'000'000'000'000));
   std::shared_ptr<herald::metrics> metrics = std::make_shared<herald::metrics>();
+  /// Where components say they stopped, as /readyz reads it.
+  std::shared_ptr<health_board> health = std::make_shared<health_board>();
   domain::routing_rules rules;
   std::vector<caf::actor> spawned; ///< killed at the end, so the system can shut down
 
@@ -97,7 +102,7 @@ struct actor_fixture {
     writer_store = std::make_shared<store_spy>(persistence::open_task_store(url, false));
     faulty_store =
         std::make_shared<persistence::faulty_task_store>(writer_store, persistence::store_faults{});
-    reader_store = persistence::open_task_store(url, false);
+    reader_store = std::make_shared<store_spy>(persistence::open_task_store(url, false));
     rules.channels = {"sms", "email", "push"};
     rules.default_route = {"sms"};
   }
@@ -145,7 +150,40 @@ struct actor_fixture {
                  config);
   }
 
-  actors::store_reader_actor spawn_reader() { return spawn(actors::store_reader, reader_store); }
+  actors::store_reader_actor spawn_reader() {
+    return spawn(actors::store_reader, std::shared_ptr<persistence::task_store>{reader_store});
+  }
+
+  /// The dispatcher, its retry timer and one channel actor per spec, wired as the node wires
+  /// them; `components` describes them for a node supervisor (none watches them otherwise).
+  struct dispatch_node {
+    actors::dispatcher_actor dispatcher;
+    std::vector<actors::supervised_component> components;
+  };
+
+  dispatch_node spawn_dispatch_node(std::vector<actors::channel_spec> specs,
+                                    const actors::store_writer_actor& writer,
+                                    const actors::store_reader_actor& reader,
+                                    actors::dispatcher_config config = {},
+                                    actors::retry_timer_config timer_config = {}) {
+    std::vector<actors::channel_settings> settings;
+    for (const auto& spec : specs)
+      settings.push_back(spec.settings);
+    dispatch_node node;
+    node.dispatcher = spawn(actors::dispatcher, settings, reader,
+                            std::shared_ptr<const domain::clock>{clock}, config);
+    node.components.push_back(actors::start_retry_timer(
+        sys, node.dispatcher, metrics, std::shared_ptr<const domain::clock>{clock}, timer_config));
+    for (auto& spec : specs)
+      node.components.push_back(actors::start_channel(
+          sys, std::move(spec),
+          actors::channel_peers{writer, node.dispatcher, metrics,
+                                std::shared_ptr<const domain::clock>{clock}, health}));
+    for (const auto& component : node.components)
+      spawned.push_back(component.handle);
+    run();
+    return node;
+  }
 
   /// Sends a request from the scoped actor, runs the system, and takes the answer. Fails the
   /// test (instead of blocking) when no answer came.

@@ -39,8 +39,7 @@ struct channel_fixture : test::actor_fixture {
   actors::dispatcher_actor spawn_channel(actors::channel_settings s = settings()) {
     BOOST_REQUIRE_EQUAL(s.validate(), "");
     actors::channel_spec spec{s, std::shared_ptr<providers::provider_adapter>{provider}};
-    return spawn(actors::dispatcher, std::vector<actors::channel_spec>{spec}, writer, reader,
-                 metrics, std::shared_ptr<const domain::clock>{clock}, actors::dispatcher_config{});
+    return spawn_dispatch_node({spec}, writer, reader).dispatcher;
   }
 
   void dispatch(const actors::dispatcher_actor& channel, actors::deliveries tasks) {

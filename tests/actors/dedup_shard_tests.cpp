@@ -21,7 +21,7 @@ struct shard_fixture : test::actor_fixture {
   actors::store_reader_actor reader = spawn_reader();
   actors::dispatcher_actor dispatcher = spawn_dispatcher();
   actors::dedup_shard_actor shard =
-      spawn(actors::dedup_shard, writer, dispatcher, metrics, std::chrono::milliseconds{10000});
+      spawn(actors::dedup_shard, writer, dispatcher, metrics, actors::dedup_shard_config{});
 
   actors::dispatcher_actor spawn_dispatcher() {
     std::vector<actors::channel_spec> specs;
@@ -31,8 +31,7 @@ struct shard_fixture : test::actor_fixture {
       spec.provider = provider;
       specs.push_back(spec);
     }
-    return spawn(actors::dispatcher, specs, writer, reader, metrics,
-                 std::shared_ptr<const domain::clock>{clock}, actors::dispatcher_config{});
+    return spawn_dispatch_node(specs, writer, reader).dispatcher;
   }
 
   bool metric_has(const std::string& line) {

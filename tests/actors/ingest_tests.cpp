@@ -4,6 +4,7 @@
 #include "actors/ingest.hpp"
 #include "persistence/connection.hpp"
 #include "recording_provider.hpp"
+#include "silent_writer.hpp"
 
 #include <memory>
 #include <variant>
@@ -27,22 +28,22 @@ struct ingest_fixture : test::actor_fixture {
   actors::store_reader_actor reader = spawn_reader();
   actors::dispatcher_actor dispatcher = spawn_dispatcher();
   std::vector<actors::dedup_shard_actor> shards = {
-      spawn(actors::dedup_shard, writer, dispatcher, metrics, std::chrono::milliseconds{10000}),
-      spawn(actors::dedup_shard, writer, dispatcher, metrics, std::chrono::milliseconds{10000})};
+      spawn(actors::dedup_shard, writer, dispatcher, metrics, actors::dedup_shard_config{}),
+      spawn(actors::dedup_shard, writer, dispatcher, metrics, actors::dedup_shard_config{})};
+  std::shared_ptr<health_board> health = std::make_shared<health_board>();
 
   actors::dispatcher_actor spawn_dispatcher() {
     actors::channel_spec spec;
     spec.settings.name = "sms";
     spec.provider = provider;
-    return spawn(actors::dispatcher, std::vector<actors::channel_spec>{spec}, writer, reader,
-                 metrics, std::shared_ptr<const domain::clock>{clock}, actors::dispatcher_config{});
+    return spawn_dispatch_node({spec}, writer, reader).dispatcher;
   }
 
   actors::ingest_actor spawn_ingest(actors::ingest_config config = {}) {
     BOOST_REQUIRE_EQUAL(config.validate(), "");
     return spawn(actors::ingest, shards,
                  actors::ingest_peers{writer, reader, dispatcher,
-                                      std::shared_ptr<const domain::clock>{clock}},
+                                      std::shared_ptr<const domain::clock>{clock}, health},
                  config);
   }
 
@@ -53,7 +54,34 @@ struct ingest_fixture : test::actor_fixture {
                        [this](submit_answer answer) { answers.push_back(std::move(answer)); }});
   }
 
+  /// Ingest with one shard in front of a database that never answers a claim.
+  actors::ingest_actor spawn_ingest_before_a_hung_store(actors::ingest_config config,
+                                                        actors::dedup_shard_config shard_config) {
+    auto silent = spawn(test::silent_writer, held);
+    std::vector<actors::dedup_shard_actor> one_shard{
+        spawn(actors::dedup_shard, silent, dispatcher, metrics, shard_config)};
+    return spawn(actors::ingest, one_shard,
+                 actors::ingest_peers{silent, reader, dispatcher,
+                                      std::shared_ptr<const domain::clock>{clock}, health},
+                 config);
+  }
+
+  /// Asks ingest whether the node is ready; the answer (ready, reason) once it came.
+  std::optional<std::pair<bool, std::string>> readiness(const actors::ingest_actor& ingest) {
+    std::optional<std::pair<bool, std::string>> probe;
+    caf::anon_send(ingest, actors::ready_atom_v,
+                   actors::ready_callback{
+                       [&](bool ok, std::string why) { probe.emplace(ok, std::move(why)); }});
+    run();
+    return probe;
+  }
+
+  const api::service_error* error_of(std::size_t answer) const {
+    return std::get_if<api::service_error>(&answers.at(answer));
+  }
+
   std::vector<submit_answer> answers;
+  std::shared_ptr<test::held_claims> held = std::make_shared<test::held_claims>();
 };
 
 } // namespace
@@ -119,11 +147,7 @@ BOOST_AUTO_TEST_CASE(a_store_failure_is_answered_as_unavailable) {
 
 BOOST_AUTO_TEST_CASE(ready_with_a_working_store_and_a_running_dispatcher) {
   auto ingest = spawn_ingest();
-  std::optional<std::pair<bool, std::string>> probe;
-  caf::anon_send(
-      ingest, actors::ready_atom_v,
-      actors::ready_callback{[&](bool ok, std::string why) { probe.emplace(ok, std::move(why)); }});
-  run();
+  auto probe = readiness(ingest);
   BOOST_REQUIRE(probe);
   BOOST_TEST(probe->first);
   BOOST_TEST(probe->second == "");
@@ -133,14 +157,61 @@ BOOST_AUTO_TEST_CASE(not_ready_without_a_dispatcher) {
   auto ingest = spawn_ingest();
   caf::anon_send_exit(dispatcher, caf::exit_reason::kill);
   run();
-  std::optional<std::pair<bool, std::string>> probe;
-  caf::anon_send(
-      ingest, actors::ready_atom_v,
-      actors::ready_callback{[&](bool ok, std::string why) { probe.emplace(ok, std::move(why)); }});
-  run();
+  auto probe = readiness(ingest);
   BOOST_REQUIRE(probe);
   BOOST_TEST(!probe->first);
   BOOST_TEST(probe->second.find("dispatcher") != std::string::npos, probe->second);
+}
+
+// A component the supervisor could not keep running makes the node unready by name, even
+// while the database and the dispatcher answer.
+BOOST_AUTO_TEST_CASE(not_ready_while_the_health_board_names_a_component) {
+  auto ingest = spawn_ingest();
+  health->report("channel sms", "stopped after 5 restarts");
+  auto probe = readiness(ingest);
+  BOOST_REQUIRE(probe);
+  BOOST_TEST(!probe->first);
+  BOOST_TEST(probe->second.find("channel sms: stopped") != std::string::npos, probe->second);
+}
+
+// While the database hangs, a shard holds at most max_waiting claims; the next one is refused
+// at once as overloaded instead of queueing without bound.
+BOOST_AUTO_TEST_CASE(a_shard_over_its_cap_answers_overloaded) {
+  actors::dedup_shard_config shard_config;
+  shard_config.max_waiting = 2;
+  auto ingest = spawn_ingest_before_a_hung_store({}, shard_config);
+  submit(ingest, plan("order-1", {"sms"}));
+  submit(ingest, plan("order-1", {"sms"})); // a resubmission waits behind the first
+  submit(ingest, plan("order-2", {"sms"}));
+  run();
+  BOOST_REQUIRE_EQUAL(answers.size(), 1u);
+  BOOST_REQUIRE(error_of(0) != nullptr);
+  BOOST_TEST(error_of(0)->status == 503);
+  BOOST_TEST(error_of(0)->code == "overloaded");
+  BOOST_TEST(held->size() == 1u); // only the first claim reached the store
+}
+
+// The shard gives up on the store before ingest gives up on the shard: the client gets the
+// shard's definite answer, and the shard's queue is empty again for the next claim.
+BOOST_AUTO_TEST_CASE(the_shards_claim_timeout_answers_before_ingests) {
+  actors::ingest_config config;
+  config.claim_timeout = std::chrono::seconds{5};
+  actors::dedup_shard_config shard_config;
+  shard_config.claim_timeout = std::chrono::seconds{4};
+  shard_config.max_waiting = 1;
+  auto ingest = spawn_ingest_before_a_hung_store(config, shard_config);
+  submit(ingest, plan("order-1", {"sms"}));
+  run();
+  advance(std::chrono::milliseconds{3999});
+  BOOST_TEST(answers.empty());
+  advance(std::chrono::milliseconds{1});
+  BOOST_REQUIRE_EQUAL(answers.size(), 1u);
+  BOOST_REQUIRE(error_of(0) != nullptr);
+  BOOST_TEST(error_of(0)->code == "unavailable");
+  submit(ingest, plan("order-2", {"sms"})); // the shard's one slot is free again
+  run();
+  BOOST_TEST(held->size() == 2u);
+  BOOST_TEST(answers.size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(find_returns_the_committed_message) {

@@ -22,7 +22,10 @@ actors::dispatcher_actor::behavior_type recording_dispatcher(actors::dispatcher_
         for (auto& task : tasks)
           out->task_ids.push_back(task.task_id);
       },
-      [](actors::recover_atom) {},
+      [](actors::attach_atom, const std::string&, const actors::channel_actor&) {},
+      [](actors::attach_atom, const actors::retry_timer_actor&) {},
+      [](actors::recover_atom, const std::string&) {},
+      [](actors::page_atom) {},
       [](actors::sweep_atom) {},
       [](actors::drain_atom) { return true; },
       [](actors::ping_atom) { return true; },
@@ -31,8 +34,12 @@ actors::dispatcher_actor::behavior_type recording_dispatcher(actors::dispatcher_
 
 struct timer_fixture : test::actor_fixture {
   std::shared_ptr<handed_out> out = std::make_shared<handed_out>();
-  actors::retry_timer_actor timer = spawn(actors::retry_timer, spawn(recording_dispatcher, out),
-                                          metrics, std::shared_ptr<const domain::clock>{clock});
+  actors::retry_timer_actor timer = spawn_timer({});
+
+  actors::retry_timer_actor spawn_timer(actors::retry_timer_config config) {
+    return spawn(actors::retry_timer, spawn(recording_dispatcher, out), metrics,
+                 std::shared_ptr<const domain::clock>{clock}, config);
+  }
 
   domain::delivery due_in(const std::string& id, std::chrono::milliseconds delay) {
     domain::delivery d;
@@ -86,6 +93,19 @@ BOOST_AUTO_TEST_CASE(a_cancelled_task_is_never_handed_out) {
 BOOST_AUTO_TEST_CASE(a_task_already_due_is_handed_out_at_once) {
   schedule({due_in("now", 0ms)});
   BOOST_TEST(out->task_ids == std::vector<std::string>{"now"});
+}
+
+// A bounded timer keeps the earliest-due tasks and lets the latest go: the database still holds
+// them, and the sweep brings them back before they are due.
+BOOST_AUTO_TEST_CASE(a_full_timer_lets_the_latest_due_tasks_go) {
+  actors::retry_timer_config config;
+  config.max_held = 2;
+  timer = spawn_timer(config);
+  schedule({due_in("c", 3000ms), due_in("a", 1000ms), due_in("b", 2000ms)});
+  BOOST_TEST(metrics->render().find("herald_retry_queue_depth 2") != std::string::npos);
+  BOOST_TEST(logs().find("retry_timer.full") != std::string::npos);
+  advance_both(5000ms);
+  BOOST_TEST((out->task_ids == std::vector<std::string>{"a", "b"}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

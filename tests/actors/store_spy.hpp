@@ -21,6 +21,7 @@ public:
   std::size_t claimed_plans = 0;
   std::size_t apply_batches = 0;                  ///< apply() calls, i.e. apply transactions
   std::vector<persistence::state_change> changes; ///< every change asked for, in order
+  std::vector<std::string> recovery_reads;        ///< channel of each load_unfinished (empty: all)
 
   std::vector<persistence::claim_result>
   claim(const std::vector<domain::message_plan>& plans) override {
@@ -49,9 +50,11 @@ public:
     return real_->find_message(message_id);
   }
 
-  std::vector<domain::delivery> load_unfinished(const std::string& after_task_id, std::size_t limit,
-                                                domain::timestamp now) override {
-    return real_->load_unfinished(after_task_id, limit, now);
+  std::vector<domain::delivery>
+  load_unfinished(const std::string& after_task_id, std::size_t limit, domain::timestamp now,
+                  const persistence::unfinished_filter& which) override {
+    recovery_reads.push_back(which.channel);
+    return real_->load_unfinished(after_task_id, limit, now, which);
   }
 
   std::vector<persistence::dead_letter> list_dead_letters(const std::string& channel,

@@ -420,6 +420,55 @@ inline bool has_task(const std::vector<domain::delivery>& page, const std::strin
   return std::any_of(page.begin(), page.end(), [&](const auto& d) { return d.task_id == task_id; });
 }
 
+// A restarted channel reloads only its own tasks: the channel filter pages through one
+// channel's unfinished tasks (all three unfinished states) and nothing of the others; a sweep
+// reads only the retries due by its horizon.
+inline void load_unfinished_of_one_channel_or_due_by(store_backend& backend) {
+  auto store = backend.open_store();
+  std::vector<domain::message_plan> plans;
+  for (int i = 0; i < 4; ++i)
+    plans.push_back(make_plan("order-c" + std::to_string(i), {"sms", "app"}));
+  store->claim(plans);
+  const auto& retrying = plans[1].tasks[0].id;
+  const auto& sending = plans[2].tasks[0].id;
+  auto retry = change(retrying, task_state::sending, task_state::retry_wait, 1);
+  retry.next_attempt_at = micros(1'790'000'600'000'000);
+  std::vector<state_change> changes{change(retrying, task_state::pending, task_state::sending),
+                                    retry,
+                                    change(sending, task_state::pending, task_state::sending)};
+  BOOST_TEST(store->apply(changes, {}).size() == changes.size());
+
+  std::set<std::string> seen;
+  std::string after;
+  for (;;) {
+    auto page = store->load_unfinished(after, 3, micros(1'890'000'000'000'000), {"sms", {}});
+    if (page.empty())
+      break;
+    for (const auto& d : page) {
+      BOOST_TEST(d.channel == "sms");
+      seen.insert(d.task_id);
+    }
+    after = page.back().task_id;
+  }
+  std::set<std::string> expected;
+  for (const auto& plan : plans)
+    expected.insert(plan.tasks[0].id); // the sms task of each message
+  BOOST_TEST((seen == expected));
+  BOOST_TEST(store->load_unfinished("", 100, micros(1'890'000'000'000'000)).size() == 8u);
+
+  // A sweep leaves retries due after its horizon to the retry timer.
+  auto due_by = [&](std::int64_t horizon) {
+    std::set<std::string> ids;
+    for (const auto& d :
+         store->load_unfinished("", 100, micros(1'890'000'000'000'000), {"sms", micros(horizon)}))
+      ids.insert(d.task_id);
+    return ids;
+  };
+  BOOST_TEST(due_by(1'790'000'599'999'999).count(retrying) == 0u);
+  BOOST_TEST(due_by(1'790'000'599'999'999).size() == 3u);
+  BOOST_TEST(due_by(1'790'000'600'000'000).count(retrying) == 1u);
+}
+
 inline void sending_tasks_come_back_when_their_lease_runs_out(store_backend& backend) {
   auto store = backend.open_store();
   const auto plan = make_plan("order-l1", {"sms", "app", "email"});
@@ -986,6 +1035,7 @@ inline void concurrent_claims_create_each_key_once(store_backend& backend) {
   HERALD_TASK_STORE_CONTRACT_TEST(apply_is_guarded_and_records_attempts)                           \
   HERALD_TASK_STORE_CONTRACT_TEST(find_message_returns_message_tasks_and_attempts)                 \
   HERALD_TASK_STORE_CONTRACT_TEST(load_unfinished_pages_in_id_order)                               \
+  HERALD_TASK_STORE_CONTRACT_TEST(load_unfinished_of_one_channel_or_due_by)                        \
   HERALD_TASK_STORE_CONTRACT_TEST(sending_tasks_come_back_when_their_lease_runs_out)               \
   HERALD_TASK_STORE_CONTRACT_TEST(lease_columns_are_written_as_given)                              \
   HERALD_TASK_STORE_CONTRACT_TEST(next_attempt_at_round_trips)                                     \

@@ -1,0 +1,40 @@
+#pragma once
+
+// A store writer that never answers a claim — a database that hangs — behind the real typed
+// interface, so the actors in front of it can be tested for their timeouts and bounds.
+
+#include "actors/interfaces.hpp"
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+namespace herald::test {
+
+/// The claims a silent writer is sitting on (kept, so none is answered by being dropped).
+using held_claims = std::vector<caf::typed_response_promise<persistence::claim_result>>;
+
+inline actors::store_writer_actor::behavior_type
+silent_writer(actors::store_writer_actor::pointer self, std::shared_ptr<held_claims> held) {
+  return {
+      [self, held](actors::claim_atom,
+                   domain::message_plan&) -> caf::result<persistence::claim_result> {
+        held->push_back(self->make_response_promise<persistence::claim_result>());
+        return held->back();
+      },
+      [](actors::apply_atom, actors::state_changes&, actors::attempt_records&) {
+        return actors::task_ids{};
+      },
+      [](actors::failover_atom, persistence::state_change&, actors::attempt_records&,
+         domain::message_plan&) { return actors::maybe_claim_result{}; },
+      [](actors::replay_atom, std::string&, domain::timestamp) {
+        return persistence::replay_result{};
+      },
+      [](actors::flush_atom) {},
+  };
+}
+
+} // namespace herald::test
