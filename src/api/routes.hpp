@@ -6,7 +6,12 @@
 #include "domain/time.hpp"
 #include "observability/metrics.hpp"
 
+#include <memory>
+#include <string_view>
+
 namespace herald::api {
+
+class exchange;
 
 /// Limits the routes apply to request bodies.
 struct routes_options {
@@ -29,6 +34,16 @@ public:
   request_handler handler();
 
 private:
+  using exchange_ptr = std::shared_ptr<exchange>;
+
+  // One handler per route; `handle` matches the path and method, then calls one of them.
+  void submit_message(const http_request& request, const exchange_ptr& ex);
+  void get_message(std::string_view id, const exchange_ptr& ex);
+  void list_dead_letters(std::string_view query, const exchange_ptr& ex);
+  void replay_dead_letter(std::string_view id, const exchange_ptr& ex);
+  void readyz(const exchange_ptr& ex);
+  void serve_metrics(const exchange_ptr& ex);
+
   service& service_;
   metrics& metrics_;
   const domain::clock& clock_;
