@@ -255,9 +255,10 @@ void fail_over_fresh_tasks(self_pointer self, domain::timestamp now) {
   for (auto& lane : st.lanes) {
     std::deque<domain::delivery> keep;
     for (auto& task : lane) {
-      auto plan = task.attempts == 0 && task.state == task_state::pending
-                      ? domain::fallback_plan(task, st.settings.fallback, now)
-                      : std::nullopt;
+      auto plan =
+          task.attempts == 0 && task.state == task_state::pending
+              ? domain::fallback_plan(task, st.settings.fallback, st.settings.id_secret, now)
+              : std::nullopt;
       if (!plan) { // tried before, or no address for the fallback: wait for the circuit
         keep.push_back(std::move(task));
         continue;
@@ -424,7 +425,7 @@ void on_result(self_pointer self, const std::string& task_id,
               {"state", std::string{domain::to_string(change.to)}},
               {"attempt", std::to_string(change.attempts)}});
   auto plan = change.to == task_state::failed && !st.settings.fallback.empty()
-                  ? domain::fallback_plan(task, st.settings.fallback, now)
+                  ? domain::fallback_plan(task, st.settings.fallback, st.settings.id_secret, now)
                   : std::nullopt;
   if (plan)
     fail_over(self, std::move(task), std::move(change), std::move(attempts), std::move(*plan));

@@ -100,6 +100,16 @@ public:
           failure.message, failure.field);
   }
 
+  /// 401 with the challenge RFC 6750 asks for.
+  void unauthorized() {
+    http_response response{http::status::unauthorized, 11};
+    response.set(http::field::content_type, "application/json");
+    response.set(http::field::www_authenticate, "Bearer");
+    response.body() = encode_error("unauthorized", "a valid API key is required: "
+                                                   "Authorization: Bearer <key>");
+    send(std::move(response), "unauthorized");
+  }
+
   void method_not_allowed(std::string_view allow) {
     http_response response{http::status::method_not_allowed, 11};
     response.set(http::field::content_type, "application/json");
@@ -212,12 +222,44 @@ bool is_json_content_type(std::string_view content_type) {
 }
 
 routes::routes(service& service, metrics& metrics, const domain::clock& clock,
-               routes_options options)
-    : service_(service), metrics_(metrics), clock_(clock), options_(options) {}
+               const authenticator& auth, routes_options options)
+    : service_(service), metrics_(metrics), clock_(clock), auth_(auth), options_(options) {}
 
 request_handler routes::handler() {
   return [this](http_request request, respond_fn respond) {
     handle(std::move(request), std::move(respond));
+  };
+}
+
+namespace {
+
+/// A request target without its query and fragment.
+std::string_view path_of(std::string_view target) {
+  return target.substr(0, target.find_first_of("?#"));
+}
+
+exchange_ptr start_exchange(const http_request& request, respond_fn respond, std::string_view path,
+                            metrics* latency_metrics) {
+  return std::make_shared<exchange>(
+      std::move(respond), choose_trace_id(request["traceparent"], request["X-Request-Id"]),
+      std::string(request.method_string()), std::string(path), latency_metrics);
+}
+
+} // namespace
+
+request_handler routes::metrics_handler() {
+  return [this](http_request request, respond_fn respond) {
+    auto path = path_of(request.target());
+    auto ex = start_exchange(request, std::move(respond), path, nullptr);
+    if (path != "/metrics")
+      return ex->error(http::status::not_found, "not_found", "no such resource");
+    if (request.method() != http::verb::get)
+      return ex->method_not_allowed("GET");
+    try {
+      serve_metrics(ex);
+    } catch (const std::exception& e) {
+      ex->internal_error(e.what());
+    }
   };
 }
 
@@ -237,17 +279,18 @@ enum class route_kind {
 struct matched_route {
   route_kind kind;
   http::verb method;
-  std::string_view id; ///< the {id} the path names, for routes that have one
+  std::string_view id;                ///< the {id} the path names, for routes that have one
+  std::optional<domain::scope> needs; ///< the scope a caller must hold; none: open
 };
 
 std::optional<matched_route> match_route(std::string_view path) {
   if (path == messages_path)
-    return matched_route{route_kind::submit_message, http::verb::post, {}};
+    return matched_route{route_kind::submit_message, http::verb::post, {}, domain::scope::submit};
   if (path.substr(0, message_prefix.size()) == message_prefix)
     return matched_route{route_kind::get_message, http::verb::get,
-                         path.substr(message_prefix.size())};
+                         path.substr(message_prefix.size()), domain::scope::read};
   if (path == dead_letters_path)
-    return matched_route{route_kind::list_dead_letters, http::verb::get, {}};
+    return matched_route{route_kind::list_dead_letters, http::verb::get, {}, domain::scope::read};
   if (path.size() > dead_letters_path.size() + replay_suffix.size() &&
       path.substr(0, dead_letters_path.size()) == dead_letters_path &&
       path[dead_letters_path.size()] == '/' &&
@@ -255,13 +298,14 @@ std::optional<matched_route> match_route(std::string_view path) {
     return matched_route{
         route_kind::replay_dead_letter, http::verb::post,
         path.substr(dead_letters_path.size() + 1,
-                    path.size() - dead_letters_path.size() - 1 - replay_suffix.size())};
+                    path.size() - dead_letters_path.size() - 1 - replay_suffix.size()),
+        domain::scope::admin};
   if (path == "/healthz")
-    return matched_route{route_kind::healthz, http::verb::get, {}};
+    return matched_route{route_kind::healthz, http::verb::get, {}, std::nullopt};
   if (path == "/readyz")
-    return matched_route{route_kind::readyz, http::verb::get, {}};
+    return matched_route{route_kind::readyz, http::verb::get, {}, std::nullopt};
   if (path == "/metrics")
-    return matched_route{route_kind::metrics, http::verb::get, {}};
+    return matched_route{route_kind::metrics, http::verb::get, {}, std::nullopt};
   return std::nullopt;
 }
 
@@ -271,27 +315,35 @@ void routes::handle(http_request request, respond_fn respond) {
   exchange_ptr ex;
   try {
     std::string_view target = request.target();
-    std::string_view path = target.substr(0, target.find_first_of("?#"));
+    auto path = path_of(target);
     auto route = match_route(path);
     bool ingest =
         route && route->kind == route_kind::submit_message && request.method() == http::verb::post;
-    ex = std::make_shared<exchange>(
-        respond, choose_trace_id(request["traceparent"], request["X-Request-Id"]),
-        std::string(request.method_string()), std::string(path), ingest ? &metrics_ : nullptr);
-    if (!route)
+    ex = start_exchange(request, respond, path, ingest ? &metrics_ : nullptr);
+    if (!route || (route->kind == route_kind::metrics && !options_.metrics_on_api_listener))
       return ex->error(http::status::not_found, "not_found", "no such resource");
     if (request.method() != route->method)
       return ex->method_not_allowed(route->method == http::verb::post ? "POST" : "GET");
+    std::optional<caller> who;
+    if (route->needs) {
+      who = auth_.authenticate(request[http::field::authorization]);
+      if (!who)
+        return ex->unauthorized();
+      if (!who->scopes.contains(*route->needs))
+        return ex->error(http::status::forbidden, "forbidden",
+                         "this key lacks the '" + std::string(domain::to_string(*route->needs)) +
+                             "' scope");
+    }
     switch (route->kind) {
     case route_kind::submit_message:
-      return submit_message(request, ex);
+      return submit_message(request, *who, ex);
     case route_kind::get_message:
-      return get_message(route->id, ex);
+      return get_message(route->id, *who, ex);
     case route_kind::list_dead_letters:
       return list_dead_letters(target.size() > path.size() ? target.substr(path.size() + 1) : "",
-                               ex);
+                               *who, ex);
     case route_kind::replay_dead_letter:
-      return replay_dead_letter(route->id, ex);
+      return replay_dead_letter(route->id, *who, ex);
     case route_kind::healthz:
       return ex->json(http::status::ok, status_body("ok"));
     case route_kind::readyz:
@@ -312,15 +364,23 @@ void routes::handle(http_request request, respond_fn respond) {
   }
 }
 
-void routes::submit_message(const http_request& request, const exchange_ptr& ex) {
+void routes::submit_message(const http_request& request, const caller& who,
+                            const exchange_ptr& ex) {
   if (!is_json_content_type(request[http::field::content_type]))
     return ex->error(http::status::unsupported_media_type, "unsupported_media_type",
                      "Content-Type must be application/json");
   auto decoded = decode_message_request(request.body(), options_.max_json_depth);
   if (auto* failure = std::get_if<domain::validation_error>(&decoded))
     return ex->error(*failure);
-  auto planned = domain::plan_message(std::get<domain::message_request>(decoded), service_.rules(),
-                                      clock_.now(), ex->trace_id());
+  auto& message = std::get<domain::message_request>(decoded);
+  if (!who.tenant.empty()) { // the key decides the tenant
+    if (message.tenant_named && message.tenant != who.tenant)
+      return ex->error(http::status::forbidden, "forbidden",
+                       "tenant is not the tenant of this API key", "tenant");
+    message.tenant = who.tenant;
+  }
+  auto planned = domain::plan_message(message, service_.rules(), service_.id_secret(), clock_.now(),
+                                      ex->trace_id());
   if (auto* failure = std::get_if<domain::validation_error>(&planned))
     return ex->error(*failure);
   metrics_.message_received();
@@ -337,11 +397,11 @@ void routes::submit_message(const http_request& request, const exchange_ptr& ex)
                   }));
 }
 
-void routes::get_message(std::string_view id, const exchange_ptr& ex) {
+void routes::get_message(std::string_view id, const caller& who, const exchange_ptr& ex) {
   if (!is_plausible_message_id(id))
     return ex->error(http::status::not_found, "not_found", "no such message");
   service_.find_message(
-      std::string(id),
+      who.tenant, std::string(id),
       guarded(ex,
               [](const exchange_ptr& ex,
                  std::variant<std::optional<persistence::message_view>, service_error>& result) {
@@ -354,7 +414,7 @@ void routes::get_message(std::string_view id, const exchange_ptr& ex) {
               }));
 }
 
-void routes::list_dead_letters(std::string_view query, const exchange_ptr& ex) {
+void routes::list_dead_letters(std::string_view query, const caller& who, const exchange_ptr& ex) {
   auto channel = query_value(query, "channel").value_or("");
   auto after = query_value(query, "after").value_or("");
   std::size_t limit = 100;
@@ -370,7 +430,7 @@ void routes::list_dead_letters(std::string_view query, const exchange_ptr& ex) {
       return ex->error(http::status::bad_request, "invalid_request",
                        std::string(name) + " must be a plain name or id", name);
   service_.list_dead_letters(
-      std::string(channel), std::string(after), limit,
+      who.tenant, std::string(channel), std::string(after), limit,
       guarded(ex,
               [limit](const exchange_ptr& ex,
                       std::variant<std::vector<persistence::dead_letter>, service_error>& result) {
@@ -382,11 +442,11 @@ void routes::list_dead_letters(std::string_view query, const exchange_ptr& ex) {
               }));
 }
 
-void routes::replay_dead_letter(std::string_view id, const exchange_ptr& ex) {
+void routes::replay_dead_letter(std::string_view id, const caller& who, const exchange_ptr& ex) {
   if (!is_plausible_message_id(id))
     return ex->error(http::status::not_found, "not_found", "no such task");
   service_.replay_dead_letter(
-      std::string(id),
+      who.tenant, std::string(id),
       guarded(ex, [id = std::string(id)](
                       const exchange_ptr& ex,
                       std::variant<persistence::replay_result, service_error>& result) {
