@@ -192,6 +192,17 @@ BOOST_FIXTURE_TEST_CASE(ids_computed_from_business_data_find_nothing, two_tenant
   BOOST_TEST(text(json::parse(again.body).at("message_id")) == message_id);
 }
 
+BOOST_AUTO_TEST_CASE(ids_are_keyed_without_api_keys_too) {
+  running_herald herald({}); // embedded config: auth none
+  auto accepted = herald.post(message("reset-5", "u-123"));
+  BOOST_REQUIRE_EQUAL(accepted.status, 202);
+  auto encoded = length_prefixed("default") + length_prefixed("PASSWORD_RESET") +
+                 length_prefixed("reset-5") + length_prefixed("u-123");
+  auto computed = "msg_" + sha256_hex(encoded).substr(0, 24);
+  BOOST_TEST(text(json::parse(accepted.body).at("message_id")) != computed);
+  BOOST_TEST(herald.get("/v1/messages/" + computed).status == 404);
+}
+
 BOOST_FIXTURE_TEST_CASE(scopes_are_enforced_and_revocation_counts_within_the_bound, two_tenants) {
   auto reader = create_key(database, "tenant-a", "read");
   // Created after start: usable once the table is refreshed (auth.key_refresh_ms = 100).
