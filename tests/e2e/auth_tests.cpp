@@ -5,11 +5,14 @@
 // takes the README's requests without a key.
 
 #include "support/herald_server.hpp"
+#include "support/postgres.hpp"
 
 #include <algorithm>
 #include <array>
+#include <random>
 #include <string>
 #include <thread>
+#include <unistd.h>
 
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
@@ -103,37 +106,39 @@ bool wait_for_state(running_herald& herald, const std::string& key, const std::s
   return false;
 }
 
-/// A database with keys for two tenants, and herald serving it with API keys.
-struct two_tenants {
-  temp_dir dir{"herald-e2e-auth"};
-  std::string database = "sqlite:" + dir.file("herald.db");
-  std::string key_a = create_key(database, "tenant-a", "submit,read,admin");
-  std::string key_b = create_key(database, "tenant-b", "submit,read,admin");
-  running_herald herald{database, keyed_config()};
-};
-
-} // namespace
-
-BOOST_AUTO_TEST_SUITE(auth_tests)
-
-BOOST_FIXTURE_TEST_CASE(no_key_is_401_and_health_stays_open, two_tenants) {
-  for (const auto& [method, target] :
-       {std::pair{"POST", "/v1/messages"}, std::pair{"GET", "/v1/messages/msg_1"},
-        std::pair{"GET", "/v1/dead-letters"}, std::pair{"POST", "/v1/dead-letters/tsk_1/replay"}}) {
-    auto response = call(herald, method, target, "", message("no-key"));
-    BOOST_TEST(response.status == 401, method << " " << target);
-    BOOST_TEST(response.header("www-authenticate") == "Bearer");
-    BOOST_TEST(error_code(response) == "unauthorized");
-  }
-  auto forged = key_a;
-  forged.back() = forged.back() == '0' ? '1' : '0';
-  BOOST_TEST(call(herald, "GET", "/v1/dead-letters", forged).status == 401);
-  BOOST_TEST(herald.get("/healthz").status == 200);
-  BOOST_TEST(herald.get("/readyz").status == 200);
-  BOOST_TEST(call(herald, "GET", "/v1/dead-letters", key_a).status == 200);
+/// Tenant names unique to this run, so a PostgreSQL database shared by tests never mixes them.
+std::string unique_tenant(const std::string& name) {
+  std::random_device device;
+  return "tenant-" + name + "-" + std::to_string(::getpid()) + "-" +
+         std::to_string(device() % 1000000);
 }
 
-BOOST_FIXTURE_TEST_CASE(a_tenant_cannot_read_list_or_replay_another_tenants_messages, two_tenants) {
+/// A database (`url`; empty: a fresh SQLite file) with keys for two tenants, and herald
+/// serving it with API keys.
+struct two_tenants {
+  explicit two_tenants(const std::string& url = {})
+      : database(url.empty() ? "sqlite:" + dir.file("herald.db") : url),
+        key_a(create_key(database, tenant_a, "submit,read,admin")),
+        key_b(create_key(database, tenant_b, "submit,read,admin")),
+        herald(database, keyed_config()) {}
+
+  temp_dir dir{"herald-e2e-auth"};
+  std::string tenant_a = unique_tenant("a");
+  std::string tenant_b = unique_tenant("b");
+  std::string database;
+  std::string key_a;
+  std::string key_b;
+  running_herald herald;
+};
+
+struct two_tenants_on_postgres : two_tenants {
+  two_tenants_on_postgres() : two_tenants(require_test_postgres_url()) {}
+};
+
+void tenants_are_isolated(two_tenants& t) {
+  auto& herald = t.herald;
+  const auto& key_a = t.key_a;
+  const auto& key_b = t.key_b;
   auto accepted = call(herald, "POST", "/v1/messages", key_a, message("reset-1"));
   BOOST_REQUIRE_EQUAL(accepted.status, 202);
   auto answer = json::parse(accepted.body);
@@ -167,29 +172,58 @@ BOOST_FIXTURE_TEST_CASE(a_tenant_cannot_read_list_or_replay_another_tenants_mess
 
   // A body naming another tenant than the key's is refused, and writes nothing.
   auto body = json::parse(message("reset-2")).as_object();
-  body["tenant"] = "tenant-a";
+  body["tenant"] = t.tenant_a;
   auto foreign = call(herald, "POST", "/v1/messages", key_b, json::serialize(body));
   BOOST_TEST(foreign.status == 403);
   BOOST_TEST(error_code(foreign) == "forbidden");
 }
 
-BOOST_FIXTURE_TEST_CASE(ids_computed_from_business_data_find_nothing, two_tenants) {
-  auto accepted = call(herald, "POST", "/v1/messages", key_a, message("reset-3", "u-123"));
+void computed_ids_find_nothing(two_tenants& t) {
+  auto accepted = call(t.herald, "POST", "/v1/messages", t.key_a, message("reset-3", "u-123"));
   BOOST_REQUIRE_EQUAL(accepted.status, 202);
   auto message_id = text(json::parse(accepted.body).at("message_id"));
 
   // What anyone knowing the tenant, type, biz id and user id could compute before.
-  auto encoded = length_prefixed("tenant-a") + length_prefixed("PASSWORD_RESET") +
+  auto encoded = length_prefixed(t.tenant_a) + length_prefixed("PASSWORD_RESET") +
                  length_prefixed("reset-3") + length_prefixed("u-123");
   auto computed = "msg_" + sha256_hex(encoded).substr(0, 24);
   BOOST_TEST(message_id != computed);
-  BOOST_TEST(call(herald, "GET", "/v1/messages/" + computed, key_a).status == 404);
-  BOOST_TEST(call(herald, "GET", "/v1/messages/" + message_id, key_a).status == 200);
+  BOOST_TEST(call(t.herald, "GET", "/v1/messages/" + computed, t.key_a).status == 404);
+  BOOST_TEST(call(t.herald, "GET", "/v1/messages/" + message_id, t.key_a).status == 200);
 
   // Keyed ids stay deterministic: a resubmission answers the same id.
-  auto again = call(herald, "POST", "/v1/messages", key_a, message("reset-3", "u-123"));
+  auto again = call(t.herald, "POST", "/v1/messages", t.key_a, message("reset-3", "u-123"));
   BOOST_TEST(again.status == 200);
   BOOST_TEST(text(json::parse(again.body).at("message_id")) == message_id);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(auth_tests)
+
+BOOST_FIXTURE_TEST_CASE(no_key_is_401_and_health_stays_open, two_tenants) {
+  for (const auto& [method, target] :
+       {std::pair{"POST", "/v1/messages"}, std::pair{"GET", "/v1/messages/msg_1"},
+        std::pair{"GET", "/v1/dead-letters"}, std::pair{"POST", "/v1/dead-letters/tsk_1/replay"}}) {
+    auto response = call(herald, method, target, "", message("no-key"));
+    BOOST_TEST(response.status == 401, method << " " << target);
+    BOOST_TEST(response.header("www-authenticate") == "Bearer");
+    BOOST_TEST(error_code(response) == "unauthorized");
+  }
+  auto forged = key_a;
+  forged.back() = forged.back() == '0' ? '1' : '0';
+  BOOST_TEST(call(herald, "GET", "/v1/dead-letters", forged).status == 401);
+  BOOST_TEST(herald.get("/healthz").status == 200);
+  BOOST_TEST(herald.get("/readyz").status == 200);
+  BOOST_TEST(call(herald, "GET", "/v1/dead-letters", key_a).status == 200);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_tenant_cannot_read_list_or_replay_another_tenants_messages, two_tenants) {
+  tenants_are_isolated(*this);
+}
+
+BOOST_FIXTURE_TEST_CASE(ids_computed_from_business_data_find_nothing, two_tenants) {
+  computed_ids_find_nothing(*this);
 }
 
 BOOST_AUTO_TEST_CASE(ids_are_keyed_without_api_keys_too) {
@@ -204,7 +238,7 @@ BOOST_AUTO_TEST_CASE(ids_are_keyed_without_api_keys_too) {
 }
 
 BOOST_FIXTURE_TEST_CASE(scopes_are_enforced_and_revocation_counts_within_the_bound, two_tenants) {
-  auto reader = create_key(database, "tenant-a", "read");
+  auto reader = create_key(database, tenant_a, "read");
   // Created after start: usable once the table is refreshed (auth.key_refresh_ms = 100).
   auto deadline = std::chrono::steady_clock::now() + 10s;
   while (call(herald, "GET", "/v1/dead-letters", reader).status != 200 &&
@@ -220,7 +254,8 @@ BOOST_FIXTURE_TEST_CASE(scopes_are_enforced_and_revocation_counts_within_the_bou
   BOOST_REQUIRE_EQUAL(listed.exit_code, 0);
   BOOST_TEST(listed.out.find(reader) == std::string::npos); // never the key itself
   auto reader_id = reader.substr(3, 16);
-  BOOST_TEST(listed.out.find(reader_id + "\ttenant-a\tread\t") != std::string::npos, listed.out);
+  BOOST_TEST(listed.out.find(reader_id + "\t" + tenant_a + "\tread\t") != std::string::npos,
+             listed.out);
 
   BOOST_REQUIRE_EQUAL(run_herald({"keys", "revoke", reader_id, "--db", database}).exit_code, 0);
   deadline = std::chrono::steady_clock::now() + 10s;
@@ -272,6 +307,21 @@ BOOST_AUTO_TEST_CASE(the_embedded_default_takes_the_readme_requests_without_a_ke
   auto message_id = text(json::parse(accepted.body).at("message_id"));
   BOOST_TEST(herald.get("/v1/messages/" + message_id).status == 200);
   BOOST_TEST(herald.get("/metrics").status == 200);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The same on PostgreSQL (scripts/with-postgres.sh provides a server).
+BOOST_AUTO_TEST_SUITE(auth_postgres_tests,
+                      *boost::unit_test::precondition(herald::test::postgres_tests_enabled))
+
+BOOST_FIXTURE_TEST_CASE(a_tenant_cannot_read_list_or_replay_another_tenants_messages,
+                        two_tenants_on_postgres) {
+  tenants_are_isolated(*this);
+}
+
+BOOST_FIXTURE_TEST_CASE(ids_computed_from_business_data_find_nothing, two_tenants_on_postgres) {
+  computed_ids_find_nothing(*this);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
