@@ -296,6 +296,25 @@ BOOST_AUTO_TEST_CASE(no_auth_on_a_network_address_exits_two) {
   BOOST_TEST(std::count(run.err.begin(), run.err.end(), '\n') == 1);
 }
 
+BOOST_AUTO_TEST_CASE(auth_settings_are_checked_at_start) {
+  temp_dir dir("herald-e2e-auth-config");
+  auto database = "sqlite:" + dir.file("herald.db");
+  write_file(dir.file("bad.json"), R"({"auth": {"mode": "basic"}, "channels": [{"name": "sms"}]})");
+  auto bad = run_herald({"serve", "--config", dir.file("bad.json"), "--db", database});
+  BOOST_TEST(bad.exit_code == 2);
+  BOOST_TEST(bad.err.find("auth.mode") != std::string::npos, bad.err);
+
+  // Explicitly allowed: open on every interface.
+  write_file(dir.file("open.json"), R"({"auth": {"allow_unauthenticated_on_network": true},
+                                        "channels": [{"name": "sms"}]})");
+  auto port = free_port();
+  herald_process herald({"serve", "--config", dir.file("open.json"), "--listen",
+                         "0.0.0.0:" + std::to_string(port), "--db", database},
+                        dir.file("herald.log"));
+  BOOST_TEST(herald.wait_ready(host, port), herald.log());
+  BOOST_TEST(herald.stop() == 0);
+}
+
 BOOST_AUTO_TEST_CASE(the_embedded_default_takes_the_readme_requests_without_a_key) {
   running_herald herald({}); // embedded config: loopback, auth none
   auto accepted = herald.post(R"({
