@@ -8,7 +8,7 @@ api_access::api_access(const auth_config& auth, const persistence::database_url&
     : auth_(auth), url_(url) {
   if (auth_.mode != auth_config::auth_mode::api_keys)
     return;
-  refresh();
+  log::info("auth.keys_loaded", {{"keys", std::to_string(refresh())}});
   refresher_ = std::thread([this] { refresh_until_stopped(); });
 }
 
@@ -28,11 +28,13 @@ const api::authenticator& api_access::authenticator() const {
   return open_;
 }
 
-void api_access::refresh() {
+std::size_t api_access::refresh() {
   if (!store_)
     store_ = std::make_unique<persistence::api_key_store>(url_);
   try {
-    keys_.replace(store_->list());
+    auto keys = store_->list();
+    keys_.replace(keys);
+    return keys.size();
   } catch (...) {
     store_.reset(); // reconnect next time: the connection may be what failed
     throw;

@@ -27,7 +27,8 @@ public:
 
 private:
   void refresh_until_stopped();
-  void refresh();
+  /// Replaces the key table with the database's; the number of keys read.
+  std::size_t refresh();
 
   auth_config auth_;
   persistence::database_url url_;
