@@ -61,14 +61,8 @@ int revoke_key(persistence::api_key_store& keys, const std::string& id, domain::
 } // namespace
 
 int run_keys_command(const command_line& cmd, const config& cfg) {
-  persistence::database_url url;
   try {
-    url = persistence::parse_database_url(cfg.database);
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "herald: " << e.what() << "\n";
-    return 2;
-  }
-  try {
+    auto url = persistence::parse_database_url(cfg.database);
     persistence::migrate(url);
     persistence::installation_secret(url);
     persistence::api_key_store keys{url};
@@ -81,6 +75,9 @@ int run_keys_command(const command_line& cmd, const config& cfg) {
     case command_line::keys_action::revoke:
       return revoke_key(keys, cmd.key_id, now);
     }
+  } catch (const std::invalid_argument& e) { // the database URL
+    std::cerr << "herald: " << e.what() << "\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "herald: " << e.what() << "\n";
   }
