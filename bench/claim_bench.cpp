@@ -23,18 +23,21 @@ using namespace herald;
 
 namespace {
 
+const domain::id_secret bench_secret{"claim-bench-installation"};
+
 domain::message_plan plan_for(const std::string& run, std::size_t i) {
   domain::message_plan plan;
   auto& m = plan.message;
   m.key = domain::message_key{"bench", "ORDER_SHIPPED", run + "-" + std::to_string(i), "u-1"};
-  m.id = domain::message_id_for(m.key);
+  m.id = domain::message_id_for(m.key, bench_secret);
   m.title = "Shipped";
   m.body = "Order " + m.key.biz_id + " shipped";
   m.trace_id = "trace";
   m.created_at = domain::from_unix_micros(1'790'000'000'000'000);
   const domain::task_key key{m.key, "sms"};
-  plan.tasks.push_back(domain::task_record{domain::task_id_for(key), "sms", "+8613800000000",
-                                           domain::provider_request_id_for(key)});
+  plan.tasks.push_back(domain::task_record{domain::task_id_for(key, bench_secret), "sms",
+                                           "+8613800000000",
+                                           domain::provider_request_id_for(key, bench_secret)});
   return plan;
 }
 

@@ -362,7 +362,7 @@ void fail_over_fresh_tasks(self_pointer self, domain::timestamp now) {
     for (auto& task : lane) {
       auto plan = task.attempts == 0 && task.state == task_state::pending &&
                           st.no_failover.count(task.task_id) == 0
-                      ? domain::fallback_plan(task, st.settings.fallback, now)
+                      ? domain::fallback_plan(task, st.settings.fallback, st.settings.id_secret, now)
                       : std::nullopt;
       if (!plan) { // tried before, no address for the fallback, or it has its own task: wait
         keep.push_back(std::move(task));
@@ -542,7 +542,7 @@ void on_result(self_pointer self, const std::string& task_id,
               {"state", std::string{domain::to_string(change.to)}},
               {"attempt", std::to_string(change.attempts)}});
   auto plan = change.to == task_state::failed && !st.settings.fallback.empty()
-                  ? domain::fallback_plan(task, st.settings.fallback, now)
+                  ? domain::fallback_plan(task, st.settings.fallback, st.settings.id_secret, now)
                   : std::nullopt;
   if (plan)
     fail_over(self, std::move(task), std::move(change), std::move(attempts), std::move(*plan));

@@ -37,6 +37,7 @@ struct channel_settings {
   std::chrono::milliseconds throttle_pause{1000}; ///< pause after a 429 without Retry-After
   std::chrono::milliseconds lease{60000}; ///< how long a SENDING task is ours; > provider timeout
   std::string node_id;                    ///< lease owner name of this process
+  domain::id_secret id_secret;            ///< keys the ids of fallback tasks
   std::chrono::milliseconds store_timeout{10000};
   /// Tasks queued in memory at most; beyond it they wait in the database for the next sweep.
   std::size_t queue_limit = 10000;

@@ -63,28 +63,29 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
                   done(to_service_error(err));
                 });
       },
-      [self](find_atom, std::string& message_id, find_callback& done) {
+      [self](find_atom, std::string& tenant, std::string& message_id, find_callback& done) {
         self->request(self->state.reader, self->state.config.claim_timeout, find_atom_v,
-                      std::move(message_id))
+                      std::move(tenant), std::move(message_id))
             .then([done](maybe_message_view& view) { done(std::move(view)); },
                   [done](caf::error& err) {
                     log::warn("ingest.find_failed", {{"error", describe(err)}});
                     done(to_service_error(err));
                   });
       },
-      [self](letters_atom, std::string& channel, std::string& after, std::uint64_t limit,
-             letters_callback& done) {
+      [self](letters_atom, std::string& tenant, std::string& channel, std::string& after,
+             std::uint64_t limit, letters_callback& done) {
         self->request(self->state.reader, self->state.config.claim_timeout, letters_atom_v,
-                      std::move(channel), std::move(after), limit)
+                      std::move(tenant), std::move(channel), std::move(after), limit)
             .then([done](dead_letters& letters) { done(std::move(letters)); },
                   [done](caf::error& err) {
                     log::warn("ingest.dead_letters_failed", {{"error", describe(err)}});
                     done(to_service_error(err));
                   });
       },
-      [self](replay_atom, std::string& task_id, replay_callback& done) {
+      [self](replay_atom, std::string& tenant, std::string& task_id, replay_callback& done) {
         auto& st = self->state;
-        self->request(st.writer, st.config.claim_timeout, replay_atom_v, task_id, st.clock->now())
+        self->request(st.writer, st.config.claim_timeout, replay_atom_v, std::move(tenant), task_id,
+                      st.clock->now())
             .then(
                 [self, done, task_id](persistence::replay_result& result) {
                   if (result.task) {

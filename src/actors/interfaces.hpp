@@ -22,23 +22,26 @@ using store_writer_actor = caf::typed_actor<
     /// (the task moved on, or the fallback's task exists already).
     caf::replies_to<failover_atom, persistence::state_change, attempt_records,
                     domain::message_plan>::with<persistence::failover_result>,
-    /// Moves a dead letter back to PENDING at the given time (replaying twice replays once).
-    caf::replies_to<replay_atom, std::string, domain::timestamp>::with<persistence::replay_result>,
+    /// Moves a dead letter of a tenant (empty: any) back to PENDING at the given time
+    /// (replaying twice replays once).
+    caf::replies_to<replay_atom, std::string, std::string,
+                    domain::timestamp>::with<persistence::replay_result>,
     /// Commits what has been collected (sent to itself).
     caf::reacts_to<flush_atom>>;
 
 /// Reads on a connection of its own, so reads never queue behind group commits.
 using store_reader_actor = caf::typed_actor<
-    /// The message, its tasks and attempts, or none.
-    caf::replies_to<find_atom, std::string>::with<maybe_message_view>,
+    /// A tenant's (empty: any tenant's) message, its tasks and attempts, or none.
+    caf::replies_to<find_atom, std::string, std::string>::with<maybe_message_view>,
     /// Unfinished tasks after a task id (paging), at most a limit, whose lease, if any, ran out
     /// by the given time, narrowed by the filter (one channel; retries due by a horizon).
     caf::replies_to<recover_atom, std::string, std::uint64_t, domain::timestamp,
                     persistence::unfinished_filter>::with<deliveries>,
     /// Task counts per state.
     caf::replies_to<count_atom>::with<state_counts>,
-    /// Dead letters of a channel (empty: all) after a task id, at most a limit.
-    caf::replies_to<letters_atom, std::string, std::string, std::uint64_t>::with<dead_letters>,
+    /// Dead letters of a tenant and a channel (empty: all) after a task id, at most a limit.
+    caf::replies_to<letters_atom, std::string, std::string, std::string,
+                    std::uint64_t>::with<dead_letters>,
     /// Proves the database answers.
     caf::replies_to<ping_atom>::with<bool>>;
 
@@ -93,14 +96,15 @@ using dispatcher_actor = caf::typed_actor<
 
 /// The HTTP layer's entry point: answers through callbacks, so HTTP threads never block.
 using ingest_actor = caf::typed_actor<
-    /// Lists dead letters (channel, after task id, limit).
-    caf::reacts_to<letters_atom, std::string, std::string, std::uint64_t, letters_callback>,
-    /// Replays a dead letter and dispatches it.
-    caf::reacts_to<replay_atom, std::string, replay_callback>,
+    /// Lists dead letters (tenant, channel, after task id, limit).
+    caf::reacts_to<letters_atom, std::string, std::string, std::string, std::uint64_t,
+                   letters_callback>,
+    /// Replays a tenant's dead letter (tenant, task id) and dispatches it.
+    caf::reacts_to<replay_atom, std::string, std::string, replay_callback>,
     /// Claims a planned message through its shard; calls back after COMMIT.
     caf::reacts_to<submit_atom, domain::message_plan, submit_callback>,
-    /// Looks a message up.
-    caf::reacts_to<find_atom, std::string, find_callback>,
+    /// Looks a tenant's message up (tenant, message id).
+    caf::reacts_to<find_atom, std::string, std::string, find_callback>,
     /// Readiness: no problem on the health board, the database answers, the dispatcher runs.
     caf::reacts_to<ready_atom, ready_callback>>;
 

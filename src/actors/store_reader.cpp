@@ -26,9 +26,9 @@ store_reader(store_reader_actor::stateful_pointer<store_reader_state> self,
   install_logging_handlers(self);
   self->state.store = std::move(store);
   return {
-      [self](find_atom, const std::string& message_id) {
+      [self](find_atom, const std::string& tenant, const std::string& message_id) {
         return guarded<maybe_message_view>(
-            [&] { return self->state.store->find_message(message_id); });
+            [&] { return self->state.store->find_message(tenant, message_id); });
       },
       [self](recover_atom, const std::string& after, std::uint64_t limit, domain::timestamp now,
              const persistence::unfinished_filter& which) {
@@ -37,10 +37,10 @@ store_reader(store_reader_actor::stateful_pointer<store_reader_state> self,
                                                     which);
         });
       },
-      [self](letters_atom, const std::string& channel, const std::string& after,
-             std::uint64_t limit) {
+      [self](letters_atom, const std::string& tenant, const std::string& channel,
+             const std::string& after, std::uint64_t limit) {
         return guarded<dead_letters>([&] {
-          return self->state.store->list_dead_letters(channel, after,
+          return self->state.store->list_dead_letters(tenant, channel, after,
                                                       static_cast<std::size_t>(limit));
         });
       },

@@ -143,12 +143,12 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
           return make_error(errc::store_unavailable, e.what());
         }
       },
-      [self](replay_atom, const std::string& task_id,
+      [self](replay_atom, const std::string& tenant, const std::string& task_id,
              domain::timestamp now) -> caf::result<persistence::replay_result> {
         auto& st = self->state;
         flush(st);
         try {
-          return st.store->replay(task_id, now);
+          return st.store->replay(tenant, task_id, now);
         } catch (const std::exception& e) {
           log::error("store.replay_failed", {{"task_id", task_id}, {"error", e.what()}});
           return make_error(errc::store_unavailable, e.what());

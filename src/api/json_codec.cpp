@@ -182,8 +182,10 @@ decode_error read_field(std::string_view key, const json::value& value,
     return read_string(value, "biz_id", request.biz_id);
   if (key == "user_id")
     return read_string(value, "user_id", request.user_id);
-  if (key == "tenant")
+  if (key == "tenant") {
+    request.tenant_named = !value.is_null();
     return value.is_null() ? std::nullopt : read_string(value, "tenant", request.tenant);
+  }
   if (value.is_null() && (key == "channels" || key == "to" || key == "template" ||
                           key == "params" || key == "content" || key == "category" ||
                           key == "priority" || key == "send_at" || key == "expire_at"))

@@ -60,6 +60,8 @@ http::status error_status(int status) {
   return static_cast<http::status>(status);
 }
 
+} // namespace
+
 /// One request's way back: builds the response, adds the trace id, logs the outcome and, for
 /// POST /v1/messages, records the ingest latency. Sends at most once.
 class exchange {
@@ -96,6 +98,16 @@ public:
   void error(const domain::validation_error& failure) {
     error(error_status(failure.status), failure.code.empty() ? "invalid_request" : failure.code,
           failure.message, failure.field);
+  }
+
+  /// 401 with the challenge RFC 6750 asks for.
+  void unauthorized() {
+    http_response response{http::status::unauthorized, 11};
+    response.set(http::field::content_type, "application/json");
+    response.set(http::field::www_authenticate, "Bearer");
+    response.body() = encode_error("unauthorized", "a valid API key is required: "
+                                                   "Authorization: Bearer <key>");
+    send(std::move(response), "unauthorized");
   }
 
   void method_not_allowed(std::string_view allow) {
@@ -161,6 +173,8 @@ private:
 
 using exchange_ptr = std::shared_ptr<exchange>;
 
+namespace {
+
 /// Wraps a service callback so nothing it throws escapes into a service thread: an
 /// exception becomes the exchange's one 500.
 template <class Body> auto guarded(exchange_ptr ex, Body body) {
@@ -208,8 +222,8 @@ bool is_json_content_type(std::string_view content_type) {
 }
 
 routes::routes(service& service, metrics& metrics, const domain::clock& clock,
-               routes_options options)
-    : service_(service), metrics_(metrics), clock_(clock), options_(options) {}
+               const authenticator& auth, routes_options options)
+    : service_(service), metrics_(metrics), clock_(clock), auth_(auth), options_(options) {}
 
 request_handler routes::handler() {
   return [this](http_request request, respond_fn respond) {
@@ -217,161 +231,126 @@ request_handler routes::handler() {
   };
 }
 
+namespace {
+
+/// A request target without its query and fragment.
+std::string_view path_of(std::string_view target) {
+  return target.substr(0, target.find_first_of("?#"));
+}
+
+exchange_ptr start_exchange(const http_request& request, respond_fn respond, std::string_view path,
+                            metrics* latency_metrics) {
+  return std::make_shared<exchange>(
+      std::move(respond), choose_trace_id(request["traceparent"], request["X-Request-Id"]),
+      std::string(request.method_string()), std::string(path), latency_metrics);
+}
+
+} // namespace
+
+request_handler routes::metrics_handler() {
+  return [this](http_request request, respond_fn respond) {
+    auto path = path_of(request.target());
+    auto ex = start_exchange(request, std::move(respond), path, nullptr);
+    if (path != "/metrics")
+      return ex->error(http::status::not_found, "not_found", "no such resource");
+    if (request.method() != http::verb::get)
+      return ex->method_not_allowed("GET");
+    try {
+      serve_metrics(ex);
+    } catch (const std::exception& e) {
+      ex->internal_error(e.what());
+    }
+  };
+}
+
+namespace {
+
+/// The resources of API v1, each with the one method it answers.
+enum class route_kind {
+  submit_message,
+  get_message,
+  list_dead_letters,
+  replay_dead_letter,
+  healthz,
+  readyz,
+  metrics
+};
+
+struct matched_route {
+  route_kind kind;
+  http::verb method;
+  std::string_view id;                ///< the {id} the path names, for routes that have one
+  std::optional<domain::scope> needs; ///< the scope a caller must hold; none: open
+};
+
+std::optional<matched_route> match_route(std::string_view path) {
+  if (path == messages_path)
+    return matched_route{route_kind::submit_message, http::verb::post, {}, domain::scope::submit};
+  if (path.substr(0, message_prefix.size()) == message_prefix)
+    return matched_route{route_kind::get_message, http::verb::get,
+                         path.substr(message_prefix.size()), domain::scope::read};
+  if (path == dead_letters_path)
+    return matched_route{route_kind::list_dead_letters, http::verb::get, {}, domain::scope::read};
+  if (path.size() > dead_letters_path.size() + replay_suffix.size() &&
+      path.substr(0, dead_letters_path.size()) == dead_letters_path &&
+      path[dead_letters_path.size()] == '/' &&
+      path.substr(path.size() - replay_suffix.size()) == replay_suffix)
+    return matched_route{
+        route_kind::replay_dead_letter, http::verb::post,
+        path.substr(dead_letters_path.size() + 1,
+                    path.size() - dead_letters_path.size() - 1 - replay_suffix.size()),
+        domain::scope::admin};
+  if (path == "/healthz")
+    return matched_route{route_kind::healthz, http::verb::get, {}, std::nullopt};
+  if (path == "/readyz")
+    return matched_route{route_kind::readyz, http::verb::get, {}, std::nullopt};
+  if (path == "/metrics")
+    return matched_route{route_kind::metrics, http::verb::get, {}, std::nullopt};
+  return std::nullopt;
+}
+
+} // namespace
+
 void routes::handle(http_request request, respond_fn respond) {
   exchange_ptr ex;
   try {
     std::string_view target = request.target();
-    std::string_view path = target.substr(0, target.find_first_of("?#"));
-    bool ingest = path == messages_path && request.method() == http::verb::post;
-    ex = std::make_shared<exchange>(
-        respond, choose_trace_id(request["traceparent"], request["X-Request-Id"]),
-        std::string(request.method_string()), std::string(path), ingest ? &metrics_ : nullptr);
-
-    if (path == messages_path) {
-      if (request.method() != http::verb::post)
-        return ex->method_not_allowed("POST");
-      if (!is_json_content_type(request[http::field::content_type]))
-        return ex->error(http::status::unsupported_media_type, "unsupported_media_type",
-                         "Content-Type must be application/json");
-      auto decoded = decode_message_request(request.body(), options_.max_json_depth);
-      if (auto* failure = std::get_if<domain::validation_error>(&decoded))
-        return ex->error(*failure);
-      auto planned = domain::plan_message(std::get<domain::message_request>(decoded),
-                                          service_.rules(), clock_.now(), ex->trace_id());
-      if (auto* failure = std::get_if<domain::validation_error>(&planned))
-        return ex->error(*failure);
-      metrics_.message_received();
-      service_.submit(
-          std::move(std::get<domain::message_plan>(planned)),
-          guarded(ex, [](const exchange_ptr& ex,
-                         std::variant<persistence::claim_result, service_error>& result) {
-            if (auto* failure = std::get_if<service_error>(&result))
-              return ex->error(*failure);
-            const auto& claim = std::get<persistence::claim_result>(result);
-            bool created = std::any_of(claim.tasks.begin(), claim.tasks.end(),
-                                       [](const auto& task) { return task.created; });
-            ex->json(created ? http::status::accepted : http::status::ok,
-                     encode_claim_result(claim, ex->trace_id()));
-          }));
-      return;
+    auto path = path_of(target);
+    auto route = match_route(path);
+    bool ingest =
+        route && route->kind == route_kind::submit_message && request.method() == http::verb::post;
+    ex = start_exchange(request, respond, path, ingest ? &metrics_ : nullptr);
+    if (!route || (route->kind == route_kind::metrics && !options_.metrics_on_api_listener))
+      return ex->error(http::status::not_found, "not_found", "no such resource");
+    if (request.method() != route->method)
+      return ex->method_not_allowed(route->method == http::verb::post ? "POST" : "GET");
+    std::optional<caller> who;
+    if (route->needs) {
+      who = auth_.authenticate(request[http::field::authorization]);
+      if (!who)
+        return ex->unauthorized();
+      if (!who->scopes.contains(*route->needs))
+        return ex->error(http::status::forbidden, "forbidden",
+                         "this key lacks the '" + std::string(domain::to_string(*route->needs)) +
+                             "' scope");
     }
-
-    if (path.substr(0, message_prefix.size()) == message_prefix) {
-      if (request.method() != http::verb::get)
-        return ex->method_not_allowed("GET");
-      auto id = path.substr(message_prefix.size());
-      if (!is_plausible_message_id(id))
-        return ex->error(http::status::not_found, "not_found", "no such message");
-      service_.find_message(
-          std::string(id),
-          guarded(
-              ex,
-              [](const exchange_ptr& ex,
-                 std::variant<std::optional<persistence::message_view>, service_error>& result) {
-                if (auto* failure = std::get_if<service_error>(&result))
-                  return ex->error(*failure);
-                const auto& view = std::get<std::optional<persistence::message_view>>(result);
-                if (!view)
-                  return ex->error(http::status::not_found, "not_found", "no such message");
-                ex->json(http::status::ok, encode_message_view(*view));
-              }));
-      return;
-    }
-
-    if (path == dead_letters_path) {
-      if (request.method() != http::verb::get)
-        return ex->method_not_allowed("GET");
-      auto query = target.size() > path.size() ? target.substr(path.size() + 1) : "";
-      auto channel = query_value(query, "channel").value_or("");
-      auto after = query_value(query, "after").value_or("");
-      std::size_t limit = 100;
-      if (auto text = query_value(query, "limit")) {
-        auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), limit);
-        if (ec != std::errc{} || end != text->data() + text->size() || limit == 0 ||
-            limit > max_dead_letter_page)
-          return ex->error(http::status::bad_request, "invalid_request",
-                           "limit must be an integer from 1 to 1000", "limit");
-      }
-      for (auto [name, value] : {std::pair{"channel", channel}, std::pair{"after", after}})
-        if (!value.empty() && !is_plausible_message_id(value))
-          return ex->error(http::status::bad_request, "invalid_request",
-                           std::string(name) + " must be a plain name or id", name);
-      service_.list_dead_letters(
-          std::string(channel), std::string(after), limit,
-          guarded(
-              ex,
-              [limit](const exchange_ptr& ex,
-                      std::variant<std::vector<persistence::dead_letter>, service_error>& result) {
-                if (auto* failure = std::get_if<service_error>(&result))
-                  return ex->error(*failure);
-                ex->json(http::status::ok,
-                         encode_dead_letters(
-                             std::get<std::vector<persistence::dead_letter>>(result), limit));
-              }));
-      return;
-    }
-
-    if (path.substr(0, dead_letters_path.size() + 1) == std::string(dead_letters_path) + "/" &&
-        path.size() > replay_suffix.size() &&
-        path.substr(path.size() - replay_suffix.size()) == replay_suffix) {
-      if (request.method() != http::verb::post)
-        return ex->method_not_allowed("POST");
-      auto id = path.substr(dead_letters_path.size() + 1,
-                            path.size() - dead_letters_path.size() - 1 - replay_suffix.size());
-      if (!is_plausible_message_id(id))
-        return ex->error(http::status::not_found, "not_found", "no such task");
-      service_.replay_dead_letter(
-          std::string(id),
-          guarded(ex, [id = std::string(id)](
-                          const exchange_ptr& ex,
-                          std::variant<persistence::replay_result, service_error>& result) {
-            if (auto* failure = std::get_if<service_error>(&result))
-              return ex->error(*failure);
-            const auto& replay = std::get<persistence::replay_result>(result);
-            using outcome = persistence::replay_result::outcome;
-            if (replay.result == outcome::not_found)
-              return ex->error(http::status::not_found, "not_found", "no such task");
-            if (replay.result == outcome::not_replayable)
-              return ex->error(http::status::conflict, "not_replayable",
-                               "task is " + std::string(domain::to_string(replay.state)) +
-                                   ", not DEAD or FAILED: nothing was replayed");
-            ex->json(http::status::accepted, encode_replay(replay, id));
-          }));
-      return;
-    }
-
-    if (path == "/healthz") {
-      if (request.method() != http::verb::get)
-        return ex->method_not_allowed("GET");
+    switch (route->kind) {
+    case route_kind::submit_message:
+      return submit_message(request, *who, ex);
+    case route_kind::get_message:
+      return get_message(route->id, *who, ex);
+    case route_kind::list_dead_letters:
+      return list_dead_letters(target.size() > path.size() ? target.substr(path.size() + 1) : "",
+                               *who, ex);
+    case route_kind::replay_dead_letter:
+      return replay_dead_letter(route->id, *who, ex);
+    case route_kind::healthz:
       return ex->json(http::status::ok, status_body("ok"));
+    case route_kind::readyz:
+      return readyz(ex);
+    case route_kind::metrics:
+      return serve_metrics(ex);
     }
-
-    if (path == "/readyz") {
-      if (request.method() != http::verb::get)
-        return ex->method_not_allowed("GET");
-      service_.readiness([ex](bool ready, std::string reason) {
-        guarded(ex, [ready](const exchange_ptr& ex, const std::string& reason) {
-          if (ready)
-            return ex->json(http::status::ok, status_body("ready"));
-          boost::json::object body{{"status", "not_ready"}, {"reason", reason}};
-          // Not ready is a state, not a failure: probes poll it while starting.
-          ex->json(http::status::service_unavailable, boost::json::serialize(body),
-                   log::level::info);
-        })(std::move(reason));
-      });
-      return;
-    }
-
-    if (path == "/metrics") {
-      if (request.method() != http::verb::get)
-        return ex->method_not_allowed("GET");
-      http_response response{http::status::ok, 11};
-      response.set(http::field::content_type, "text/plain; version=0.0.4");
-      response.body() = metrics_.render();
-      return ex->send(std::move(response));
-    }
-
-    ex->error(http::status::not_found, "not_found", "no such resource");
   } catch (const std::exception& e) {
     if (ex)
       return ex->internal_error(e.what());
@@ -383,6 +362,125 @@ void routes::handle(http_request request, respond_fn respond) {
     log::error("http_internal_error", {{"error", "unknown exception"}});
     respond(bare_internal_error());
   }
+}
+
+void routes::submit_message(const http_request& request, const caller& who,
+                            const exchange_ptr& ex) {
+  if (!is_json_content_type(request[http::field::content_type]))
+    return ex->error(http::status::unsupported_media_type, "unsupported_media_type",
+                     "Content-Type must be application/json");
+  auto decoded = decode_message_request(request.body(), options_.max_json_depth);
+  if (auto* failure = std::get_if<domain::validation_error>(&decoded))
+    return ex->error(*failure);
+  auto& message = std::get<domain::message_request>(decoded);
+  if (!who.tenant.empty()) { // the key decides the tenant
+    if (message.tenant_named && message.tenant != who.tenant)
+      return ex->error(http::status::forbidden, "forbidden",
+                       "tenant is not the tenant of this API key", "tenant");
+    message.tenant = who.tenant;
+  }
+  auto planned = domain::plan_message(message, service_.rules(), service_.id_secret(), clock_.now(),
+                                      ex->trace_id());
+  if (auto* failure = std::get_if<domain::validation_error>(&planned))
+    return ex->error(*failure);
+  metrics_.message_received();
+  service_.submit(std::move(std::get<domain::message_plan>(planned)),
+                  guarded(ex, [](const exchange_ptr& ex,
+                                 std::variant<persistence::claim_result, service_error>& result) {
+                    if (auto* failure = std::get_if<service_error>(&result))
+                      return ex->error(*failure);
+                    const auto& claim = std::get<persistence::claim_result>(result);
+                    bool created = std::any_of(claim.tasks.begin(), claim.tasks.end(),
+                                               [](const auto& task) { return task.created; });
+                    ex->json(created ? http::status::accepted : http::status::ok,
+                             encode_claim_result(claim, ex->trace_id()));
+                  }));
+}
+
+void routes::get_message(std::string_view id, const caller& who, const exchange_ptr& ex) {
+  if (!is_plausible_message_id(id))
+    return ex->error(http::status::not_found, "not_found", "no such message");
+  service_.find_message(
+      who.tenant, std::string(id),
+      guarded(ex,
+              [](const exchange_ptr& ex,
+                 std::variant<std::optional<persistence::message_view>, service_error>& result) {
+                if (auto* failure = std::get_if<service_error>(&result))
+                  return ex->error(*failure);
+                const auto& view = std::get<std::optional<persistence::message_view>>(result);
+                if (!view)
+                  return ex->error(http::status::not_found, "not_found", "no such message");
+                ex->json(http::status::ok, encode_message_view(*view));
+              }));
+}
+
+void routes::list_dead_letters(std::string_view query, const caller& who, const exchange_ptr& ex) {
+  auto channel = query_value(query, "channel").value_or("");
+  auto after = query_value(query, "after").value_or("");
+  std::size_t limit = 100;
+  if (auto text = query_value(query, "limit")) {
+    auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), limit);
+    if (ec != std::errc{} || end != text->data() + text->size() || limit == 0 ||
+        limit > max_dead_letter_page)
+      return ex->error(http::status::bad_request, "invalid_request",
+                       "limit must be an integer from 1 to 1000", "limit");
+  }
+  for (auto [name, value] : {std::pair{"channel", channel}, std::pair{"after", after}})
+    if (!value.empty() && !is_plausible_message_id(value))
+      return ex->error(http::status::bad_request, "invalid_request",
+                       std::string(name) + " must be a plain name or id", name);
+  service_.list_dead_letters(
+      who.tenant, std::string(channel), std::string(after), limit,
+      guarded(ex,
+              [limit](const exchange_ptr& ex,
+                      std::variant<std::vector<persistence::dead_letter>, service_error>& result) {
+                if (auto* failure = std::get_if<service_error>(&result))
+                  return ex->error(*failure);
+                ex->json(http::status::ok,
+                         encode_dead_letters(
+                             std::get<std::vector<persistence::dead_letter>>(result), limit));
+              }));
+}
+
+void routes::replay_dead_letter(std::string_view id, const caller& who, const exchange_ptr& ex) {
+  if (!is_plausible_message_id(id))
+    return ex->error(http::status::not_found, "not_found", "no such task");
+  service_.replay_dead_letter(
+      who.tenant, std::string(id),
+      guarded(ex, [id = std::string(id)](
+                      const exchange_ptr& ex,
+                      std::variant<persistence::replay_result, service_error>& result) {
+        if (auto* failure = std::get_if<service_error>(&result))
+          return ex->error(*failure);
+        const auto& replay = std::get<persistence::replay_result>(result);
+        using outcome = persistence::replay_result::outcome;
+        if (replay.result == outcome::not_found)
+          return ex->error(http::status::not_found, "not_found", "no such task");
+        if (replay.result == outcome::not_replayable)
+          return ex->error(http::status::conflict, "not_replayable",
+                           "task is " + std::string(domain::to_string(replay.state)) +
+                               ", not DEAD or FAILED: nothing was replayed");
+        ex->json(http::status::accepted, encode_replay(replay, id));
+      }));
+}
+
+void routes::readyz(const exchange_ptr& ex) {
+  service_.readiness([ex](bool ready, std::string reason) {
+    guarded(ex, [ready](const exchange_ptr& ex, const std::string& reason) {
+      if (ready)
+        return ex->json(http::status::ok, status_body("ready"));
+      boost::json::object body{{"status", "not_ready"}, {"reason", reason}};
+      // Not ready is a state, not a failure: probes poll it while starting.
+      ex->json(http::status::service_unavailable, boost::json::serialize(body), log::level::info);
+    })(std::move(reason));
+  });
+}
+
+void routes::serve_metrics(const exchange_ptr& ex) {
+  http_response response{http::status::ok, 11};
+  response.set(http::field::content_type, "text/plain; version=0.0.4");
+  response.body() = metrics_.render();
+  ex->send(std::move(response));
 }
 
 } // namespace herald::api

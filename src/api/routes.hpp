@@ -1,25 +1,36 @@
 #pragma once
 
+#include "api/authenticator.hpp"
 #include "api/http_server.hpp"
 #include "api/json_codec.hpp"
 #include "api/service.hpp"
 #include "domain/time.hpp"
 #include "observability/metrics.hpp"
 
+#include <memory>
+#include <string_view>
+
 namespace herald::api {
 
-/// Limits the routes apply to request bodies.
+class exchange;
+
+/// Limits the routes apply to request bodies, and where /metrics is served.
 struct routes_options {
   unsigned max_json_depth = default_max_json_depth;
+  /// false when /metrics has a listener of its own (metrics_listen): then the API listener
+  /// answers /metrics with 404.
+  bool metrics_on_api_listener = true;
 };
 
 /// The HTTP API v1 (design.md §7): maps requests onto the service and its answers onto JSON.
 /// Every error body is {"error":{"code","message","field"?}}; an unexpected exception becomes
-/// the only 500 (internal_error), and is logged.
+/// the only 500 (internal_error), and is logged. Every /v1 route needs a caller the
+/// authenticator accepts (else 401) holding the route's scope (else 403), and sees only the
+/// caller's tenant; /healthz and /readyz are open.
 class routes {
 public:
   /// All references must outlive the routes and every request still in flight.
-  routes(service& service, metrics& metrics, const domain::clock& clock,
+  routes(service& service, metrics& metrics, const domain::clock& clock, const authenticator& auth,
          routes_options options = {});
 
   /// Handles one request; never blocks, never throws; calls `respond` exactly once.
@@ -28,10 +39,24 @@ public:
   /// `handle` as the server's request_handler.
   request_handler handler();
 
+  /// The handler of the metrics listener (metrics_listen): GET /metrics, 404 for the rest.
+  request_handler metrics_handler();
+
 private:
+  using exchange_ptr = std::shared_ptr<exchange>;
+
+  // One handler per route; `handle` matches the path and method, then calls one of them.
+  void submit_message(const http_request& request, const caller& who, const exchange_ptr& ex);
+  void get_message(std::string_view id, const caller& who, const exchange_ptr& ex);
+  void list_dead_letters(std::string_view query, const caller& who, const exchange_ptr& ex);
+  void replay_dead_letter(std::string_view id, const caller& who, const exchange_ptr& ex);
+  void readyz(const exchange_ptr& ex);
+  void serve_metrics(const exchange_ptr& ex);
+
   service& service_;
   metrics& metrics_;
   const domain::clock& clock_;
+  const authenticator& auth_;
   routes_options options_;
 };
 

@@ -12,7 +12,7 @@
 namespace herald::api {
 
 /// A refusal that is not the client's fault in the request's content: 503 overloaded, 503
-/// unavailable (database down), 504 timeout. Same shape as a validation error.
+/// unavailable (database down or too slow to answer). Same shape as a validation error.
 using service_error = domain::validation_error;
 
 /// What the HTTP routes need from the running service. Implemented over the actors by
@@ -24,26 +24,32 @@ public:
   /// Business rules for planning a request (channels, routes, templates, limits).
   virtual const domain::routing_rules& rules() const = 0;
 
+  /// The installation's secret that planning keys message and task ids with.
+  virtual const domain::id_secret& id_secret() const = 0;
+
   /// Claims a planned message; answers after the rows are committed.
   virtual void
   submit(domain::message_plan plan,
          std::function<void(std::variant<persistence::claim_result, service_error>)> done) = 0;
 
-  /// Looks a message up; nullopt when unknown.
+  /// Looks a message of `tenant` (empty: any tenant) up; nullopt when unknown or another
+  /// tenant's.
   virtual void find_message(
-      std::string message_id,
+      std::string tenant, std::string message_id,
       std::function<void(std::variant<std::optional<persistence::message_view>, service_error>)>
           done) = 0;
 
-  /// Dead letters (DEAD and FAILED tasks) of `channel` (empty: all) after `after_task_id`.
+  /// Dead letters (DEAD and FAILED tasks) of `tenant` and `channel` (empty: all) after
+  /// `after_task_id`.
   virtual void list_dead_letters(
-      std::string channel, std::string after_task_id, std::size_t limit,
+      std::string tenant, std::string channel, std::string after_task_id, std::size_t limit,
       std::function<void(std::variant<std::vector<persistence::dead_letter>, service_error>)>
           done) = 0;
 
-  /// Replays a dead letter: same task, same key, attempt counter continues; sent again once.
+  /// Replays a dead letter of `tenant` (empty: any tenant): same task, same key, attempt
+  /// counter continues; sent again once. Another tenant's task is not_found.
   virtual void replay_dead_letter(
-      std::string task_id,
+      std::string tenant, std::string task_id,
       std::function<void(std::variant<persistence::replay_result, service_error>)> done) = 0;
 
   /// Whether the database answers and the actors run; `reason` says what is not ready.

@@ -4,8 +4,9 @@
 
 namespace herald::app {
 
-actor_service::actor_service(actors::ingest_actor ingest, domain::routing_rules rules)
-    : ingest_(std::move(ingest)), rules_(std::move(rules)) {}
+actor_service::actor_service(actors::ingest_actor ingest, domain::routing_rules rules,
+                             domain::id_secret id_secret)
+    : ingest_(std::move(ingest)), rules_(std::move(rules)), id_secret_(std::move(id_secret)) {}
 
 void actor_service::submit(
     domain::message_plan plan,
@@ -15,25 +16,26 @@ void actor_service::submit(
 }
 
 void actor_service::find_message(
-    std::string message_id,
+    std::string tenant, std::string message_id,
     std::function<void(std::variant<std::optional<persistence::message_view>, api::service_error>)>
         done) {
-  caf::anon_send(ingest_, actors::find_atom_v, std::move(message_id),
+  caf::anon_send(ingest_, actors::find_atom_v, std::move(tenant), std::move(message_id),
                  actors::find_callback{std::move(done)});
 }
 
 void actor_service::list_dead_letters(
-    std::string channel, std::string after_task_id, std::size_t limit,
+    std::string tenant, std::string channel, std::string after_task_id, std::size_t limit,
     std::function<void(std::variant<std::vector<persistence::dead_letter>, api::service_error>)>
         done) {
-  caf::anon_send(ingest_, actors::letters_atom_v, std::move(channel), std::move(after_task_id),
-                 static_cast<std::uint64_t>(limit), actors::letters_callback{std::move(done)});
+  caf::anon_send(ingest_, actors::letters_atom_v, std::move(tenant), std::move(channel),
+                 std::move(after_task_id), static_cast<std::uint64_t>(limit),
+                 actors::letters_callback{std::move(done)});
 }
 
 void actor_service::replay_dead_letter(
-    std::string task_id,
+    std::string tenant, std::string task_id,
     std::function<void(std::variant<persistence::replay_result, api::service_error>)> done) {
-  caf::anon_send(ingest_, actors::replay_atom_v, std::move(task_id),
+  caf::anon_send(ingest_, actors::replay_atom_v, std::move(tenant), std::move(task_id),
                  actors::replay_callback{std::move(done)});
 }
 

@@ -9,26 +9,29 @@ namespace herald::app {
 /// layer's callback, so HTTP threads never wait on an actor.
 class actor_service final : public api::service {
 public:
-  actor_service(actors::ingest_actor ingest, domain::routing_rules rules);
+  actor_service(actors::ingest_actor ingest, domain::routing_rules rules,
+                domain::id_secret id_secret);
 
   const domain::routing_rules& rules() const override { return rules_; }
+
+  const domain::id_secret& id_secret() const override { return id_secret_; }
 
   void submit(domain::message_plan plan,
               std::function<void(std::variant<persistence::claim_result, api::service_error>)> done)
       override;
 
-  void find_message(std::string message_id,
+  void find_message(std::string tenant, std::string message_id,
                     std::function<void(
                         std::variant<std::optional<persistence::message_view>, api::service_error>)>
                         done) override;
 
   void list_dead_letters(
-      std::string channel, std::string after_task_id, std::size_t limit,
+      std::string tenant, std::string channel, std::string after_task_id, std::size_t limit,
       std::function<void(std::variant<std::vector<persistence::dead_letter>, api::service_error>)>
           done) override;
 
   void replay_dead_letter(
-      std::string task_id,
+      std::string tenant, std::string task_id,
       std::function<void(std::variant<persistence::replay_result, api::service_error>)> done)
       override;
 
@@ -37,6 +40,7 @@ public:
 private:
   actors::ingest_actor ingest_;
   domain::routing_rules rules_;
+  domain::id_secret id_secret_;
 };
 
 } // namespace herald::app

@@ -8,6 +8,10 @@ const char* usage_text() {
 usage:
   herald serve   [--config FILE] [--listen HOST:PORT] [--db URL] [--log-level LEVEL]
   herald migrate [--config FILE] [--db URL]
+  herald keys create --tenant T --scopes submit,read,admin [--config FILE] [--db URL]
+                                                     prints a new API key, once
+  herald keys list   [--config FILE] [--db URL]      id, tenant, scopes, created, revoked
+  herald keys revoke ID [--config FILE] [--db URL]   refused within auth.key_refresh_ms
   herald sim-provider --listen HOST:PORT [options]   simulated provider for tests (--help)
   herald load --target HOST:PORT [options]           load generator and checker (--help)
   herald --help
@@ -45,10 +49,32 @@ command_line parse_command_line(const std::vector<std::string>& args) {
     cmd.what = command_line::verb::serve;
   else if (verb == "migrate")
     cmd.what = command_line::verb::migrate;
+  else if (verb == "keys")
+    cmd.what = command_line::verb::keys;
   else
     throw usage_error("unknown command '" + verb + "'; try 'herald --help'");
 
-  for (std::size_t i = 1; i < args.size(); ++i) {
+  std::size_t first_option = 1;
+  if (cmd.what == command_line::verb::keys) {
+    auto action = args.size() > 1 ? args[1] : "";
+    if (action == "create")
+      cmd.keys = command_line::keys_action::create;
+    else if (action == "list")
+      cmd.keys = command_line::keys_action::list;
+    else if (action == "revoke") {
+      if (args.size() < 3 || args[2].rfind("--", 0) == 0)
+        throw usage_error("'herald keys revoke' needs the key's id");
+      cmd.keys = command_line::keys_action::revoke;
+      cmd.key_id = args[2];
+      ++first_option;
+    } else
+      throw usage_error("'herald keys' needs create, list or revoke; try 'herald --help'");
+    ++first_option;
+  }
+  bool creating_key =
+      cmd.what == command_line::verb::keys && cmd.keys == command_line::keys_action::create;
+
+  for (std::size_t i = first_option; i < args.size(); ++i) {
     auto& arg = args[i];
     if (arg == "--help" || arg == "-h") {
       cmd.what = command_line::verb::help;
@@ -65,6 +91,10 @@ command_line parse_command_line(const std::vector<std::string>& args) {
       target = &cmd.listen;
     else if (name == "--log-level" && cmd.what == command_line::verb::serve)
       target = &cmd.log_level;
+    else if (name == "--tenant" && creating_key)
+      target = &cmd.tenant;
+    else if (name == "--scopes" && creating_key)
+      target = &cmd.scopes;
     else
       throw usage_error("unknown option '" + name + "' for '" + verb + "'; try 'herald --help'");
     if (eq != std::string::npos)
@@ -76,6 +106,8 @@ command_line parse_command_line(const std::vector<std::string>& args) {
     if ((*target)->empty())
       throw usage_error("option '" + name + "' needs a non-empty value");
   }
+  if (creating_key && (!cmd.tenant || !cmd.scopes))
+    throw usage_error("'herald keys create' needs --tenant and --scopes");
   return cmd;
 }
 

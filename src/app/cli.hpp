@@ -15,8 +15,14 @@ public:
 
 /// What the command line asked for.
 struct command_line {
-  enum class verb { serve, migrate, sim_provider, load, help, version };
+  enum class verb { serve, migrate, keys, sim_provider, load, help, version };
+  /// What `herald keys` does.
+  enum class keys_action { create, list, revoke };
   verb what = verb::help;
+  keys_action keys = keys_action::list;
+  std::optional<std::string> tenant;  ///< keys create
+  std::optional<std::string> scopes;  ///< keys create: "submit,read,admin"
+  std::string key_id;                 ///< keys revoke
   std::vector<std::string> tool_args; ///< for sim-provider and load: everything after the verb
   std::optional<std::string> config_file;
   std::optional<std::string> listen;

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include <boost/asio/ip/address.hpp>
 #include <boost/json.hpp>
 
 namespace herald::app {
@@ -225,6 +226,25 @@ void read_routes(const json::value& value, domain::routing_rules& rules) {
   }
 }
 
+auth_config read_auth(const json::value& value) {
+  object_reader r{value, "auth"};
+  auth_config auth;
+  std::string mode;
+  r.read("mode", mode);
+  if (mode == "api_keys")
+    auth.mode = auth_config::auth_mode::api_keys;
+  else if (!mode.empty() && mode != "none")
+    r.fail("mode", "must be api_keys or none");
+  if (auto* allow = r.find("allow_unauthenticated_on_network")) {
+    if (!allow->is_bool())
+      r.fail("allow_unauthenticated_on_network", "must be true or false");
+    auth.allow_unauthenticated_on_network = allow->as_bool();
+  }
+  r.read_ms("key_refresh_ms", auth.key_refresh);
+  r.done();
+  return auth;
+}
+
 } // namespace
 
 config_error::config_error(const std::string& what) : std::runtime_error(one_line(what)) {}
@@ -243,6 +263,9 @@ config parse_config(const std::string& text) {
   r.read("listen", listen);
   if (!listen.empty())
     apply_listen(listen, cfg.http);
+  r.read("metrics_listen", cfg.metrics_listen);
+  if (auto* auth = r.find("auth"))
+    cfg.auth = read_auth(*auth);
   r.read("database", cfg.database);
   std::string level;
   r.read("log_level", level);
@@ -348,7 +371,24 @@ void validate(const config& cfg, const std::string& source) {
   }
 }
 
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost")
+    return true;
+  boost::system::error_code ec;
+  auto address = boost::asio::ip::make_address(host, ec);
+  return !ec && address.is_loopback();
+}
+
 void validate(const config& cfg) {
+  if (cfg.auth.mode == auth_config::auth_mode::none && !is_loopback_host(cfg.http.host) &&
+      !cfg.auth.allow_unauthenticated_on_network)
+    throw config_error("auth.mode is none but the listen address " + cfg.http.host +
+                       " is not loopback: use auth.mode api_keys, or set "
+                       "auth.allow_unauthenticated_on_network to true");
+  if (!cfg.metrics_listen.empty()) {
+    api::http_options metrics_http;
+    apply_listen(cfg.metrics_listen, metrics_http);
+  }
   if (cfg.channels.empty())
     throw config_error("channels: at least one channel is needed");
   std::set<std::string> names;

@@ -35,10 +35,24 @@ struct channel_config {
   providers::webhook_config webhook;
 };
 
+/// Who may call the API (docs/security.md).
+struct auth_config {
+  enum class auth_mode { none, api_keys };
+  /// none: every request acts with every scope, for the tenant its body names; allowed on a
+  /// loopback listen address only, unless allow_unauthenticated_on_network says otherwise.
+  auth_mode mode = auth_mode::none;
+  bool allow_unauthenticated_on_network = false;
+  /// How often the key table is re-read: a created or revoked key counts within this time.
+  std::chrono::milliseconds key_refresh{2000};
+};
+
 /// Everything `herald serve` runs with. Read from JSON (comments allowed), then checked as a
 /// whole by validate() before anything starts.
 struct config {
   api::http_options http;
+  /// HOST:PORT of a listener serving only /metrics; empty: /metrics on the API listener.
+  std::string metrics_listen;
+  auth_config auth;
   std::string database = "sqlite:var/herald.db";
   log::level log_level = log::level::info;
   std::size_t shards = 8;
@@ -74,5 +88,8 @@ void validate(const config& cfg, const std::string& source);
 
 /// Parses "HOST:PORT" into the HTTP options; throws config_error.
 void apply_listen(const std::string& listen, api::http_options& http);
+
+/// Whether `host` can only be reached from this machine: localhost, 127.0.0.0/8 or ::1.
+bool is_loopback_host(const std::string& host);
 
 } // namespace herald::app

@@ -1,6 +1,7 @@
 // herald's executable: parse the command line, load and check the configuration, run.
 #include "app/cli.hpp"
 #include "app/config.hpp"
+#include "app/keys_command.hpp"
 #include "app/server.hpp"
 #include "app/stop_signals.hpp"
 #include "observability/log.hpp"
@@ -59,5 +60,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   log::init(cfg.log_level);
+  if (cmd.what == app::command_line::verb::keys)
+    return app::run_keys_command(cmd, cfg);
   return cmd.what == app::command_line::verb::migrate ? app::migrate(cfg) : app::serve(cfg);
 }

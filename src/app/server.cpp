@@ -9,10 +9,12 @@
 #include "api/http_server.hpp"
 #include "api/routes.hpp"
 #include "app/actor_service.hpp"
+#include "app/api_access.hpp"
 #include "app/stop_signals.hpp"
 #include "observability/health_board.hpp"
 #include "observability/log.hpp"
 #include "observability/metrics.hpp"
+#include "persistence/installation.hpp"
 #include "persistence/task_store.hpp"
 
 #include <csignal>
@@ -43,12 +45,13 @@ std::string node_name(const config& cfg, std::uint16_t port) {
 }
 
 std::vector<actors::channel_spec>
-make_channel_specs(const config& cfg, const std::string& node_id,
+make_channel_specs(const config& cfg, const std::string& node_id, const domain::id_secret& secret,
                    const std::shared_ptr<providers::delay_scheduler>& delays) {
   std::vector<actors::channel_spec> specs;
   for (auto& ch : cfg.channels) {
     auto settings = ch.settings;
     settings.node_id = node_id;
+    settings.id_secret = secret;
     std::shared_ptr<providers::provider_adapter> provider;
     if (ch.type == "webhook")
       provider = std::make_shared<providers::webhook_provider>(ch.webhook);
@@ -159,9 +162,13 @@ int serve(const config& cfg) {
   }
   std::shared_ptr<persistence::task_store> writer_store;
   std::shared_ptr<persistence::task_store> reader_store;
+  domain::id_secret id_secret;
+  std::unique_ptr<api_access> access;
   try {
     writer_store = persistence::open_task_store(url, true);
     reader_store = persistence::open_task_store(url, false);
+    id_secret = persistence::installation_secret(url);
+    access = std::make_unique<api_access>(cfg.auth, url);
   } catch (const std::exception& e) {
     log::error("herald.database_unavailable", {{"database", url.text}, {"error", e.what()}});
     std::cerr << "herald: cannot open database " << url.text << ": " << e.what() << "\n";
@@ -179,22 +186,35 @@ int serve(const config& cfg) {
     caf::actor_system sys{caf_cfg};
     auto node_id = node_name(cfg, cfg.http.port);
     auto n =
-        spawn_node(sys, cfg, writer_store, reader_store, make_channel_specs(cfg, node_id, delays),
-                   metrics_registry, clock, std::make_shared<health_board>());
+        spawn_node(sys, cfg, writer_store, reader_store,
+                   make_channel_specs(cfg, node_id, id_secret, delays), metrics_registry, clock,
+                   std::make_shared<health_board>());
     writer_store.reset(); // the actors own the connections now
     reader_store.reset();
     caf::anon_send(n.dispatcher, actors::recover_atom_v, std::string{}); // every channel
 
-    actor_service service{n.ingest, cfg.rules};
-    api::routes routes{service, *metrics_registry, *clock,
-                       api::routes_options{cfg.http.max_json_depth}};
+    actor_service service{n.ingest, cfg.rules, id_secret};
+    api::routes routes{service, *metrics_registry, *clock, access->authenticator(),
+                       api::routes_options{cfg.http.max_json_depth, cfg.metrics_listen.empty()}};
     api::http_server server{cfg.http, routes.handler()};
+    std::unique_ptr<api::http_server> metrics_server;
+    if (!cfg.metrics_listen.empty()) {
+      api::http_options metrics_http;
+      apply_listen(cfg.metrics_listen, metrics_http);
+      metrics_http.io_threads = 1;
+      metrics_server = std::make_unique<api::http_server>(metrics_http, routes.metrics_handler());
+    }
     try {
       server.start();
-      log::info("herald.started", {{"version", HERALD_VERSION},
-                                   {"listen", cfg.http.host + ":" + std::to_string(server.port())},
-                                   {"database", url.text},
-                                   {"channels", std::to_string(cfg.channels.size())}});
+      if (metrics_server)
+        metrics_server->start();
+      log::info("herald.started",
+                {{"version", HERALD_VERSION},
+                 {"listen", cfg.http.host + ":" + std::to_string(server.port())},
+                 {"database", url.text},
+                 {"auth", cfg.auth.mode == auth_config::auth_mode::api_keys ? "api_keys" : "none"},
+                 {"metrics_listen", metrics_server ? cfg.metrics_listen : "api"},
+                 {"channels", std::to_string(cfg.channels.size())}});
       auto signal = wait_for_stop_signal();
       log::info("herald.stopping", {{"signal", std::to_string(signal)}});
       drain(n, sys, server, cfg.drain_timeout);
@@ -204,6 +224,8 @@ int serve(const config& cfg) {
       exit_code = 1;
       server.stop();
     }
+    if (metrics_server)
+      metrics_server->stop();
     stop(n, sys, cfg.supervision);
   } // the actor system waits for every actor here
   log::info("herald.stopped", {{"exit_code", std::to_string(exit_code)}});
@@ -214,6 +236,7 @@ int migrate(const config& cfg) {
   try {
     auto url = persistence::parse_database_url(cfg.database);
     auto version = persistence::migrate(url);
+    persistence::installation_secret(url); // created once, here, before any node plans an id
     std::cout << "schema at version " << version << " (" << url.text << ")\n";
     return 0;
   } catch (const std::invalid_argument& e) {

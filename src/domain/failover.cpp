@@ -23,7 +23,8 @@ delivery make_delivery(const message_record& message, const task_record& task) {
 }
 
 std::optional<message_plan> fallback_plan(const delivery& failed,
-                                          const std::string& fallback_channel, timestamp now) {
+                                          const std::string& fallback_channel,
+                                          const id_secret& secret, timestamp now) {
   auto recipient = failed.recipients.find(fallback_channel);
   if (recipient == failed.recipients.end() || recipient->second.empty())
     return std::nullopt;
@@ -39,8 +40,8 @@ std::optional<message_plan> fallback_plan(const delivery& failed,
   m.trace_id = failed.trace_id;
   m.created_at = now; // only used if the message row were missing, which it never is
   task_key key{failed.key, fallback_channel};
-  plan.tasks.push_back(
-      {task_id_for(key), fallback_channel, recipient->second, provider_request_id_for(key)});
+  plan.tasks.push_back({task_id_for(key, secret), fallback_channel, recipient->second,
+                        provider_request_id_for(key, secret)});
   return plan;
 }
 

@@ -3,6 +3,8 @@
 #include <array>
 #include <string_view>
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
 
 namespace herald::domain {
@@ -13,6 +15,14 @@ using digest = std::array<unsigned char, SHA256_DIGEST_LENGTH>;
 digest sha256(std::string_view data) {
   digest out{};
   SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data());
+  return out;
+}
+
+digest hmac_sha256(const id_secret& secret, std::string_view data) {
+  digest out{};
+  unsigned int length = 0;
+  HMAC(EVP_sha256(), secret.bytes.data(), static_cast<int>(secret.bytes.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data(), &length);
   return out;
 }
 
@@ -53,17 +63,18 @@ std::string encode(const task_key& key) {
   return out;
 }
 
-std::string message_id_for(const message_key& key) {
-  return "msg_" + hex_prefix(sha256(encode(key)), 24);
+// Each kind of id has its own domain prefix, so a message id and a task id never share a MAC
+// input and the provider-facing id reveals nothing about the task id.
+std::string message_id_for(const message_key& key, const id_secret& secret) {
+  return "msg_" + hex_prefix(hmac_sha256(secret, "message\n" + encode(key)), 24);
 }
 
-std::string task_id_for(const task_key& key) {
-  return "tsk_" + hex_prefix(sha256(encode(key)), 24);
+std::string task_id_for(const task_key& key, const id_secret& secret) {
+  return "tsk_" + hex_prefix(hmac_sha256(secret, "task\n" + encode(key)), 24);
 }
 
-std::string provider_request_id_for(const task_key& key) {
-  // A distinct domain prefix, so the provider-facing id reveals nothing about the task id.
-  return "hrq_" + hex_prefix(sha256("provider-request\n" + encode(key)), 32);
+std::string provider_request_id_for(const task_key& key, const id_secret& secret) {
+  return "hrq_" + hex_prefix(hmac_sha256(secret, "provider-request\n" + encode(key)), 32);
 }
 
 std::uint64_t stable_hash(const std::string& encoded_key) {

@@ -33,12 +33,20 @@ struct task_key {
 std::string encode(const message_key& key);
 std::string encode(const task_key& key);
 
-/// Deterministic ids: the same key gives the same id on every retry, restart and node.
-std::string message_id_for(const message_key& key);
-std::string task_id_for(const task_key& key);
+/// The per-installation secret ids are keyed with (HMAC-SHA256), so that nobody who knows a
+/// message's business data (tenant, type, biz id, user id) can compute its id and read it.
+/// Created once per database (persistence/installation.hpp) and passed in: domain holds none.
+struct id_secret {
+  std::string bytes;
+};
+
+/// Deterministic ids: the same key and secret give the same id on every retry, restart and
+/// node of one installation.
+std::string message_id_for(const message_key& key, const id_secret& secret);
+std::string task_id_for(const task_key& key, const id_secret& secret);
 
 /// The id sent to providers as request id / idempotency key; the same on every attempt.
-std::string provider_request_id_for(const task_key& key);
+std::string provider_request_id_for(const task_key& key, const id_secret& secret);
 
 /// Stable 64-bit hash of an encoded key (not std::hash: it must agree across builds and nodes).
 std::uint64_t stable_hash(const std::string& encoded_key);

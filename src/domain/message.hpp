@@ -32,6 +32,7 @@ struct content {
 /// A POST /v1/messages body after JSON decoding, before any business rule was applied.
 struct message_request {
   std::string tenant = "default";
+  bool tenant_named = false; ///< whether the body named the tenant (else the caller's applies)
   std::string biz_type;
   std::string biz_id;
   std::string user_id;
@@ -103,8 +104,10 @@ delivery make_delivery(const message_record& message, const task_record& task);
 
 /// The plan that claims `failed`'s message on `fallback_channel` — the very task (same key,
 /// same id) that channel would have had if asked directly, so a failover never duplicates a
-/// direct send. nullopt when the message has no recipient for that channel.
+/// direct send (hence the installation's `secret`). nullopt when the message has no recipient
+/// for that channel.
 std::optional<message_plan> fallback_plan(const delivery& failed,
-                                          const std::string& fallback_channel, timestamp now);
+                                          const std::string& fallback_channel,
+                                          const id_secret& secret, timestamp now);
 
 } // namespace herald::domain

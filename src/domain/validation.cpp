@@ -239,7 +239,8 @@ render_template(const std::string& text, const std::map<std::string, std::string
 }
 
 std::variant<message_plan, validation_error> plan_message(const message_request& request,
-                                                          const routing_rules& rules, timestamp now,
+                                                          const routing_rules& rules,
+                                                          const id_secret& secret, timestamp now,
                                                           const std::string& trace_id) {
   const auto& limits = rules.limits;
 
@@ -279,7 +280,7 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
   message_plan plan;
   message_record& message = plan.message;
   message.key = message_key{request.tenant, request.biz_type, request.biz_id, request.user_id};
-  message.id = message_id_for(message.key);
+  message.id = message_id_for(message.key, secret);
   message.template_name = request.template_name;
   message.params = request.params;
   for (const auto& [channel, recipient] : request.to)
@@ -297,8 +298,8 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
   plan.tasks.reserve(resolved.size());
   for (const std::string& channel : resolved) {
     const task_key key{message.key, channel};
-    plan.tasks.push_back(task_record{task_id_for(key), channel, request.to.at(channel),
-                                     provider_request_id_for(key)});
+    plan.tasks.push_back(task_record{task_id_for(key, secret), channel, request.to.at(channel),
+                                     provider_request_id_for(key, secret)});
   }
   return plan;
 }

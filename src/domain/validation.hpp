@@ -49,9 +49,11 @@ struct routing_rules {
 
 /// Applies every business rule to a decoded request: field limits, channel resolution
 /// (explicit list or route; duplicates dropped, order kept), recipients, template rendering,
-/// time window. On success the plan carries deterministic ids and PENDING tasks.
+/// time window. On success the plan carries deterministic ids (keyed with `secret`) and
+/// PENDING tasks.
 std::variant<message_plan, validation_error> plan_message(const message_request& request,
-                                                          const routing_rules& rules, timestamp now,
+                                                          const routing_rules& rules,
+                                                          const id_secret& secret, timestamp now,
                                                           const std::string& trace_id);
 
 /// Replaces `{{name}}` with params[name]; the error names the first missing parameter.

@@ -202,6 +202,13 @@ attempt_record attempt_of(const sql_row& a) {
   return record;
 }
 
+/// The condition limiting rows of `table_prefix` ("m.", "t." or "") to the tenant bound twice
+/// next (an empty tenant: every tenant); `suffix` numbers the parameters inside page_of_ids.
+std::string of_tenant(const std::string& table_prefix, const std::string& suffix = "") {
+  return " AND (CAST(:tenant" + suffix + " AS TEXT) = '' OR " + table_prefix +
+         "tenant = :same_tenant" + suffix + ")";
+}
+
 std::string micros_text(domain::timestamp at) {
   return std::to_string(domain::to_unix_micros(at));
 }
@@ -598,11 +605,12 @@ failover_result sql_task_store::fail_over(const state_change& change,
           claim_results(plans, claims, answers->first, answers->second).at(0)};
 }
 
-std::optional<message_view> sql_task_store::find_message(const std::string& message_id) {
+std::optional<message_view> sql_task_store::find_message(const std::string& tenant,
+                                                         const std::string& message_id) {
   return outside_transaction("find_message", [&]() -> std::optional<message_view> {
-    auto messages =
-        statements_->fetch("SELECT " + message_select_columns + " FROM messages m WHERE m.id = :id",
-                           {message_id}, message_column_count);
+    auto messages = statements_->fetch("SELECT " + message_select_columns +
+                                           " FROM messages m WHERE m.id = :id" + of_tenant("m."),
+                                       {message_id, tenant, tenant}, message_column_count);
     if (messages.empty())
       return std::nullopt;
     message_view view;
@@ -701,13 +709,15 @@ std::vector<domain::delivery> sql_task_store::load_unfinished(const std::string&
   });
 }
 
-std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& channel,
+std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& tenant,
+                                                           const std::string& channel,
                                                            const std::string& after_task_id,
                                                            std::size_t limit) {
   if (limit == 0)
     return {};
   using domain::task_state;
-  const std::string of_channel = " AND (CAST(:channel# AS TEXT) = '' OR channel = :other_channel#)";
+  const std::string of_channel =
+      " AND (CAST(:channel# AS TEXT) = '' OR channel = :other_channel#)" + of_tenant("", "#");
   const std::string tasks_query = "SELECT t.message_id, " + task_view_columns + " FROM (" +
                                   page_of_ids({{task_state::dead, of_channel},
                                                {task_state::failed, of_channel},
@@ -718,8 +728,9 @@ std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& ch
   return outside_transaction("list_dead_letters", [&] {
     std::vector<dead_letter> letters;
     for (const auto& row : statements_->fetch(tasks_query,
-                                              {channel, channel, after_task_id, channel, channel,
-                                               after_task_id, channel, channel, after_task_id},
+                                              {channel, channel, tenant, tenant, after_task_id,
+                                               channel, channel, tenant, tenant, after_task_id,
+                                               channel, channel, tenant, tenant, after_task_id},
                                               1 + task_view_column_count)) {
       dead_letter letter;
       letter.message_id = text_of(row[0]);
@@ -734,7 +745,8 @@ std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& ch
   });
 }
 
-replay_result sql_task_store::replay(const std::string& task_id, domain::timestamp now) {
+replay_result sql_task_store::replay(const std::string& tenant, const std::string& task_id,
+                                     domain::timestamp now) {
   // One guarded statement decides: of two concurrent replays, exactly one finds the row DEAD,
   // FAILED or SUPPRESSED. The attempt count is kept (attempts already made stay counted).
   const std::string update =
@@ -742,14 +754,17 @@ replay_result sql_task_store::replay(const std::string& task_id, domain::timesta
       "', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL, "
       "updated_at = CAST(:now AS BIGINT) WHERE id = :id AND status IN ('" +
       state_text(domain::task_state::dead) + "', '" + state_text(domain::task_state::failed) +
-      "', '" + state_text(domain::task_state::suppressed) + "') RETURNING id";
+      "', '" + state_text(domain::task_state::suppressed) + "')" + of_tenant("") + " RETURNING id";
   const std::string select_delivery = "SELECT " + delivery_columns +
                                       " FROM tasks t JOIN messages m ON m.id = t.message_id "
-                                      "WHERE t.id = :id";
+                                      "WHERE t.id = :id" +
+                                      of_tenant("t.");
   return in_transaction("replay", [&] {
     replay_result result;
-    const bool replayed = !statements_->fetch(update, {micros_text(now), task_id}, 1).empty();
-    auto rows = statements_->fetch(select_delivery, {task_id}, delivery_column_count);
+    const bool replayed =
+        !statements_->fetch(update, {micros_text(now), task_id, tenant, tenant}, 1).empty();
+    auto rows =
+        statements_->fetch(select_delivery, {task_id, tenant, tenant}, delivery_column_count);
     if (rows.empty()) {
       result.result = replay_result::outcome::not_found;
       return result;

@@ -162,8 +162,10 @@ public:
                                     const std::vector<attempt_record>& attempts,
                                     const domain::message_plan& fallback) = 0;
 
-  /// The message, its tasks and their attempts; nullopt if unknown.
-  virtual std::optional<message_view> find_message(const std::string& message_id) = 0;
+  /// The message, its tasks and their attempts; nullopt if unknown or of another tenant than
+  /// `tenant` (empty: any tenant, for auth mode none).
+  virtual std::optional<message_view> find_message(const std::string& tenant,
+                                                   const std::string& message_id) = 0;
 
   /// Non-terminal tasks (PENDING, RETRY_WAIT, and SENDING whose lease has run out by `now`),
   /// after `after_task_id` in task-id order for paging (empty: from the start), narrowed by
@@ -172,15 +174,18 @@ public:
                                                         std::size_t limit, domain::timestamp now,
                                                         const unfinished_filter& which = {}) = 0;
 
-  /// DEAD, FAILED and SUPPRESSED tasks, optionally of one channel (empty: all), after
-  /// `after_task_id` in task-id order (paging).
-  virtual std::vector<dead_letter> list_dead_letters(const std::string& channel,
+  /// DEAD, FAILED and SUPPRESSED tasks of `tenant` (empty: any tenant), optionally of one
+  /// channel (empty: all), after `after_task_id` in task-id order (paging).
+  virtual std::vector<dead_letter> list_dead_letters(const std::string& tenant,
+                                                     const std::string& channel,
                                                      const std::string& after_task_id,
                                                      std::size_t limit) = 0;
 
-  /// Moves a DEAD, FAILED or SUPPRESSED task back to PENDING (same key, same id, attempt count
-  /// kept), in one guarded statement: replaying twice replays once.
-  virtual replay_result replay(const std::string& task_id, domain::timestamp now) = 0;
+  /// Moves a DEAD, FAILED or SUPPRESSED task of `tenant` (empty: any tenant) back to PENDING
+  /// (same key, same id, attempt count kept), in one guarded statement: replaying twice
+  /// replays once. Another tenant's task is not_found.
+  virtual replay_result replay(const std::string& tenant, const std::string& task_id,
+                               domain::timestamp now) = 0;
 
   /// Task counts per state.
   virtual std::vector<state_count> count_by_state() = 0;

@@ -215,7 +215,8 @@ struct actor_fixture {
     request.body = domain::content{"Shipped", "Order " + biz_id + " shipped"};
     request.priority = priority;
     request.expire_at = expire_at;
-    auto planned = domain::plan_message(request, rules, clock->now(), "trace-" + biz_id);
+    auto planned =
+        domain::plan_message(request, rules, domain::id_secret{}, clock->now(), "trace-" + biz_id);
     if (auto* error = std::get_if<domain::validation_error>(&planned))
       throw std::runtime_error("test plan rejected: " + error->message);
     auto result = std::get<domain::message_plan>(std::move(planned));
@@ -263,7 +264,7 @@ struct actor_fixture {
     auto owner = message_of_task.find(task_id);
     if (owner == message_of_task.end())
       throw std::runtime_error("task " + task_id + " was not planned by this test");
-    if (auto view = db->find_message(owner->second))
+    if (auto view = db->find_message("", owner->second))
       for (auto& t : view->tasks)
         if (t.task_id == task_id)
           return t;

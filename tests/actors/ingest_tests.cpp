@@ -220,7 +220,7 @@ BOOST_AUTO_TEST_CASE(find_returns_the_committed_message) {
   submit(ingest, message);
   run();
   std::optional<actors::maybe_message_view> found;
-  caf::anon_send(ingest, actors::find_atom_v, message.message.id,
+  caf::anon_send(ingest, actors::find_atom_v, std::string{"default"}, message.message.id,
                  actors::find_callback{[&](auto answer) {
                    if (auto* view = std::get_if<std::optional<persistence::message_view>>(&answer))
                      found = *view;

@@ -46,8 +46,9 @@ public:
     return real_->fail_over(change, attempts, fallback);
   }
 
-  std::optional<persistence::message_view> find_message(const std::string& message_id) override {
-    return real_->find_message(message_id);
+  std::optional<persistence::message_view> find_message(const std::string& tenant,
+                                                        const std::string& message_id) override {
+    return real_->find_message(tenant, message_id);
   }
 
   std::vector<domain::delivery>
@@ -57,14 +58,16 @@ public:
     return real_->load_unfinished(after_task_id, limit, now, which);
   }
 
-  std::vector<persistence::dead_letter> list_dead_letters(const std::string& channel,
+  std::vector<persistence::dead_letter> list_dead_letters(const std::string& tenant,
+                                                          const std::string& channel,
                                                           const std::string& after_task_id,
                                                           std::size_t limit) override {
-    return real_->list_dead_letters(channel, after_task_id, limit);
+    return real_->list_dead_letters(tenant, channel, after_task_id, limit);
   }
 
-  persistence::replay_result replay(const std::string& task_id, domain::timestamp now) override {
-    return real_->replay(task_id, now);
+  persistence::replay_result replay(const std::string& tenant, const std::string& task_id,
+                                    domain::timestamp now) override {
+    return real_->replay(tenant, task_id, now);
   }
 
   std::vector<persistence::state_count> count_by_state() override {

@@ -33,14 +33,18 @@ inline domain::timestamp micros(std::int64_t value) {
   return domain::from_unix_micros(value);
 }
 
+/// Keys the ids of the plans below, as an installation's secret does.
+inline const domain::id_secret test_id_secret{"contract-test-installation"};
+
 /// A message for `biz_id` with one task per channel, ids derived from the keys as herald does.
 inline domain::message_plan make_plan(const std::string& biz_id,
                                       const std::vector<std::string>& channels,
-                                      const std::string& user = "u-123") {
+                                      const std::string& user = "u-123",
+                                      const std::string& tenant = "default") {
   domain::message_plan plan;
   auto& m = plan.message;
-  m.key = domain::message_key{"default", "ORDER_SHIPPED", biz_id, user};
-  m.id = domain::message_id_for(m.key);
+  m.key = domain::message_key{tenant, "ORDER_SHIPPED", biz_id, user};
+  m.id = domain::message_id_for(m.key, test_id_secret);
   m.template_name = "order_shipped";
   m.params = {{"order_no", biz_id}, {"note", "quotes \" and \\ and 'ticks' and ünïcode"}};
   m.title = "Shipped";
@@ -55,9 +59,9 @@ inline domain::message_plan make_plan(const std::string& biz_id,
   m.recipients["email"] = user + "@example.com \"quoted\" ünïcode"; // an address without a task
   for (const auto& channel : channels) {
     const domain::task_key key{m.key, channel};
-    plan.tasks.push_back(domain::task_record{domain::task_id_for(key), channel,
+    plan.tasks.push_back(domain::task_record{domain::task_id_for(key, test_id_secret), channel,
                                              "to-" + channel + "-" + user,
-                                             domain::provider_request_id_for(key)});
+                                             domain::provider_request_id_for(key, test_id_secret)});
   }
   return plan;
 }
@@ -286,7 +290,7 @@ inline void apply_is_guarded_and_records_attempts(store_backend& backend) {
   // Recording the same attempt again (a replayed batch) is harmless.
   BOOST_TEST(store->apply({}, {attempt}).empty());
 
-  auto view = store->find_message(plan.message.id);
+  auto view = store->find_message("default", plan.message.id);
   BOOST_TEST_REQUIRE(view.has_value());
   BOOST_TEST_REQUIRE(view->tasks.size() == 2u);
   auto sms_view = std::find_if(view->tasks.begin(), view->tasks.end(),
@@ -313,9 +317,9 @@ inline void find_message_returns_message_tasks_and_attempts(store_backend& backe
   auto store = backend.open_store();
   const auto plan = make_plan("order-30", {"wechat", "app"});
   store->claim({plan});
-  BOOST_TEST(!store->find_message("no-such-message").has_value());
+  BOOST_TEST(!store->find_message("default", "no-such-message").has_value());
 
-  auto view = store->find_message(plan.message.id);
+  auto view = store->find_message("default", plan.message.id);
   BOOST_TEST_REQUIRE(view.has_value());
   const auto& m = view->message;
   BOOST_TEST(m.id == plan.message.id);
@@ -562,7 +566,7 @@ inline void next_attempt_at_round_trips(store_backend& backend) {
   BOOST_TEST_REQUIRE(page.size() == 1u);
   BOOST_TEST((page[0].next_attempt_at == wait.next_attempt_at));
   BOOST_TEST(page[0].attempts == 1u);
-  auto view = store->find_message(plan.message.id);
+  auto view = store->find_message("default", plan.message.id);
   BOOST_TEST_REQUIRE(view.has_value());
   BOOST_TEST((view->tasks.at(0).next_attempt_at == wait.next_attempt_at));
   // A pending task has none.
@@ -582,7 +586,7 @@ inline void recipients_round_trip(store_backend& backend) {
   auto plan = make_plan("order-r1", {"sms", "app"});
   plan.message.recipients["wechat"] = "openid-\x01-\n-\\-\"-'";
   store->claim({plan});
-  auto view = store->find_message(plan.message.id);
+  auto view = store->find_message("default", plan.message.id);
   BOOST_TEST_REQUIRE(view.has_value());
   BOOST_TEST((view->message.recipients == plan.message.recipients));
   auto page = store->load_unfinished("", 10, lease_start);
@@ -595,7 +599,7 @@ inline void recipients_round_trip(store_backend& backend) {
   auto bare = make_plan("order-r2", {"sms"});
   bare.message.recipients.clear();
   store->claim({bare});
-  BOOST_TEST(store->find_message(bare.message.id)->message.recipients.empty());
+  BOOST_TEST(store->find_message("default", bare.message.id)->message.recipients.empty());
 }
 
 /// Drives a task to DEAD (or FAILED) through the states, with its attempts recorded.
@@ -645,13 +649,13 @@ inline void dead_letters_are_listed_by_channel_and_paged(store_backend& backend)
       all_dead.insert(plans[i].tasks[1].id);
     }
   }
-  BOOST_TEST(store->list_dead_letters("", "", 0).empty());
+  BOOST_TEST(store->list_dead_letters("default", "", "", 0).empty());
 
   auto collect = [&](const std::string& channel, std::size_t page_size) {
     std::vector<persistence::dead_letter> seen;
     std::string after;
     for (;;) {
-      auto page = store->list_dead_letters(channel, after, page_size);
+      auto page = store->list_dead_letters("default", channel, after, page_size);
       BOOST_TEST_REQUIRE(page.size() <= page_size);
       if (page.empty())
         break;
@@ -706,7 +710,7 @@ inline void replay_moves_a_dead_letter_back_once(store_backend& backend) {
   const auto& id = plan.tasks[0].id;
   const auto now = micros(1'790'000'500'000'000);
 
-  auto first = store->replay(id, now);
+  auto first = store->replay("default", id, now);
   BOOST_TEST((first.result == persistence::replay_result::outcome::replayed));
   BOOST_TEST((first.state == task_state::pending));
   BOOST_TEST_REQUIRE(first.task.has_value());
@@ -723,21 +727,21 @@ inline void replay_moves_a_dead_letter_back_once(store_backend& backend) {
   BOOST_TEST(!d.next_attempt_at.has_value());
   BOOST_TEST(d.body == plan.message.body);
 
-  auto second = store->replay(id, now);
+  auto second = store->replay("default", id, now);
   BOOST_TEST((second.result == persistence::replay_result::outcome::not_replayable));
   BOOST_TEST((second.state == task_state::pending));
   BOOST_TEST(!second.task.has_value());
 
   // Not a dead letter (PENDING from the start): not replayable, nothing changed.
-  auto pending = store->replay(plan.tasks[1].id, now);
+  auto pending = store->replay("default", plan.tasks[1].id, now);
   BOOST_TEST((pending.result == persistence::replay_result::outcome::not_replayable));
   BOOST_TEST((pending.state == task_state::pending));
 
-  auto unknown = store->replay("no-such-task", now);
+  auto unknown = store->replay("default", "no-such-task", now);
   BOOST_TEST((unknown.result == persistence::replay_result::outcome::not_found));
   BOOST_TEST(!unknown.task.has_value());
 
-  auto view = store->find_message(plan.message.id);
+  auto view = store->find_message("default", plan.message.id);
   BOOST_TEST_REQUIRE(view.has_value());
   const auto sms = std::find_if(view->tasks.begin(), view->tasks.end(),
                                 [&](const auto& t) { return t.task_id == id; });
@@ -746,12 +750,12 @@ inline void replay_moves_a_dead_letter_back_once(store_backend& backend) {
   BOOST_TEST(sms->attempts == 3u);
   BOOST_TEST(sms->attempt_log.size() == 3u);
   BOOST_TEST(domain::to_unix_micros(sms->updated_at) == domain::to_unix_micros(now));
-  BOOST_TEST(store->list_dead_letters("", "", 10).empty());
+  BOOST_TEST(store->list_dead_letters("default", "", "", 10).empty());
   BOOST_TEST(has_task(store->load_unfinished("", 10, now), id));
 
   // A FAILED task replays too; then, sent to DEAD again, it can be replayed again.
   finish_badly(*store, plan, 1, task_state::failed, 1);
-  BOOST_TEST((store->replay(plan.tasks[1].id, now).result ==
+  BOOST_TEST((store->replay("default", plan.tasks[1].id, now).result ==
               persistence::replay_result::outcome::replayed));
 }
 
@@ -773,7 +777,7 @@ inline void concurrent_replays_replay_once(store_backend& backend) {
       try {
         auto mine = persistence::open_task_store(backend.url(), false);
         for (const auto& plan : plans)
-          if (mine->replay(plan.tasks[0].id, micros(1'790'000'600'000'000)).result ==
+          if (mine->replay("default", plan.tasks[0].id, micros(1'790'000'600'000'000)).result ==
               persistence::replay_result::outcome::replayed)
             ++replayed[w];
       } catch (const std::exception& e) {
@@ -801,7 +805,8 @@ inline void fail_over_applies_and_claims_together(store_backend& backend) {
   BOOST_TEST(store->apply({take_lease(sms, task_state::pending)}, {}).size() == 1u);
   auto page = store->load_unfinished("", 10, micros(1'890'000'000'000'000));
   BOOST_TEST_REQUIRE(page.size() == 1u);
-  auto fallback = domain::fallback_plan(page[0], "email", micros(1'790'000'030'000'000));
+  auto fallback =
+      domain::fallback_plan(page[0], "email", test_id_secret, micros(1'790'000'030'000'000));
   BOOST_TEST_REQUIRE(fallback.has_value());
 
   persistence::attempt_record attempt;
@@ -828,7 +833,7 @@ inline void fail_over_applies_and_claims_together(store_backend& backend) {
   auto again = store->fail_over(failed, {attempt}, *fallback);
   BOOST_TEST((again.result == persistence::failover_result::outcome::moved_on));
   BOOST_TEST(!again.claim.has_value());
-  auto view = store->find_message(plan.message.id);
+  auto view = store->find_message("default", plan.message.id);
   BOOST_TEST_REQUIRE(view.has_value());
   BOOST_TEST_REQUIRE(view->tasks.size() == 2u);
   BOOST_TEST(view->tasks[0].channel == "email");
@@ -848,7 +853,7 @@ inline void fail_over_applies_and_claims_together(store_backend& backend) {
   other_fallback.tasks[0].id = "never-written";
   BOOST_TEST((store->fail_over(stale, {attempt}, other_fallback).result ==
               persistence::failover_result::outcome::moved_on));
-  BOOST_TEST(store->find_message(other.message.id)->tasks.at(0).attempt_log.empty());
+  BOOST_TEST(store->find_message("default", other.message.id)->tasks.at(0).attempt_log.empty());
   BOOST_TEST(total_tasks(*store) == 3u);
 }
 
@@ -1017,6 +1022,38 @@ inline void concurrent_claims_create_each_key_once(store_backend& backend) {
   BOOST_TEST(total_tasks(*store) == 1000u);
 }
 
+/// Look-ups, listings and replays see only the tenant asked for; an empty tenant sees all.
+/// Another tenant's message or task answers exactly as an unknown one.
+inline void reads_and_replays_are_scoped_to_a_tenant(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto mine = make_plan("order-t1", {"sms"}, "u-1", "tenant-a");
+  const auto theirs = make_plan("order-t1", {"sms"}, "u-1", "tenant-b");
+  store->claim({mine, theirs});
+  finish_badly(*store, mine, 0, task_state::dead, 1);
+  finish_badly(*store, theirs, 0, task_state::dead, 1);
+
+  BOOST_TEST(store->find_message("tenant-a", mine.message.id).has_value());
+  BOOST_TEST(!store->find_message("tenant-a", theirs.message.id).has_value());
+  BOOST_TEST(store->find_message("", theirs.message.id).has_value());
+
+  auto letters = store->list_dead_letters("tenant-a", "", "", 10);
+  BOOST_TEST_REQUIRE(letters.size() == 1u);
+  BOOST_TEST(letters[0].task.task_id == mine.tasks[0].id);
+  BOOST_TEST(store->list_dead_letters("tenant-a", "sms", "", 10).size() == 1u);
+  BOOST_TEST(store->list_dead_letters("tenant-c", "", "", 10).empty());
+  BOOST_TEST(store->list_dead_letters("", "", "", 10).size() == 2u);
+
+  const auto now = micros(1'790'000'500'000'000);
+  auto refused = store->replay("tenant-a", theirs.tasks[0].id, now);
+  BOOST_TEST((refused.result == persistence::replay_result::outcome::not_found));
+  BOOST_TEST(!refused.task.has_value());
+  BOOST_TEST(store->list_dead_letters("tenant-b", "", "", 10).size() == 1u); // left alone
+  BOOST_TEST((store->replay("tenant-b", theirs.tasks[0].id, now).result ==
+              persistence::replay_result::outcome::replayed));
+  BOOST_TEST((store->replay("", mine.tasks[0].id, now).result ==
+              persistence::replay_result::outcome::replayed));
+}
+
 } // namespace herald::test::task_store_contract
 
 /// Expands every contract test into the enclosing fixture suite (fixture: a store_backend).
@@ -1043,6 +1080,7 @@ inline void concurrent_claims_create_each_key_once(store_backend& backend) {
   HERALD_TASK_STORE_CONTRACT_TEST(dead_letters_are_listed_by_channel_and_paged)                    \
   HERALD_TASK_STORE_CONTRACT_TEST(replay_moves_a_dead_letter_back_once)                            \
   HERALD_TASK_STORE_CONTRACT_TEST(concurrent_replays_replay_once)                                  \
+  HERALD_TASK_STORE_CONTRACT_TEST(reads_and_replays_are_scoped_to_a_tenant)                        \
   HERALD_TASK_STORE_CONTRACT_TEST(fail_over_applies_and_claims_together)                           \
   HERALD_TASK_STORE_CONTRACT_TEST(fail_over_to_an_existing_task_writes_nothing)                    \
   HERALD_TASK_STORE_CONTRACT_TEST(a_change_resent_with_its_token_applies_again)                    \

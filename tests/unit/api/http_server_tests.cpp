@@ -1,3 +1,4 @@
+#include "api/authenticator.hpp"
 #include "api/http_server.hpp"
 #include "api/routes.hpp"
 #include "api/service.hpp"
@@ -55,6 +56,8 @@ public:
 
   const domain::routing_rules& rules() const override { return rules_; }
 
+  const domain::id_secret& id_secret() const override { return id_secret_; }
+
   void submit(domain::message_plan plan,
               std::function<void(std::variant<persistence::claim_result, api::service_error>)> done)
       override {
@@ -76,12 +79,13 @@ public:
         true);
   }
 
-  void find_message(std::string message_id,
+  void find_message(std::string tenant, std::string message_id,
                     std::function<void(
                         std::variant<std::optional<persistence::message_view>, api::service_error>)>
                         done) override {
     enqueue(
-        [this, message_id, done = std::move(done)] {
+        [this, tenant, message_id, done = std::move(done)] {
+          remember_tenant(tenant);
           auto it = messages_.find(message_id);
           if (it == messages_.end()) {
             done(std::optional<persistence::message_view>{});
@@ -104,11 +108,12 @@ public:
 
   /// One dead letter, "tsk_dead" on sms, until it is replayed.
   void list_dead_letters(
-      std::string channel, std::string after, std::size_t limit,
+      std::string tenant, std::string channel, std::string after, std::size_t limit,
       std::function<void(std::variant<std::vector<persistence::dead_letter>, api::service_error>)>
           done) override {
     enqueue(
-        [this, channel, after, limit, done = std::move(done)] {
+        [this, tenant, channel, after, limit, done = std::move(done)] {
+          remember_tenant(tenant);
           std::vector<persistence::dead_letter> page;
           if (!replayed_ && (channel.empty() || channel == "sms") && after < "tsk_dead" &&
               limit > 0) {
@@ -127,11 +132,12 @@ public:
   }
 
   void replay_dead_letter(
-      std::string task_id,
+      std::string tenant, std::string task_id,
       std::function<void(std::variant<persistence::replay_result, api::service_error>)> done)
       override {
     enqueue(
-        [this, task_id, done = std::move(done)] {
+        [this, tenant, task_id, done = std::move(done)] {
+          remember_tenant(tenant);
           persistence::replay_result result;
           using outcome = persistence::replay_result::outcome;
           if (task_id != "tsk_dead") {
@@ -180,6 +186,12 @@ public:
   }
 
   std::atomic<bool> ready{true};
+
+  /// The tenant the last look-up, listing or replay was scoped to.
+  std::string last_tenant() {
+    std::lock_guard<std::mutex> lock(tenant_mutex_);
+    return last_tenant_;
+  }
   std::optional<api::service_error> failure; // set before the requests it applies to
 
 private:
@@ -205,7 +217,15 @@ private:
     }
   }
 
+  void remember_tenant(const std::string& tenant) {
+    std::lock_guard<std::mutex> lock(tenant_mutex_);
+    last_tenant_ = tenant;
+  }
+
   domain::routing_rules rules_;
+  domain::id_secret id_secret_{"unit-test-installation"};
+  std::mutex tenant_mutex_;
+  std::string last_tenant_;
   std::map<std::string, domain::task_record> tasks_;     // worker thread only
   std::map<std::string, domain::message_plan> messages_; // worker thread only
   bool replayed_ = false;                                // worker thread only
@@ -218,11 +238,15 @@ private:
   std::thread worker_;
 };
 
-/// The real server and routes on an ephemeral port, over the in-memory service.
+/// The real server and routes on an ephemeral port, over the in-memory service; open access
+/// unless `auth` is given.
 struct server_fixture {
-  explicit server_fixture(api::http_options options = small_options())
+  explicit server_fixture(api::http_options options = small_options(),
+                          const api::authenticator* auth = nullptr,
+                          bool metrics_on_api_listener = true)
       : clock(*domain::parse_rfc3339("2026-12-01T10:00:00Z")),
-        routes(service, counters, clock, {options.max_json_depth}),
+        routes(service, counters, clock, auth ? *auth : open,
+               {options.max_json_depth, metrics_on_api_listener}),
         server(options, routes.handler()) {
     server.start();
     port = server.port();
@@ -258,6 +282,7 @@ struct server_fixture {
   memory_service service;
   herald::metrics counters;
   domain::manual_clock clock;
+  api::open_access open;
   api::routes routes;
   api::http_server server;
   std::uint16_t port = 0;
@@ -872,6 +897,134 @@ BOOST_AUTO_TEST_CASE(over_the_cap_with_nothing_idle_is_503) {
     client.join();
   BOOST_TEST(accepted.load() == 2);
   BOOST_TEST(get("/healthz").status == 200);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+/// A key text of the documented shape whose secret is `fill` repeated.
+std::string key_text(const std::string& id, char fill) {
+  return domain::api_key_text(id, std::string(64, fill));
+}
+
+domain::api_key stored_key(const std::string& id, char fill, const std::string& tenant,
+                           const std::string& scopes) {
+  domain::api_key key;
+  key.id = id;
+  key.tenant = tenant;
+  key.scopes = *domain::parse_scopes(scopes);
+  key.hash = domain::api_key_hash(key_text(id, fill));
+  return key;
+}
+
+header_list bearer(const std::string& key, header_list headers = {}) {
+  headers.emplace_back("Authorization", "Bearer " + key);
+  return headers;
+}
+
+/// The server with API keys: "acme" may do everything, "reader" only read, one key revoked.
+struct keyed_fixture {
+  keyed_fixture() {
+    auto revoked = stored_key("00000000000000cc", 'c', "acme", "submit,read,admin");
+    revoked.revoked_at = domain::timestamp{};
+    keys.replace({stored_key("00000000000000aa", 'a', "acme", "submit,read,admin"),
+                  stored_key("00000000000000bb", 'b', "acme", "read"), revoked});
+  }
+
+  const std::string acme = key_text("00000000000000aa", 'a');
+  const std::string reader = key_text("00000000000000bb", 'b');
+  const std::string revoked = key_text("00000000000000cc", 'c');
+  api::api_key_table keys;
+  server_fixture http{server_fixture::small_options(), &keys};
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(routes_auth_tests)
+
+BOOST_FIXTURE_TEST_CASE(no_wrong_or_revoked_key_is_401_with_a_challenge, keyed_fixture) {
+  const std::string wrong_secret = key_text("00000000000000aa", 'f');
+  for (const auto& headers : {header_list{}, bearer(wrong_secret), bearer(revoked),
+                              bearer("not-a-key"), header_list{{"Authorization", "Basic eA=="}}}) {
+    for (const auto& [method, target] :
+         {std::pair{"GET", "/v1/messages/msg_1"}, std::pair{"GET", "/v1/dead-letters"},
+          std::pair{"POST", "/v1/dead-letters/tsk_dead/replay"}}) {
+      auto response = http.request(method, target, "", headers);
+      BOOST_TEST(response.status == 401, method << " " << target);
+      BOOST_TEST(response.header("www-authenticate") == "Bearer");
+      BOOST_TEST(text(error_of(response).at("code")) == "unauthorized");
+    }
+    header_list post_headers = headers;
+    post_headers.emplace_back("Content-Type", "application/json");
+    BOOST_TEST(http.post(shipped, post_headers).status == 401);
+  }
+  BOOST_TEST(http.get("/v1/messages/msg_1", bearer(acme)).status == 404);
+}
+
+BOOST_FIXTURE_TEST_CASE(health_and_readiness_need_no_key, keyed_fixture) {
+  BOOST_TEST(http.get("/healthz").status == 200);
+  BOOST_TEST(http.get("/readyz").status == 200);
+}
+
+BOOST_FIXTURE_TEST_CASE(each_route_needs_its_scope, keyed_fixture) {
+  auto refused = http.post(shipped, bearer(reader, test::json_headers()));
+  BOOST_TEST(refused.status == 403);
+  BOOST_TEST(text(error_of(refused).at("code")) == "forbidden");
+  BOOST_TEST(http.request("POST", "/v1/dead-letters/tsk_dead/replay", "", bearer(reader)).status ==
+             403);
+  BOOST_TEST(http.get("/v1/dead-letters", bearer(reader)).status == 200);
+  BOOST_TEST(http.request("POST", "/v1/dead-letters/tsk_dead/replay", "", bearer(acme)).status ==
+             202);
+  // Replayed already and not failed again: nothing to replay.
+  BOOST_TEST(http.request("POST", "/v1/dead-letters/tsk_dead/replay", "", bearer(acme)).status ==
+             409);
+}
+
+BOOST_FIXTURE_TEST_CASE(the_key_decides_the_tenant, keyed_fixture) {
+  auto accepted = http.post(shipped, bearer(acme, test::json_headers()));
+  BOOST_REQUIRE(accepted.status == 202);
+  auto id = text(json::parse(accepted.body).as_object().at("message_id"));
+  auto view = http.get("/v1/messages/" + id, bearer(acme));
+  BOOST_REQUIRE(view.status == 200);
+  BOOST_TEST(text(json::parse(view.body).as_object().at("tenant")) == "acme");
+  BOOST_TEST(http.service.last_tenant() == "acme");
+
+  std::string named = shipped;
+  named.insert(1, R"("tenant":"acme",)");
+  BOOST_TEST(http.post(named, bearer(acme, test::json_headers())).status == 200);
+
+  std::string other = shipped;
+  other.insert(1, R"("tenant":"default",)");
+  auto refused = http.post(other, bearer(acme, test::json_headers()));
+  BOOST_TEST(refused.status == 403);
+  BOOST_TEST(text(error_of(refused).at("field")) == "tenant");
+}
+
+BOOST_FIXTURE_TEST_CASE(listings_and_replays_are_scoped_to_the_key_tenant, keyed_fixture) {
+  BOOST_TEST(http.get("/v1/dead-letters", bearer(acme)).status == 200);
+  BOOST_TEST(http.service.last_tenant() == "acme");
+  http.request("POST", "/v1/dead-letters/tsk_dead/replay", "", bearer(acme));
+  BOOST_TEST(http.service.last_tenant() == "acme");
+}
+
+BOOST_AUTO_TEST_CASE(open_access_acts_for_any_tenant) {
+  server_fixture http;
+  BOOST_TEST(http.get("/v1/dead-letters").status == 200);
+  BOOST_TEST(http.service.last_tenant().empty());
+}
+
+BOOST_AUTO_TEST_CASE(metrics_move_to_their_own_listener) {
+  server_fixture http{server_fixture::small_options(), nullptr, false};
+  BOOST_TEST(http.get("/metrics").status == 404);
+  api::http_server metrics_server{server_fixture::small_options(), http.routes.metrics_handler()};
+  metrics_server.start();
+  auto scraped = test::request("127.0.0.1", metrics_server.port(), "GET", "/metrics");
+  BOOST_TEST(scraped.status == 200);
+  BOOST_TEST(scraped.body.find("herald_messages_received_total") != std::string::npos);
+  BOOST_TEST(test::request("127.0.0.1", metrics_server.port(), "GET", "/v1/dead-letters").status ==
+             404);
+  metrics_server.stop();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

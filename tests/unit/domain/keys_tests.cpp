@@ -9,6 +9,8 @@ using namespace herald::domain;
 
 namespace {
 
+const id_secret secret{"installation-secret-for-tests"};
+
 message_key order_key() {
   return message_key{"default", "ORDER_SHIPPED", "order-1", "u-123"};
 }
@@ -32,7 +34,7 @@ BOOST_AUTO_TEST_CASE(encode_is_unambiguous_where_plain_joining_is_not) {
   const message_key a{"t", "a:b", "c", "u"};
   const message_key b{"t", "a", "b:c", "u"};
   BOOST_TEST(encode(a) != encode(b));
-  BOOST_TEST(message_id_for(a) != message_id_for(b));
+  BOOST_TEST(message_id_for(a, secret) != message_id_for(b, secret));
 
   // Digits inside a field cannot pose as a length prefix either.
   const message_key c{"t", "1:x", "", "u"};
@@ -42,21 +44,22 @@ BOOST_AUTO_TEST_CASE(encode_is_unambiguous_where_plain_joining_is_not) {
   const task_key e{message_key{"t", "b", "i", "u:sms"}, ""};
   const task_key f{message_key{"t", "b", "i", "u"}, "sms"};
   BOOST_TEST(encode(e) != encode(f));
-  BOOST_TEST(task_id_for(e) != task_id_for(f));
+  BOOST_TEST(task_id_for(e, secret) != task_id_for(f, secret));
 }
 
 BOOST_AUTO_TEST_CASE(ids_are_deterministic) {
   const task_key key{order_key(), "sms"};
-  BOOST_TEST(message_id_for(order_key()) == message_id_for(order_key()));
-  BOOST_TEST(task_id_for(key) == task_id_for(task_key{order_key(), "sms"}));
-  BOOST_TEST(provider_request_id_for(key) == provider_request_id_for(task_key{order_key(), "sms"}));
+  BOOST_TEST(message_id_for(order_key(), secret) == message_id_for(order_key(), secret));
+  BOOST_TEST(task_id_for(key, secret) == task_id_for(task_key{order_key(), "sms"}, secret));
+  BOOST_TEST(provider_request_id_for(key, secret) ==
+             provider_request_id_for(task_key{order_key(), "sms"}, secret));
 }
 
 BOOST_AUTO_TEST_CASE(ids_have_their_prefix_and_length) {
   const task_key key{order_key(), "sms"};
-  const std::string message_id = message_id_for(order_key());
-  const std::string task_id = task_id_for(key);
-  const std::string request_id = provider_request_id_for(key);
+  const std::string message_id = message_id_for(order_key(), secret);
+  const std::string task_id = task_id_for(key, secret);
+  const std::string request_id = provider_request_id_for(key, secret);
   BOOST_TEST(message_id.size() == 4u + 24u);
   BOOST_TEST(message_id.rfind("msg_", 0) == 0u);
   BOOST_TEST(is_lower_hex(message_id.substr(4)));
@@ -69,12 +72,13 @@ BOOST_AUTO_TEST_CASE(ids_have_their_prefix_and_length) {
 }
 
 BOOST_AUTO_TEST_CASE(derivation_is_pinned) {
-  // Computed once from the documented derivation; a change here would split every stored key
+  // HMAC-SHA256(secret, "message\n" | "task\n" | "provider-request\n" + encoded key),
+  // computed once outside herald; a change here would split every stored key
   // from its new id, so it must be deliberate.
   const task_key key{order_key(), "sms"};
-  BOOST_TEST(message_id_for(order_key()) == "msg_a445a10befe3049688c226c0");
-  BOOST_TEST(task_id_for(key) == "tsk_ed48193f7f3777a8d990db72");
-  BOOST_TEST(provider_request_id_for(key) == "hrq_48f3faeea1a4cd173c517111fd39d480");
+  BOOST_TEST(message_id_for(order_key(), secret) == "msg_7c5fe38ef3f9cf512784d676");
+  BOOST_TEST(task_id_for(key, secret) == "tsk_74b3dbe7d33806766c6befb6");
+  BOOST_TEST(provider_request_id_for(key, secret) == "hrq_997ec04aab83cf2cf234179b26167431");
   BOOST_TEST(stable_hash(encode(order_key())) == 0xa445a10befe30496ULL);
   // SHA-256("") starts e3b0c44298fc1c14: big-endian first eight bytes.
   BOOST_TEST(stable_hash("") == 0xe3b0c44298fc1c14ULL);
@@ -84,27 +88,42 @@ BOOST_AUTO_TEST_CASE(ids_differ_per_channel_tenant_and_field) {
   const message_key base = order_key();
   std::set<std::string> ids;
   for (const char* channel : {"sms", "wechat", "app", "email"})
-    ids.insert(task_id_for(task_key{base, channel}));
+    ids.insert(task_id_for(task_key{base, channel}, secret));
   BOOST_TEST(ids.size() == 4u);
 
   message_key other_tenant = base;
   other_tenant.tenant = "acme";
-  BOOST_TEST(message_id_for(other_tenant) != message_id_for(base));
-  BOOST_TEST(task_id_for(task_key{other_tenant, "sms"}) != task_id_for(task_key{base, "sms"}));
+  BOOST_TEST(message_id_for(other_tenant, secret) != message_id_for(base, secret));
+  BOOST_TEST(task_id_for(task_key{other_tenant, "sms"}, secret) !=
+             task_id_for(task_key{base, "sms"}, secret));
 
   message_key other_user = base;
   other_user.user_id = "u-124";
-  BOOST_TEST(message_id_for(other_user) != message_id_for(base));
+  BOOST_TEST(message_id_for(other_user, secret) != message_id_for(base, secret));
 
   message_key other_biz = base;
   other_biz.biz_id = "order-2";
-  BOOST_TEST(message_id_for(other_biz) != message_id_for(base));
+  BOOST_TEST(message_id_for(other_biz, secret) != message_id_for(base, secret));
+}
+
+BOOST_AUTO_TEST_CASE(ids_cannot_be_computed_without_the_secret) {
+  // What ids were before they were keyed: anyone knowing the business data could compute them.
+  BOOST_TEST(message_id_for(order_key(), secret) != "msg_a445a10befe3049688c226c0");
+  BOOST_TEST(task_id_for(task_key{order_key(), "sms"}, secret) != "tsk_ed48193f7f3777a8d990db72");
+  const id_secret other{"another-installation"};
+  BOOST_TEST(message_id_for(order_key(), other) != message_id_for(order_key(), secret));
+  BOOST_TEST(task_id_for(task_key{order_key(), "sms"}, other) !=
+             task_id_for(task_key{order_key(), "sms"}, secret));
+  BOOST_TEST(provider_request_id_for(task_key{order_key(), "sms"}, other) !=
+             provider_request_id_for(task_key{order_key(), "sms"}, secret));
 }
 
 BOOST_AUTO_TEST_CASE(provider_request_id_is_not_the_task_id) {
   const task_key key{order_key(), "sms"};
-  BOOST_TEST(provider_request_id_for(key).substr(4, 24) != task_id_for(key).substr(4));
-  BOOST_TEST(provider_request_id_for(key) != provider_request_id_for(task_key{order_key(), "app"}));
+  BOOST_TEST(provider_request_id_for(key, secret).substr(4, 24) !=
+             task_id_for(key, secret).substr(4));
+  BOOST_TEST(provider_request_id_for(key, secret) !=
+             provider_request_id_for(task_key{order_key(), "app"}, secret));
 }
 
 BOOST_AUTO_TEST_CASE(shard_is_in_range_and_stable) {

@@ -37,9 +37,10 @@ message_request make_request() {
 struct fixture {
   routing_rules rules = make_rules();
   message_request request = make_request();
+  id_secret secret{"installation-secret"};
 
   std::variant<message_plan, validation_error> plan() const {
-    return plan_message(request, rules, now, "trace-1");
+    return plan_message(request, rules, secret, now, "trace-1");
   }
 
   // The error the request is refused with; fails the test if it was accepted.
@@ -85,7 +86,7 @@ BOOST_AUTO_TEST_CASE(happy_path_builds_the_full_plan) {
 
   const message_key key{"default", "ORDER_SHIPPED", "order-20260907-001", "u-123"};
   const message_record& m = plan.message;
-  BOOST_TEST(m.id == message_id_for(key));
+  BOOST_TEST(m.id == message_id_for(key, secret));
   BOOST_TEST((m.key == key));
   BOOST_TEST(m.template_name == "order_shipped");
   BOOST_TEST((m.params == request.params));
@@ -104,15 +105,15 @@ BOOST_AUTO_TEST_CASE(happy_path_builds_the_full_plan) {
     const task_record& task = plan.tasks[i];
     const task_key tkey{key, channels[i]};
     BOOST_TEST(task.channel == channels[i]);
-    BOOST_TEST(task.id == task_id_for(tkey));
-    BOOST_TEST(task.provider_request_id == provider_request_id_for(tkey));
+    BOOST_TEST(task.id == task_id_for(tkey, secret));
+    BOOST_TEST(task.provider_request_id == provider_request_id_for(tkey, secret));
     BOOST_TEST(task.recipient == request.to.at(channels[i]));
   }
 }
 
 BOOST_AUTO_TEST_CASE(resubmission_plans_the_same_ids) {
   const message_plan first = accepted();
-  const auto again = plan_message(request, rules, now + 1h, "trace-2");
+  const auto again = plan_message(request, rules, secret, now + 1h, "trace-2");
   BOOST_REQUIRE(std::holds_alternative<message_plan>(again));
   const message_plan& second = std::get<message_plan>(again);
   BOOST_TEST(first.message.id == second.message.id);
