@@ -174,6 +174,9 @@ channel_config read_channel(const json::value& value, const std::string& path) {
   r.read_number("rate_per_sec", ch.settings.rate_per_sec, 0.001, 1e6);
   r.read_number("burst", ch.settings.burst, 1, 1e6);
   r.read_integer("window", ch.settings.window, 1, 100000);
+  // Unless set, the queue holds at least a few windows, so a wide window is not refused.
+  ch.settings.queue_limit = std::max(ch.settings.queue_limit, 4 * ch.settings.window);
+  r.read_integer("queue_limit", ch.settings.queue_limit, 1, 10000000);
   r.read("fallback", ch.settings.fallback);
   r.read_ms("throttle_pause_ms", ch.settings.throttle_pause, 1, one_hour_ms);
   r.read_ms("lease_ms", ch.settings.lease, 100);
@@ -288,7 +291,8 @@ config parse_config(const std::string& text) {
   if (auto* ingest = r.find("ingest")) {
     object_reader i{*ingest, "ingest"};
     i.read_integer("max_in_flight", cfg.ingest.max_in_flight, 1, 10000000);
-    i.read_ms("claim_timeout_ms", cfg.ingest.claim_timeout, 1, one_hour_ms);
+    // At least 2 ms: the dedup shards' default is 4/5 of it, and must stay above zero.
+    i.read_ms("claim_timeout_ms", cfg.ingest.claim_timeout, 2, one_hour_ms);
     i.done();
   }
   // The shard must give up on the database before ingest gives up on the shard.
@@ -315,6 +319,13 @@ config parse_config(const std::string& text) {
   if (auto* store = r.find("store")) {
     object_reader s{*store, "store"};
     s.read_integer("batch_max", cfg.store.batch_max, 1, 100000);
+    if (auto* faults = s.find("faults")) {
+      object_reader f{*faults, s.path("faults")};
+      f.read_number("write_failure_rate", cfg.store_faults.write_failure_rate, 0, 1);
+      f.read_number("lost_answer_share", cfg.store_faults.lost_answer_share, 0, 1);
+      f.read_integer("seed", cfg.store_faults.seed, 0, std::numeric_limits<std::int64_t>::max());
+      f.done();
+    }
     s.done();
   }
   if (auto* channels = r.find("channels")) {

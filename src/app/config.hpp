@@ -7,6 +7,7 @@
 #include "actors/node_supervisor.hpp"
 #include "actors/retry_timer.hpp"
 #include "actors/store_writer.hpp"
+#include "persistence/faulty_task_store.hpp"
 #include "api/http_server.hpp"
 #include "domain/validation.hpp"
 #include "observability/log.hpp"
@@ -58,13 +59,16 @@ struct config {
   std::size_t shards = 8;
   unsigned scheduler_threads = 2;
   std::chrono::milliseconds drain_timeout{15000};
-  std::string node_id; ///< lease owner name; empty: "<host>:<port>/<pid>" at start
+  /// Lease owner name; empty: "<host>:<port>" at start. Stable across restarts, so a
+  /// restarted node finds the leases it held and resumes those tasks at once.
+  std::string node_id;
   actors::dispatcher_config dispatcher;
   actors::ingest_config ingest;
   actors::dedup_shard_config dedup; ///< claim_timeout defaults to 4/5 of ingest's
   actors::retry_timer_config retry_timer;
   actors::supervision_config supervision;
   actors::store_writer_config store;
+  persistence::store_faults store_faults; ///< drills only: injected store-write failures
   std::vector<channel_config> channels;
   domain::routing_rules rules;
 };

@@ -12,6 +12,7 @@
 #include "app/api_access.hpp"
 #include "app/stop_signals.hpp"
 #include "observability/health_board.hpp"
+#include "persistence/faulty_task_store.hpp"
 #include "observability/log.hpp"
 #include "observability/metrics.hpp"
 #include "persistence/installation.hpp"
@@ -36,12 +37,33 @@ namespace herald::app {
 namespace {
 
 // Names this process as a lease owner: unique per process, readable in the database.
+// Two live nodes never share a name: one host cannot listen twice on a port. The same node
+// restarted gets its name back, and with it the leases it held (see resume_own_leases). On an
+// ephemeral port (0) the name cannot come back, so the process id keeps it unique.
 std::string node_name(const config& cfg, std::uint16_t port) {
   if (!cfg.node_id.empty())
     return cfg.node_id;
   char host[256] = "herald";
   gethostname(host, sizeof(host) - 1);
-  return std::string{host} + ":" + std::to_string(port) + "/" + std::to_string(getpid());
+  auto name = std::string{host} + ":" + std::to_string(port);
+  return port == 0 ? name + "/" + std::to_string(getpid()) : name;
+}
+
+// After a crash this node's SENDING tasks still carry its leases; ending those leases now lets
+// the first recovery pass resend them (same provider request id) instead of waiting out lease
+// and sweep. Called only once the port is bound: a second process with the same name would
+// have failed to bind, so the leases cannot belong to a live node.
+void resume_own_leases(const persistence::database_url& url, const std::string& node_id,
+                       const domain::clock& clock) {
+  try {
+    auto released = persistence::open_task_store(url, false)->release_leases(node_id, clock.now());
+    if (released > 0)
+      log::warn("herald.leases_resumed",
+                {{"node_id", node_id}, {"tasks", std::to_string(released)}});
+  } catch (const std::exception& e) {
+    // Not fatal: the sweep takes these tasks once their leases run out.
+    log::error("herald.leases_not_resumed", {{"node_id", node_id}, {"error", e.what()}});
+  }
 }
 
 std::vector<actors::channel_spec>
@@ -166,6 +188,12 @@ int serve(const config& cfg) {
   std::unique_ptr<api_access> access;
   try {
     writer_store = persistence::open_task_store(url, true);
+    if (cfg.store_faults.write_failure_rate > 0) {
+      log::warn("herald.store_faults_injected",
+                {{"write_failure_rate", std::to_string(cfg.store_faults.write_failure_rate)}});
+      writer_store =
+          std::make_shared<persistence::faulty_task_store>(writer_store, cfg.store_faults);
+    }
     reader_store = persistence::open_task_store(url, false);
     id_secret = persistence::installation_secret(url);
     access = std::make_unique<api_access>(cfg.auth, url);
@@ -191,7 +219,6 @@ int serve(const config& cfg) {
                    std::make_shared<health_board>());
     writer_store.reset(); // the actors own the connections now
     reader_store.reset();
-    caf::anon_send(n.dispatcher, actors::recover_atom_v, std::string{}); // every channel
 
     actor_service service{n.ingest, cfg.rules, id_secret};
     api::routes routes{service, *metrics_registry, *clock, access->authenticator(),
@@ -208,6 +235,8 @@ int serve(const config& cfg) {
       server.start();
       if (metrics_server)
         metrics_server->start();
+      resume_own_leases(url, node_id, *clock);
+      caf::anon_send(n.dispatcher, actors::recover_atom_v, std::string{}); // every channel
       log::info("herald.started",
                 {{"version", HERALD_VERSION},
                  {"listen", cfg.http.host + ":" + std::to_string(server.port())},

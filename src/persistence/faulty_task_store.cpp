@@ -84,24 +84,28 @@ failover_result faulty_task_store::fail_over(const state_change& change,
   return write("fail_over", [&] { return real_->fail_over(change, attempts, fallback); });
 }
 
-std::optional<message_view> faulty_task_store::find_message(const std::string& message_id) {
-  return real_->find_message(message_id);
+std::optional<message_view> faulty_task_store::find_message(const std::string& tenant,
+                                                            const std::string& message_id) {
+  return real_->find_message(tenant, message_id);
 }
 
 std::vector<domain::delivery> faulty_task_store::load_unfinished(const std::string& after_task_id,
                                                                  std::size_t limit,
-                                                                 domain::timestamp now) {
-  return real_->load_unfinished(after_task_id, limit, now);
+                                                                 domain::timestamp now,
+                                                                 const unfinished_filter& which) {
+  return real_->load_unfinished(after_task_id, limit, now, which);
 }
 
-std::vector<dead_letter> faulty_task_store::list_dead_letters(const std::string& channel,
+std::vector<dead_letter> faulty_task_store::list_dead_letters(const std::string& tenant,
+                                                              const std::string& channel,
                                                               const std::string& after_task_id,
                                                               std::size_t limit) {
-  return real_->list_dead_letters(channel, after_task_id, limit);
+  return real_->list_dead_letters(tenant, channel, after_task_id, limit);
 }
 
-replay_result faulty_task_store::replay(const std::string& task_id, domain::timestamp now) {
-  return write("replay", [&] { return real_->replay(task_id, now); });
+replay_result faulty_task_store::replay(const std::string& tenant, const std::string& task_id,
+                                        domain::timestamp now) {
+  return write("replay", [&] { return real_->replay(tenant, task_id, now); });
 }
 
 std::vector<state_count> faulty_task_store::count_by_state() {

@@ -50,13 +50,16 @@ public:
                                  const std::vector<attempt_record>& attempts) override;
   failover_result fail_over(const state_change& change, const std::vector<attempt_record>& attempts,
                             const domain::message_plan& fallback) override;
-  std::optional<message_view> find_message(const std::string& message_id) override;
+  std::optional<message_view> find_message(const std::string& tenant,
+                                           const std::string& message_id) override;
   std::vector<domain::delivery> load_unfinished(const std::string& after_task_id, std::size_t limit,
-                                                domain::timestamp now) override;
-  std::vector<dead_letter> list_dead_letters(const std::string& channel,
+                                                domain::timestamp now,
+                                                const unfinished_filter& which) override;
+  std::vector<dead_letter> list_dead_letters(const std::string& tenant, const std::string& channel,
                                              const std::string& after_task_id,
                                              std::size_t limit) override;
-  replay_result replay(const std::string& task_id, domain::timestamp now) override;
+  replay_result replay(const std::string& tenant, const std::string& task_id,
+                       domain::timestamp now) override;
   std::vector<state_count> count_by_state() override;
   std::size_t release_leases(const std::string& lease_owner, domain::timestamp now) override;
   void ping() override;

@@ -867,7 +867,8 @@ inline void fail_over_to_an_existing_task_writes_nothing(store_backend& backend)
   auto page = store->load_unfinished("", 10, micros(1'790'000'020'000'000));
   const auto pending_sms =
       *std::find_if(page.begin(), page.end(), [&](const auto& d) { return d.task_id == sms; });
-  auto fallback = domain::fallback_plan(pending_sms, "email", micros(1'790'000'030'000'000));
+  auto fallback =
+      domain::fallback_plan(pending_sms, "email", test_id_secret, micros(1'790'000'030'000'000));
   BOOST_TEST_REQUIRE(fallback.has_value());
   auto suppress = change(sms, task_state::pending, task_state::suppressed, 0, 1'790'000'031'000'000,
                          "failed over to email");
@@ -937,14 +938,15 @@ inline void suppressed_tasks_are_listed_and_replayable(store_backend& backend) {
                                  1'790'000'011'000'000, "failed over to app: circuit open")},
                          {})
                  .size() == 1u);
-  auto letters = store->list_dead_letters("sms", "", 10);
+  auto letters = store->list_dead_letters("", "sms", "", 10);
   BOOST_TEST_REQUIRE(letters.size() == 1u);
   BOOST_TEST((letters[0].task.state == task_state::suppressed));
   BOOST_TEST(letters[0].task.last_error == "failed over to app: circuit open");
   const auto now = micros(1'790'000'500'000'000);
-  BOOST_TEST((store->replay(sms, now).result == persistence::replay_result::outcome::replayed));
   BOOST_TEST(
-      (store->replay(sms, now).result == persistence::replay_result::outcome::not_replayable));
+      (store->replay("", sms, now).result == persistence::replay_result::outcome::replayed));
+  BOOST_TEST(
+      (store->replay("", sms, now).result == persistence::replay_result::outcome::not_replayable));
   BOOST_TEST(tasks_in(*store, task_state::pending) == 1u);
 }
 

@@ -78,7 +78,7 @@ std::vector<bounded_key> bounded_keys() {
       {"http.max_in_flight", section("http", "max_in_flight"), "1", "0", "10000000", "10000001"},
       {"ingest.max_in_flight", section("ingest", "max_in_flight"), "1", "0", "10000000",
        "10000001"},
-      {"ingest.claim_timeout_ms", section("ingest", "claim_timeout_ms"), "1", "0", "3600000",
+      {"ingest.claim_timeout_ms", section("ingest", "claim_timeout_ms"), "2", "1", "3600000",
        "3600001"},
       {"store.batch_max", section("store", "batch_max"), "1", "0", "100000", "100001"},
       {"channels[0].rate_per_sec", channel("rate_per_sec"), "0.001", "0.0009", "1000000",
