@@ -3,13 +3,14 @@
 #
 #   scripts/fault-drill.sh [--db sqlite|postgresql] [--events N] [--kills K] [--outage-s S]
 #                          [--fail-rate F] [--permanent-rate F] [--duplicate-ratio R]
-#                          [--herald PATH] [--keep]
+#                          [--store-fail-rate F] [--herald PATH] [--keep]
 #
 # Runs `herald sim-provider --dedupe-by-id` (failing at the given rates), `herald serve` with
 # three webhook channels (sms -> app fallback) and `herald load`; meanwhile SIGKILLs herald
 # K times at random moments and restarts it, then restarts it once with `wechat` pointed at a
 # closed port for S seconds (retries, circuit opens, new tasks fail over) and once more with
-# the right address. At the end `herald load` checks, from herald's API and the provider's
+# the right address. With --store-fail-rate, herald's own database writes fail at that rate
+# (config `store.faults`; half of them after committing, as a lost answer). At the end `herald load` checks, from herald's API and the provider's
 # record: every accepted task terminal, none lost, at most one effective delivery per
 # provider request id, accounting adds up. The drill itself checks that ambiguous resends
 # (summed over every herald process) stay within what could have been in flight at the kills.
@@ -18,6 +19,7 @@
 set -euo pipefail
 
 db=sqlite events=2000 kills=5 outage_s=4 fail_rate=0.2 permanent_rate=0.02 duplicate_ratio=0.3
+store_fail_rate=0
 herald="${HERALD_BINARY:-$(cd "$(dirname "$0")/.." && pwd)/build/herald}"
 keep=no
 while [ $# -gt 0 ]; do
@@ -29,6 +31,7 @@ while [ $# -gt 0 ]; do
     --fail-rate) fail_rate=$2; shift 2 ;;
     --permanent-rate) permanent_rate=$2; shift 2 ;;
     --duplicate-ratio) duplicate_ratio=$2; shift 2 ;;
+    --store-fail-rate) store_fail_rate=$2; shift 2 ;;
     --herald) herald=$2; shift 2 ;;
     --keep) keep=yes; shift ;;
     *) echo "fault-drill: unknown option '$1'" >&2; exit 2 ;;
@@ -94,6 +97,7 @@ write_config() {
   "log_level": "warn",
   "sweep_interval_ms": 1000,
   "drain_timeout_ms": 5000,
+  "store": {"faults": {"write_failure_rate": $store_fail_rate, "seed": $RANDOM}},
   "channels": [
     { "name": "sms", "type": "webhook", "url": "http://127.0.0.1:$provider_port/sms",
       "secret": "$secret", "fallback": "app", $common },
@@ -136,7 +140,8 @@ stop_herald() { # SIGNAL
 }
 
 start_herald "$work/herald.json"
-say "herald on :$herald_port ($db), provider on :$provider_port, work dir $work"
+say "herald on :$herald_port ($db, store write failures $store_fail_rate), provider on" \
+  ":$provider_port, work dir $work"
 
 "$herald" load --target "127.0.0.1:$herald_port" --provider "127.0.0.1:$provider_port" \
   --events "$events" --channels sms,wechat,app --duplicate-ratio "$duplicate_ratio" \

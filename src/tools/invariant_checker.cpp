@@ -174,6 +174,25 @@ check_report check_invariants(const run_record& run) {
   }
   report.invariants.push_back(verdict("late_duplicates_create_nothing", report.late_creations,
                                       "late resubmissions that created a task", late_examples));
+  // A SUPPRESSED task handed its message to a fallback task the failover created, so that
+  // message must show a task no submission named. Without one the user got nothing.
+  examples suppressed_examples;
+  for (const auto& [message_id, message] : run.messages) {
+    if (!message.found)
+      continue;
+    const bool has_failover_task =
+        std::any_of(message.tasks.begin(), message.tasks.end(),
+                    [&](const observed_task& t) { return accepted.count(t.task_id) == 0; });
+    for (const auto& task : message.tasks) {
+      if (task.status == "SUPPRESSED" && accepted.count(task.task_id) && !has_failover_task) {
+        ++report.suppressed_for_nothing;
+        suppressed_examples.add(task.task_id);
+      }
+    }
+  }
+  report.invariants.push_back(verdict("failover_sends_something", report.suppressed_for_nothing,
+                                      "tasks suppressed without a fallback task of their own",
+                                      suppressed_examples));
   {
     std::size_t off = (report.accepted_tasks - state_sum) + seen_twice;
     auto result = verdict("accounting", off, "accepted tasks not counted exactly once");

@@ -79,6 +79,7 @@ struct check_report {
   std::size_t delivered_tasks = 0; ///< SENT, DELIVERED, READ, CLICKED or UNCONFIRMED
   std::size_t sent_without_delivery = 0;
   std::size_t unknown_provider_ids = 0;
+  std::size_t suppressed_for_nothing = 0; ///< SUPPRESSED with no failover task in the message
   std::map<std::string, std::size_t> states; ///< accepted tasks per state; "MISSING" if unseen
   std::vector<invariant_result> invariants;
 
@@ -96,6 +97,8 @@ bool is_delivered_status(const std::string& status);
 /// - stable_ids: all answers of one event carry the same message id and task ids, one task per
 ///   channel;
 /// - late_duplicates_create_nothing: answers after the drain are 200 with every task duplicate;
+/// - failover_sends_something: a SUPPRESSED task's message shows a task the failover created
+///   (one no answer named);
 /// - accounting: accepted tasks = sum over states (each seen exactly once);
 /// - with a provider: provider_reachable, provider_at_most_once (no id delivered twice),
 ///   provider_none_lost (every delivered task of a provider channel was delivered there),

@@ -70,7 +70,7 @@ BOOST_AUTO_TEST_CASE(a_clean_run_passes_everything) {
   BOOST_TEST(report.states.at("SENT") == 3u);
   BOOST_TEST(report.states.at("DELIVERED") == 3u);
   BOOST_TEST(report.delivered_tasks == 6u);
-  BOOST_TEST(report.invariants.size() == 9u);
+  BOOST_TEST(report.invariants.size() == 10u);
 }
 
 BOOST_AUTO_TEST_CASE(a_task_that_is_not_terminal_is_lost) {
@@ -91,6 +91,25 @@ BOOST_AUTO_TEST_CASE(a_message_herald_cannot_show_is_lost_and_breaks_the_account
   BOOST_TEST(failed(report) == (std::vector<std::string>{"nothing_lost", "accounting"}));
   BOOST_TEST(report.lost_tasks == 2u);
   BOOST_TEST(report.states.at("MISSING") == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_task_suppressed_for_a_fallback_it_already_had_fails) {
+  auto run = clean_run();
+  run.messages["m1"].tasks[0].status = "SUPPRESSED"; // app was named too: nothing new was sent
+  run.provider->delivered_ids.erase("p1s");
+  auto report = check_invariants(run);
+  BOOST_TEST(failed(report) == std::vector<std::string>{"failover_sends_something"});
+  BOOST_TEST(find(report, "failover_sends_something").detail.find("t1s") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_task_suppressed_for_a_new_fallback_task_passes) {
+  auto run = clean_run();
+  run.messages["m1"].tasks[0].status = "SUPPRESSED";
+  run.messages["m1"].tasks.push_back({"t1e", "email", "SENT", "p1e", 1}); // the failover's
+  run.provider->delivered_ids.erase("p1s");
+  auto report = check_invariants(run);
+  BOOST_TEST(failed(report).empty());
+  BOOST_TEST(report.suppressed_for_nothing == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_duplicate_delivery_at_the_provider_fails) {
@@ -180,7 +199,7 @@ BOOST_AUTO_TEST_CASE(an_unreadable_provider_fails_and_no_provider_checks_nothing
   run.provider_expected = false;
   auto report = check_invariants(run);
   BOOST_TEST(report.all_pass());
-  BOOST_TEST(report.invariants.size() == 5u);
+  BOOST_TEST(report.invariants.size() == 6u);
 }
 
 BOOST_AUTO_TEST_CASE(tasks_no_answer_named_are_extra_not_violations) {
