@@ -7,7 +7,7 @@ namespace herald::actors {
 
 namespace {
 
-constexpr caf::atom_value herald_category = caf::atom("herald");
+constexpr caf::atom_value herald_category = caf::detail::error_factory<errc>::category;
 
 std::string_view name_of(errc code) {
   switch (code) {
@@ -15,17 +15,14 @@ std::string_view name_of(errc code) {
     return "store_unavailable";
   case errc::overloaded:
     return "overloaded";
-  case errc::shutting_down:
-    return "shutting_down";
   }
   return "unknown";
 }
 
 } // namespace
 
-caf::error make_error(errc code, std::string context) {
-  return caf::error{static_cast<std::uint8_t>(code), herald_category,
-                    caf::make_message(std::move(context))};
+bool has_code(const caf::error& err, errc code) {
+  return err.category() == herald_category && err.code() == static_cast<std::uint8_t>(code);
 }
 
 std::string describe(const caf::error& err) {

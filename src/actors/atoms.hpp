@@ -16,6 +16,11 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
+#include <caf/make_message.hpp>
+#include <caf/message.hpp>
+#include <caf/error.hpp>
+#include <caf/make_message.hpp>
+#include <caf/message.hpp>
 #include <caf/fwd.hpp>
 #include <caf/type_id.hpp>
 
@@ -71,15 +76,15 @@ using maybe_message_view = std::optional<persistence::message_view>;
 using state_counts = std::vector<persistence::state_count>;
 using dead_letters = std::vector<persistence::dead_letter>;
 
-/// herald's error codes inside CAF errors (category "herald").
+/// herald's error codes inside CAF errors (category "herald", registered by
+/// CAF_ERROR_CODE_ENUM below): `caf::make_error(errc::overloaded, "context")`.
 enum class errc : std::uint8_t {
   store_unavailable = 1, ///< the database failed; nothing of the batch was committed
   overloaded,            ///< too much work in flight; try again later
-  shutting_down,         ///< the node is draining
 };
 
-/// A CAF error in herald's category with a human-readable context.
-caf::error make_error(errc code, std::string context);
+/// Whether `err` carries herald's `code` (CAF 0.17 compares only its own enums with ==).
+bool has_code(const caf::error& err, errc code);
 
 /// The text of an error for logs and HTTP bodies (CAF's own rendering is terse).
 std::string describe(const caf::error& err);
@@ -88,6 +93,8 @@ std::string describe(const caf::error& err);
 void register_types(caf::actor_system_config& cfg);
 
 } // namespace herald::actors
+
+CAF_ERROR_CODE_ENUM(herald::actors::errc, "herald")
 
 // Everything below stays inside one process (callbacks, std::optional, std::variant); the
 // cluster work will give cross-node types inspect() overloads instead.

@@ -72,6 +72,12 @@ int circuit_gauge(domain::circuit_breaker::state s) {
 constexpr std::chrono::milliseconds first_rewrite_delay{100};
 constexpr std::chrono::milliseconds max_rewrite_delay{5000};
 
+// The task left this channel (recorded, or taken by another sender): nothing of it is kept.
+void forget(channel_state& st, const std::string& task_id) {
+  st.known.erase(task_id);
+  st.no_failover.erase(task_id);
+}
+
 std::string component_name(const channel_state& st) {
   return "channel " + st.settings.name;
 }
@@ -84,9 +90,12 @@ void rewrite_later(self_pointer self, std::function<void()> write, const caf::er
   if (!was_failing)
     st.failing += 1;
   st.metrics->store_write_retry(st.settings.name);
+  log::warn("channel.store_write_retry", {{"channel", st.settings.name},
+                                          {"error", describe(err)},
+                                          {"held", std::to_string(st.failing)}});
+  // /readyz is unauthenticated: it names the problem, the log carries the database's words.
   if (st.health)
-    st.health->report(component_name(st), "store writes failing (" + describe(err) + "); " +
-                                              std::to_string(st.failing) +
+    st.health->report(component_name(st), "store writes failing; " + std::to_string(st.failing) +
                                               " held until recorded, no new task taken");
   const bool timer_running = !st.rewrites.empty();
   st.rewrites.push_back(std::move(write));
@@ -173,14 +182,19 @@ void commit_sending(self_pointer self, std::vector<domain::delivery> batch, stat
             auto& st = self->state;
             st.marking -= batch.size();
             std::unordered_set<std::string> moved(applied.begin(), applied.end());
+            const auto now = st.clock->now();
             for (std::size_t i = 0; i < batch.size(); ++i) {
               auto& task = batch[i];
-              if (moved.count(task.task_id) != 0) {
+              if (moved.count(task.task_id) != 0 && *changes[i].lease_until > now) {
                 start_call(self, std::move(task), *changes[i].lease_token);
                 continue;
               }
+              if (moved.count(task.task_id) != 0) // the lease ran out on the way: a sweep's now
+                log::warn("channel.lease_expired_before_call", {{"channel", st.settings.name},
+                                                                {"task_id", task.task_id},
+                                                                {"trace_id", task.trace_id}});
               // Another sender got there first, or the task moved on: not ours to send.
-              st.known.erase(task.task_id);
+              forget(st, task.task_id);
               if (task.task_id == st.probe_task_id)
                 st.breaker->abandon_probe();
               log::debug("channel.skip_stale", {{"channel", st.settings.name},
@@ -197,6 +211,14 @@ void commit_sending(self_pointer self, std::vector<domain::delivery> batch, stat
             rewrite_later(
                 self,
                 [self, batch = std::move(batch), changes = std::move(changes)]() mutable {
+                  // Same takes (same tokens), fresh leases: the lease must run from the
+                  // commit that lands, or a sweep could take the task during our call.
+                  auto& st = self->state;
+                  const auto now = st.clock->now();
+                  for (auto& change : changes) {
+                    change.at = now;
+                    change.lease_until = now + st.settings.lease;
+                  }
                   commit_sending(self, std::move(batch), std::move(changes), true);
                 },
                 err, was_failing);
@@ -220,7 +242,7 @@ void mark_and_send(self_pointer self, std::vector<domain::delivery> batch) {
 
 void after_recorded(self_pointer self, domain::delivery task, bool applied) {
   auto& st = self->state;
-  st.known.erase(task.task_id);
+  forget(st, task.task_id);
   if (!applied)
     return;
   if (task.state == task_state::retry_wait)
@@ -326,7 +348,7 @@ void fail_over(self_pointer self, domain::delivery task, persistence::state_chan
             if (result.result == outcome::fallback_exists) {
               keep_despite_fallback(self, std::move(task), std::move(change), std::move(attempts));
             } else {
-              st.known.erase(task.task_id);
+              forget(st, task.task_id);
               if (result.result == outcome::failed_over)
                 failed_over(self, task, change.to, *result.claim, plan);
             }
@@ -371,6 +393,8 @@ void fail_over_fresh_tasks(self_pointer self, domain::timestamp now) {
       st.queued -= 1;
       auto change = change_of(task, task_state::suppressed, 0, now,
                               "failed over to " + st.settings.fallback + ": circuit open");
+      // A token lets the store recognise this failover if it is sent again (a lost answer).
+      change.lease_token = st.take_prefix + std::to_string(++st.takes);
       fail_over(self, std::move(task), std::move(change), {}, std::move(*plan));
     }
     lane = std::move(keep);
@@ -431,7 +455,7 @@ void pump(self_pointer self) {
         continue;
       }
       if (task.send_at && *task.send_at > now) { // not yet: the timer holds it until send_at
-        st.known.erase(task.task_id);
+        forget(st, task.task_id);
         self->send(st.dispatcher, dispatch_atom_v, deliveries{std::move(task)});
         lane.pop_front();
         st.queued -= 1;
@@ -575,6 +599,9 @@ channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_sta
   std::snprintf(prefix, sizeof(prefix), "%016llx-",
                 static_cast<unsigned long long>(any(st.jitter_rng)));
   st.take_prefix = prefix;
+  // A restarted channel holds nothing: whatever its predecessor reported is no longer true.
+  if (st.health)
+    st.health->clear(component_name(st));
   st.metrics->circuit_state(st.settings.name, 0);
   return {
       [self](dispatch_atom, deliveries& tasks) {

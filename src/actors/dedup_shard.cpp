@@ -119,7 +119,7 @@ dedup_shard(dedup_shard_actor::stateful_pointer<dedup_shard_state> self, store_w
       [self](claim_atom, domain::message_plan& plan) -> caf::result<persistence::claim_result> {
         auto& st = self->state;
         if (st.waiting_claims >= st.config.max_waiting)
-          return make_error(errc::overloaded, "dedup shard: " + std::to_string(st.waiting_claims) +
+          return caf::make_error(errc::overloaded, "dedup shard: " + std::to_string(st.waiting_claims) +
                                                   " claims waiting for the database");
         auto promise = self->make_response_promise<persistence::claim_result>();
         auto message_id = plan.message.id;

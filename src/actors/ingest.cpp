@@ -21,8 +21,7 @@ std::string ingest_config::validate() const {
 api::service_error to_service_error(const caf::error& err) {
   if (err == caf::sec::request_timeout)
     return {503, "unavailable", "the database did not answer in time; retrying is safe", ""};
-  if (err.category() == caf::atom("herald") &&
-      err.code() == static_cast<std::uint8_t>(errc::overloaded))
+  if (has_code(err, errc::overloaded))
     return {503, "overloaded", "too many requests waiting for the database; retry later", ""};
   return {503, "unavailable", "the service cannot take requests right now; retrying is safe", ""};
 }

@@ -14,7 +14,7 @@ template <class Result, class Call> caf::result<Result> guarded(Call&& call) {
   try {
     return call();
   } catch (const std::exception& e) {
-    return make_error(errc::store_unavailable, e.what());
+    return caf::make_error(errc::store_unavailable, e.what());
   }
 }
 

@@ -34,7 +34,7 @@ void commit_claims(store_writer_state& st) {
     log::error("store.claim_failed",
                {{"messages", std::to_string(batch.size())}, {"error", e.what()}});
     for (auto& pending : batch)
-      pending.promise.deliver(make_error(errc::store_unavailable, e.what()));
+      pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
   }
 }
 
@@ -62,7 +62,7 @@ void commit_apply_group(store_writer_state& st,
     log::error("store.apply_failed",
                {{"changes", std::to_string(changes.size())}, {"error", e.what()}});
     for (auto& pending : group)
-      pending.promise.deliver(make_error(errc::store_unavailable, e.what()));
+      pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
   }
 }
 
@@ -140,7 +140,7 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
           return st.store->fail_over(change, attempts, fallback);
         } catch (const std::exception& e) {
           log::error("store.failover_failed", {{"task_id", change.task_id}, {"error", e.what()}});
-          return make_error(errc::store_unavailable, e.what());
+          return caf::make_error(errc::store_unavailable, e.what());
         }
       },
       [self](replay_atom, const std::string& tenant, const std::string& task_id,
@@ -151,7 +151,7 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
           return st.store->replay(tenant, task_id, now);
         } catch (const std::exception& e) {
           log::error("store.replay_failed", {{"task_id", task_id}, {"error", e.what()}});
-          return make_error(errc::store_unavailable, e.what());
+          return caf::make_error(errc::store_unavailable, e.what());
         }
       },
       [self](flush_atom) { flush(self->state); },

@@ -39,7 +39,7 @@ public:
       std::function<void(std::variant<std::optional<persistence::message_view>, service_error>)>
           done) = 0;
 
-  /// Dead letters (DEAD and FAILED tasks) of `tenant` and `channel` (empty: all) after
+  /// Dead letters (DEAD, FAILED and SUPPRESSED tasks) of `tenant` and `channel` (empty: all) after
   /// `after_task_id`.
   virtual void list_dead_letters(
       std::string tenant, std::string channel, std::string after_task_id, std::size_t limit,

@@ -12,14 +12,21 @@
 #include "app/api_access.hpp"
 #include "app/stop_signals.hpp"
 #include "observability/health_board.hpp"
-#include "persistence/faulty_task_store.hpp"
 #include "observability/log.hpp"
 #include "observability/metrics.hpp"
+#include "persistence/faulty_task_store.hpp"
 #include "persistence/installation.hpp"
 #include "persistence/task_store.hpp"
 
+#include <cctype>
 #include <csignal>
+#include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <random>
+
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <caf/actor_cast.hpp>
@@ -37,9 +44,8 @@ namespace herald::app {
 namespace {
 
 // Names this process as a lease owner: unique per process, readable in the database.
-// Two live nodes never share a name: one host cannot listen twice on a port. The same node
-// restarted gets its name back, and with it the leases it held (see resume_own_leases). On an
-// ephemeral port (0) the name cannot come back, so the process id keeps it unique.
+// The node's name: `node_id`, or "<host>:<port>" (the same after a restart). On an ephemeral
+// port (0) the name cannot come back, so the process id keeps it apart.
 std::string node_name(const config& cfg, std::uint16_t port) {
   if (!cfg.node_id.empty())
     return cfg.node_id;
@@ -49,20 +55,65 @@ std::string node_name(const config& cfg, std::uint16_t port) {
   return port == 0 ? name + "/" + std::to_string(getpid()) : name;
 }
 
-// After a crash this node's SENDING tasks still carry its leases; ending those leases now lets
-// the first recovery pass resend them (same provider request id) instead of waiting out lease
-// and sweep. Called only once the port is bound: a second process with the same name would
-// have failed to bind, so the leases cannot belong to a live node.
-void resume_own_leases(const persistence::database_url& url, const std::string& node_id,
-                       const domain::clock& clock) {
+// What this process writes as lease owner: the node's name and a value drawn at start, so two
+// processes never hold a lease under the same owner — not even the same node restarted while
+// its predecessor still drains calls.
+std::string lease_owner_of(const std::string& name) {
+  std::random_device entropy;
+  char incarnation[17];
+  std::snprintf(incarnation, sizeof(incarnation), "%08x%08x", entropy(), entropy());
+  return name + "/" + incarnation;
+}
+
+// Held (an flock on a file named after the node) for the life of the process; the kernel lets
+// go of it when the process dies, even by SIGKILL. Whoever holds it knows that no earlier
+// process of this node name on this host is still running.
+class node_name_lock {
+public:
+  explicit node_name_lock(const std::string& name) {
+    std::string file_name = "herald-node-";
+    for (char c : name)
+      file_name += std::isalnum(static_cast<unsigned char>(c)) != 0 ? c : '_';
+    path_ = (std::filesystem::temp_directory_path() / (file_name + ".lock")).string();
+    fd_ = ::open(path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    held_ = fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) == 0;
+  }
+  ~node_name_lock() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  node_name_lock(const node_name_lock&) = delete;
+  node_name_lock& operator=(const node_name_lock&) = delete;
+
+  bool held() const { return held_; }
+  const std::string& path() const { return path_; }
+
+private:
+  std::string path_;
+  int fd_ = -1;
+  bool held_ = false;
+};
+
+// After a crash, the node's earlier processes left SENDING tasks under their leases; ending
+// those leases now lets the first recovery pass resend them (same provider request id)
+// instead of waiting out lease and sweep. Only when no earlier process of this name can be
+// alive: the port is bound (checked by the caller) and the node-name lock is ours.
+void resume_own_leases(const persistence::database_url& url, const std::string& name,
+                       const node_name_lock& lock, const domain::clock& clock) {
+  if (!lock.held()) {
+    log::warn("herald.leases_left_to_sweep",
+              {{"node", name},
+               {"lock", lock.path()},
+               {"reason", "another process of this node name may still be running"}});
+    return;
+  }
   try {
-    auto released = persistence::open_task_store(url, false)->release_leases(node_id, clock.now());
+    auto released = persistence::open_task_store(url, false)->release_leases(name, clock.now());
     if (released > 0)
-      log::warn("herald.leases_resumed",
-                {{"node_id", node_id}, {"tasks", std::to_string(released)}});
+      log::warn("herald.leases_resumed", {{"node", name}, {"tasks", std::to_string(released)}});
   } catch (const std::exception& e) {
     // Not fatal: the sweep takes these tasks once their leases run out.
-    log::error("herald.leases_not_resumed", {{"node_id", node_id}, {"error", e.what()}});
+    log::error("herald.leases_not_resumed", {{"node", name}, {"error", e.what()}});
   }
 }
 
@@ -212,7 +263,9 @@ int serve(const config& cfg) {
   int exit_code = 0;
   {
     caf::actor_system sys{caf_cfg};
-    auto node_id = node_name(cfg, cfg.http.port);
+    const auto name = node_name(cfg, cfg.http.port);
+    const node_name_lock name_lock{name};
+    const auto node_id = lease_owner_of(name);
     auto n =
         spawn_node(sys, cfg, writer_store, reader_store,
                    make_channel_specs(cfg, node_id, id_secret, delays), metrics_registry, clock,
@@ -235,11 +288,12 @@ int serve(const config& cfg) {
       server.start();
       if (metrics_server)
         metrics_server->start();
-      resume_own_leases(url, node_id, *clock);
+      resume_own_leases(url, name, name_lock, *clock);
       caf::anon_send(n.dispatcher, actors::recover_atom_v, std::string{}); // every channel
       log::info("herald.started",
                 {{"version", HERALD_VERSION},
                  {"listen", cfg.http.host + ":" + std::to_string(server.port())},
+                 {"lease_owner", node_id},
                  {"database", url.text},
                  {"auth", cfg.auth.mode == auth_config::auth_mode::api_keys ? "api_keys" : "none"},
                  {"metrics_listen", metrics_server ? cfg.metrics_listen : "api"},

@@ -112,9 +112,9 @@ std::vector<state_count> faulty_task_store::count_by_state() {
   return real_->count_by_state();
 }
 
-std::size_t faulty_task_store::release_leases(const std::string& lease_owner,
+std::size_t faulty_task_store::release_leases(const std::string& node_name,
                                               domain::timestamp now) {
-  return write("release_leases", [&] { return real_->release_leases(lease_owner, now); });
+  return write("release_leases", [&] { return real_->release_leases(node_name, now); });
 }
 
 void faulty_task_store::ping() {

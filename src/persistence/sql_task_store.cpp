@@ -519,7 +519,13 @@ std::vector<std::unordered_set<std::string>> sql_task_store::run_changes(const a
       state_text(domain::task_state::sending) + "' OR r.to_status <> '" +
       state_text(domain::task_state::sending) +
       "' OR tasks.lease_until IS NULL OR tasks.lease_until <= r.changed_at"
-      " OR tasks.lease_owner = r.lease_owner))"
+      " OR tasks.lease_owner = r.lease_owner)"
+      // An outcome (SENDING -> anything else) belongs to one take: once another take holds
+      // the task, a late outcome of the old one must not overwrite it.
+      " AND (r.from_status <> '" +
+      state_text(domain::task_state::sending) + "' OR r.to_status = '" +
+      state_text(domain::task_state::sending) +
+      "' OR r.lease_token IS NULL OR tasks.lease_token = r.lease_token))"
       // The same change again, its first answer lost: the row is where it took it.
       " OR (r.lease_token IS NOT NULL AND tasks.status = r.to_status"
       " AND tasks.lease_token = r.lease_token)) RETURNING id";
@@ -587,13 +593,25 @@ failover_result sql_task_store::fail_over(const state_change& change,
   std::optional<claimed> answers;
   try {
     answers = in_transaction("fail_over", [&]() -> std::optional<claimed> {
+      // The same failover sent again after its answer was lost: the fallback task found
+      // below is the one that first commit created, not a task of its own.
+      const bool again =
+          change.lease_token &&
+          !statements_
+               ->fetch("SELECT id FROM tasks WHERE id = :id AND status = :to AND lease_token = "
+                       ":token",
+                       {change.task_id, state_text(change.to), *change.lease_token}, 1)
+               .empty();
       if (run_changes(changes).at(0).count(change.task_id) == 0)
         return std::nullopt; // the task moved on: nothing written, nothing claimed
       run_attempts(changes);
       auto claimed_answers = run_claim(claims);
-      if (std::any_of(claimed_answers.begin(), claimed_answers.end(),
-                      [](const claim_answer& a) { return !a.created; }))
+      if (!again && std::any_of(claimed_answers.begin(), claimed_answers.end(),
+                                [](const claim_answer& a) { return !a.created; }))
         throw fallback_task_exists{}; // giving the task up would send nothing: roll back
+      if (again)
+        for (auto& answer : claimed_answers)
+          answer.created = true; // created by this failover's first commit
       return claimed{std::move(claimed_answers), stored_messages(plans)};
     });
   } catch (const fallback_task_exists&) {
@@ -791,15 +809,19 @@ std::vector<state_count> sql_task_store::count_by_state() {
   });
 }
 
-std::size_t sql_task_store::release_leases(const std::string& lease_owner, domain::timestamp now) {
+std::size_t sql_task_store::release_leases(const std::string& node_name, domain::timestamp now) {
+  // substr, not LIKE: a node name may contain '%' or '_'.
   const std::string update =
       "UPDATE tasks SET lease_until = CAST(:now AS BIGINT) WHERE status = '" +
       state_text(domain::task_state::sending) +
-      "' AND lease_owner = :owner AND lease_until > CAST(:later AS BIGINT) "
-      "RETURNING id";
+      "' AND (lease_owner = :owner OR substr(lease_owner, 1, CAST(:length AS INTEGER)) = "
+      ":prefix) AND lease_until > CAST(:later AS BIGINT) RETURNING id";
   return in_transaction("release_leases", [&] {
     const auto now_text = micros_text(now);
-    return statements_->fetch(update, {now_text, lease_owner, now_text}, 1).size();
+    const auto prefix = node_name + "/";
+    return statements_
+        ->fetch(update, {now_text, node_name, std::to_string(prefix.size()), prefix, now_text}, 1)
+        .size();
   });
 }
 

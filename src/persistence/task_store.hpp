@@ -113,7 +113,8 @@ struct replay_result {
 /// What a failover did.
 struct failover_result {
   enum class outcome {
-    failed_over,     ///< the change applied and `claim` created the fallback task
+    failed_over,     ///< the change applied and `claim` created the fallback task (also when
+                     ///< the same change, with its token, is sent again after a lost answer)
     moved_on,        ///< the task was no longer in `from`: nothing written
     fallback_exists, ///< the fallback's task already existed: nothing written, so the task
                      ///< must wait for its own channel or end as a dead letter
@@ -190,11 +191,12 @@ public:
   /// Task counts per state.
   virtual std::vector<state_count> count_by_state() = 0;
 
-  /// Ends every lease `lease_owner` holds on a SENDING task, as of `now`: a node restarting
-  /// under its old name does this before recovery, so the calls its previous process left
-  /// unanswered are resent at once (with their provider request ids) instead of after the
-  /// lease. Only safe while no live process holds that name. Returns how many were released.
-  virtual std::size_t release_leases(const std::string& lease_owner, domain::timestamp now) = 0;
+  /// Ends every lease held on a SENDING task by node `node_name` — lease owner `node_name` or
+  /// `node_name/<incarnation>` — as of `now`: a node restarting under its old name does this
+  /// before recovery, so the calls its previous processes left unanswered are resent at once
+  /// (with their provider request ids) instead of after the lease. Only safe while no live
+  /// process holds that name. Returns how many were released.
+  virtual std::size_t release_leases(const std::string& node_name, domain::timestamp now) = 0;
 
   /// Cheap round trip proving the database answers; throws store_error if not.
   virtual void ping() = 0;

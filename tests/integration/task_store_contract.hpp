@@ -906,6 +906,60 @@ inline void a_change_resent_with_its_token_applies_again(store_backend& backend)
   BOOST_TEST(tasks_in(*store, task_state::sent) == 1u);
 }
 
+/// Once another take holds a task (its lease ran out and a sweep took it), a late outcome of
+/// the old take is refused: it would overwrite the new take's send.
+inline void an_outcome_of_a_superseded_take_is_refused(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto plan = make_plan("order-t2", {"sms"});
+  store->claim({plan});
+  const auto& sms = plan.tasks[0].id;
+  auto first = take_lease(sms, task_state::pending);
+  first.lease_token = "take-1";
+  BOOST_TEST_REQUIRE(store->apply({first}, {}).size() == 1u);
+  auto second = change(sms, task_state::sending, task_state::sending, 0, 1'890'000'000'000'000);
+  second.lease_owner = "node-b";
+  second.lease_until = micros(1'890'000'060'000'000);
+  second.lease_token = "take-2";
+  BOOST_TEST_REQUIRE(store->apply({second}, {}).size() == 1u); // the first lease ran out
+
+  auto late = change(sms, task_state::sending, task_state::retry_wait, 1, 1'890'000'001'000'000);
+  late.lease_token = "take-1";
+  BOOST_TEST(store->apply({late}, {}).empty());
+  auto sent = change(sms, task_state::sending, task_state::sent, 1, 1'890'000'002'000'000);
+  sent.lease_token = "take-2";
+  BOOST_TEST(store->apply({sent}, {}).size() == 1u);
+  BOOST_TEST(tasks_in(*store, task_state::sent) == 1u);
+}
+
+/// A failover sent again with its token after its answer was lost is recognised: the fallback
+/// task it finds is the one its first commit created, so the answer is failed_over (with that
+/// task), never fallback_exists.
+inline void a_failover_sent_again_is_recognised(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto plan = make_plan("order-f4", {"sms"});
+  store->claim({plan});
+  const auto& sms = plan.tasks[0].id;
+  auto page = store->load_unfinished("", 10, micros(1'790'000'020'000'000));
+  BOOST_TEST_REQUIRE(page.size() == 1u);
+  auto fallback =
+      domain::fallback_plan(page[0], "email", test_id_secret, micros(1'790'000'030'000'000));
+  BOOST_TEST_REQUIRE(fallback.has_value());
+  auto suppress = change(sms, task_state::pending, task_state::suppressed, 0, 1'790'000'031'000'000,
+                         "failed over to email");
+  suppress.lease_token = "failover-1";
+  const auto first = store->fail_over(suppress, {}, *fallback);
+  BOOST_TEST_REQUIRE((first.result == persistence::failover_result::outcome::failed_over));
+  const auto again = store->fail_over(suppress, {}, *fallback);
+  BOOST_TEST_REQUIRE((again.result == persistence::failover_result::outcome::failed_over));
+  BOOST_TEST_REQUIRE(again.claim.has_value());
+  BOOST_TEST(again.claim->tasks.at(0).task_id == first.claim->tasks.at(0).task_id);
+  BOOST_TEST(total_tasks(*store) == 2u);
+  auto untokened = suppress;
+  untokened.lease_token.reset();
+  BOOST_TEST((store->fail_over(untokened, {}, *fallback).result ==
+              persistence::failover_result::outcome::moved_on));
+}
+
 /// release_leases ends this owner's leases on SENDING tasks only, so recovery takes them at
 /// once; other owners' leases and other states are left alone.
 inline void released_leases_come_back_at_once(store_backend& backend) {
@@ -914,15 +968,20 @@ inline void released_leases_come_back_at_once(store_backend& backend) {
   store->claim({plan});
   const auto& mine = plan.tasks[0].id;
   const auto& theirs = plan.tasks[1].id;
+  const auto& earlier = plan.tasks[2].id;
   auto their_take = take_lease(theirs, task_state::pending);
-  their_take.lease_owner = "node-b";
-  BOOST_TEST(store->apply({take_lease(mine, task_state::pending), their_take}, {}).size() == 2u);
+  their_take.lease_owner = "node-a2/1f2e"; // a name that merely starts like ours
+  auto earlier_take = take_lease(earlier, task_state::pending);
+  earlier_take.lease_owner = "node-a/9c0d"; // one of our earlier processes
+  BOOST_TEST(store->apply({take_lease(mine, task_state::pending), their_take, earlier_take}, {})
+                 .size() == 3u);
   const auto now = micros(1'790'000'020'000'000);
   BOOST_TEST(!has_task(store->load_unfinished("", 10, now), mine));
 
-  BOOST_TEST(store->release_leases("node-a", now) == 1u);
+  BOOST_TEST(store->release_leases("node-a", now) == 2u);
   auto page = store->load_unfinished("", 10, now);
   BOOST_TEST(has_task(page, mine));
+  BOOST_TEST(has_task(page, earlier));
   BOOST_TEST(!has_task(page, theirs));
   BOOST_TEST(store->release_leases("node-a", now) == 0u);
 }
@@ -1086,6 +1145,8 @@ inline void reads_and_replays_are_scoped_to_a_tenant(store_backend& backend) {
   HERALD_TASK_STORE_CONTRACT_TEST(fail_over_applies_and_claims_together)                           \
   HERALD_TASK_STORE_CONTRACT_TEST(fail_over_to_an_existing_task_writes_nothing)                    \
   HERALD_TASK_STORE_CONTRACT_TEST(a_change_resent_with_its_token_applies_again)                    \
+  HERALD_TASK_STORE_CONTRACT_TEST(an_outcome_of_a_superseded_take_is_refused)                      \
+  HERALD_TASK_STORE_CONTRACT_TEST(a_failover_sent_again_is_recognised)                             \
   HERALD_TASK_STORE_CONTRACT_TEST(released_leases_come_back_at_once)                               \
   HERALD_TASK_STORE_CONTRACT_TEST(suppressed_tasks_are_listed_and_replayable)                      \
   HERALD_TASK_STORE_CONTRACT_TEST(concurrent_claims_create_each_key_once)
