@@ -175,8 +175,8 @@ void start_call(self_pointer self, domain::delivery task, std::string take_token
 // store answers exactly which of them are ours.
 void commit_sending(self_pointer self, std::vector<domain::delivery> batch, state_changes changes,
                     bool was_failing) {
-  auto& st = self->state;
-  self->request(st.store, st.settings.store_timeout, apply_atom_v, changes, attempt_records{})
+  self->request(self->state.store, self->state.settings.store_timeout, apply_atom_v, changes,
+                attempt_records{})
       .then(
           [self, batch, changes, was_failing](task_ids& applied) mutable {
             auto& st = self->state;
@@ -255,12 +255,12 @@ void after_recorded(self_pointer self, domain::delivery task, bool applied) {
 // goes to the timer. The task stays known meanwhile, so a sweep cannot send it again.
 void record(self_pointer self, domain::delivery task, persistence::state_change change,
             attempt_records attempts, bool was_failing = false) {
-  auto& st = self->state;
-  st.writing += 1;
+  self->state.writing += 1;
   task.state = change.to;
   task.attempts = change.attempts;
   task.next_attempt_at = change.next_attempt_at;
-  self->request(st.store, st.settings.store_timeout, apply_atom_v, state_changes{change}, attempts)
+  self->request(self->state.store, self->state.settings.store_timeout, apply_atom_v,
+                state_changes{change}, attempts)
       .then(
           [self, task, was_failing](task_ids& applied) mutable {
             auto& st = self->state;
@@ -336,9 +336,9 @@ void failed_over(self_pointer self, const domain::delivery& task, task_state to,
 // is never given up without its fallback, nor sent on both channels.
 void fail_over(self_pointer self, domain::delivery task, persistence::state_change change,
                attempt_records attempts, domain::message_plan plan, bool was_failing = false) {
-  auto& st = self->state;
-  st.writing += 1;
-  self->request(st.store, st.settings.store_timeout, failover_atom_v, change, attempts, plan)
+  self->state.writing += 1;
+  self->request(self->state.store, self->state.settings.store_timeout, failover_atom_v, change,
+                attempts, plan)
       .then(
           [self, task, change, attempts, plan,
            was_failing](persistence::failover_result& result) mutable {
@@ -382,10 +382,11 @@ void fail_over_fresh_tasks(self_pointer self, domain::timestamp now) {
   for (auto& lane : st.lanes) {
     std::deque<domain::delivery> keep;
     for (auto& task : lane) {
-      auto plan = task.attempts == 0 && task.state == task_state::pending &&
-                          st.no_failover.count(task.task_id) == 0
-                      ? domain::fallback_plan(task, st.settings.fallback, st.settings.id_secret, now)
-                      : std::nullopt;
+      auto plan =
+          task.attempts == 0 && task.state == task_state::pending &&
+                  st.no_failover.count(task.task_id) == 0
+              ? domain::fallback_plan(task, st.settings.fallback, st.settings.id_secret, now)
+              : std::nullopt;
       if (!plan) { // tried before, no address for the fallback, or it has its own task: wait
         keep.push_back(std::move(task));
         continue;
@@ -583,26 +584,26 @@ channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_sta
                                      std::shared_ptr<providers::provider_adapter> provider,
                                      channel_peers peers) {
   install_logging_handlers(self);
-  auto& st = self->state;
-  st.bucket.emplace(settings.rate_per_sec, settings.burst, peers.clock->now());
-  st.breaker.emplace(settings.circuit_failure_threshold, settings.circuit_cool_down);
-  st.settings = std::move(settings);
-  st.provider = std::move(provider);
-  st.store = std::move(peers.store);
-  st.dispatcher = std::move(peers.dispatcher);
-  st.metrics = std::move(peers.metrics);
-  st.clock = std::move(peers.clock);
-  st.health = std::move(peers.health);
+  auto& init = self->state;
+  init.bucket.emplace(settings.rate_per_sec, settings.burst, peers.clock->now());
+  init.breaker.emplace(settings.circuit_failure_threshold, settings.circuit_cool_down);
+  init.settings = std::move(settings);
+  init.provider = std::move(provider);
+  init.store = std::move(peers.store);
+  init.dispatcher = std::move(peers.dispatcher);
+  init.metrics = std::move(peers.metrics);
+  init.clock = std::move(peers.clock);
+  init.health = std::move(peers.health);
   // Tokens name this actor's takes: unique across restarts and nodes without coordination.
   std::uniform_int_distribution<std::uint64_t> any;
   char prefix[32];
   std::snprintf(prefix, sizeof(prefix), "%016llx-",
-                static_cast<unsigned long long>(any(st.jitter_rng)));
-  st.take_prefix = prefix;
+                static_cast<unsigned long long>(any(init.jitter_rng)));
+  init.take_prefix = prefix;
   // A restarted channel holds nothing: whatever its predecessor reported is no longer true.
-  if (st.health)
-    st.health->clear(component_name(st));
-  st.metrics->circuit_state(st.settings.name, 0);
+  if (init.health)
+    init.health->clear(component_name(init));
+  init.metrics->circuit_state(init.settings.name, 0);
   return {
       [self](dispatch_atom, deliveries& tasks) {
         auto& st = self->state;

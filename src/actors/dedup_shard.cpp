@@ -110,17 +110,18 @@ dedup_shard(dedup_shard_actor::stateful_pointer<dedup_shard_state> self, store_w
             dispatcher_actor dispatcher, std::shared_ptr<herald::metrics> metrics,
             dedup_shard_config config) {
   install_logging_handlers(self);
-  auto& st = self->state;
-  st.store = std::move(store);
-  st.dispatcher = std::move(dispatcher);
-  st.metrics = std::move(metrics);
-  st.config = config;
+  auto& init = self->state;
+  init.store = std::move(store);
+  init.dispatcher = std::move(dispatcher);
+  init.metrics = std::move(metrics);
+  init.config = config;
   return {
       [self](claim_atom, domain::message_plan& plan) -> caf::result<persistence::claim_result> {
         auto& st = self->state;
         if (st.waiting_claims >= st.config.max_waiting)
-          return caf::make_error(errc::overloaded, "dedup shard: " + std::to_string(st.waiting_claims) +
-                                                  " claims waiting for the database");
+          return caf::make_error(errc::overloaded,
+                                 "dedup shard: " + std::to_string(st.waiting_claims) +
+                                     " claims waiting for the database");
         auto promise = self->make_response_promise<persistence::claim_result>();
         auto message_id = plan.message.id;
         ++st.waiting_claims;

@@ -105,15 +105,14 @@ void finish_recovery(self_pointer self) {
 }
 
 void read_page(self_pointer self) {
-  auto& st = self->state;
-  auto& pass = *st.recovering;
-  auto limit = page_size(st, pass.channel);
-  auto now = st.clock->now();
-  persistence::unfinished_filter which{pass.channel, std::nullopt};
-  if (pass.sweep)
-    which.due_by = now + st.config.sweep_interval;
-  self->request(st.reader, st.config.store_timeout, recover_atom_v, pass.after, limit, now,
-                std::move(which))
+  auto& current_pass = *self->state.recovering;
+  auto limit = page_size(self->state, current_pass.channel);
+  auto now = self->state.clock->now();
+  persistence::unfinished_filter which{current_pass.channel, std::nullopt};
+  if (current_pass.sweep)
+    which.due_by = now + self->state.config.sweep_interval;
+  self->request(self->state.reader, self->state.config.store_timeout, recover_atom_v,
+                current_pass.after, limit, now, std::move(which))
       .then(
           [self, limit](deliveries& page) {
             auto& st = self->state;
@@ -151,15 +150,15 @@ dispatcher(dispatcher_actor::stateful_pointer<dispatcher_state> self,
            std::vector<channel_settings> channels, store_reader_actor reader,
            std::shared_ptr<const domain::clock> clock, dispatcher_config config) {
   install_logging_handlers(self);
-  auto& st = self->state;
+  auto& init = self->state;
   for (auto& settings : channels) {
     auto name = settings.name;
-    st.settings.emplace(std::move(name), std::move(settings));
+    init.settings.emplace(std::move(name), std::move(settings));
   }
-  st.reader = std::move(reader);
-  st.clock = std::move(clock);
-  st.config = config;
-  self->delayed_send(self, st.config.sweep_interval, sweep_atom_v);
+  init.reader = std::move(reader);
+  init.clock = std::move(clock);
+  init.config = config;
+  self->delayed_send(self, init.config.sweep_interval, sweep_atom_v);
   return {
       [self](dispatch_atom, deliveries& tasks) { dispatch(self, tasks); },
       [self](attach_atom, const std::string& name, channel_actor& handle) {

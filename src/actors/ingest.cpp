@@ -30,14 +30,14 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
                                    std::vector<dedup_shard_actor> shards, ingest_peers peers,
                                    ingest_config config) {
   install_logging_handlers(self);
-  auto& st = self->state;
-  st.shards = std::move(shards);
-  st.writer = std::move(peers.writer);
-  st.reader = std::move(peers.reader);
-  st.dispatcher = std::move(peers.dispatcher);
-  st.clock = std::move(peers.clock);
-  st.health = std::move(peers.health);
-  st.config = config;
+  auto& init = self->state;
+  init.shards = std::move(shards);
+  init.writer = std::move(peers.writer);
+  init.reader = std::move(peers.reader);
+  init.dispatcher = std::move(peers.dispatcher);
+  init.clock = std::move(peers.clock);
+  init.health = std::move(peers.health);
+  init.config = config;
   return {
       [self](submit_atom, domain::message_plan& plan, submit_callback& done) {
         auto& st = self->state;

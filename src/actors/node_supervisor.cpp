@@ -36,9 +36,9 @@ supervised_component start_channel(caf::actor_system& sys, channel_spec spec, ch
   auto handle = start(sys);
   return {"channel " + name, shutdown_stage::dispatch, caf::actor_cast<caf::actor>(handle),
           [start, dispatcher, name](caf::actor_system& system) {
-            auto handle = start(system);
+            auto restarted = start(system);
             caf::anon_send(dispatcher, recover_atom_v, name);
-            return caf::actor_cast<caf::actor>(handle);
+            return caf::actor_cast<caf::actor>(restarted);
           }};
 }
 
@@ -54,9 +54,9 @@ supervised_component start_retry_timer(caf::actor_system& sys, dispatcher_actor 
   auto handle = start(sys);
   return {"retry_timer", shutdown_stage::timer, caf::actor_cast<caf::actor>(handle),
           [start, dispatcher](caf::actor_system& system) {
-            auto handle = start(system);
+            auto restarted = start(system);
             caf::anon_send(dispatcher, recover_atom_v, std::string{});
-            return caf::actor_cast<caf::actor>(handle);
+            return caf::actor_cast<caf::actor>(restarted);
           }};
 }
 
@@ -165,16 +165,16 @@ node_supervisor(node_supervisor_actor::stateful_pointer<node_supervisor_state> s
                 std::vector<supervised_component> components, std::shared_ptr<health_board> health,
                 std::shared_ptr<const domain::clock> clock, supervision_config config) {
   install_logging_handlers(self);
-  auto& st = self->state;
-  st.components = std::move(components);
-  st.running.assign(st.components.size(), true);
-  st.health = std::move(health);
-  st.clock = std::move(clock);
-  st.config = config;
+  auto& init = self->state;
+  init.components = std::move(components);
+  init.running.assign(init.components.size(), true);
+  init.health = std::move(health);
+  init.clock = std::move(clock);
+  init.config = config;
   // Monitored, not linked: an exit with reason `kill` bypasses exit handlers in CAF 0.17, so
   // a killed component would take the supervisor, and the node, with it. A component that is
   // already gone is reported at once (monitoring it delivers its down message).
-  for (auto& component : st.components)
+  for (auto& component : init.components)
     self->monitor(component.handle);
   self->set_down_handler([self](caf::down_msg& down) { on_down(self, down); });
   return {

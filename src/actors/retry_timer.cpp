@@ -88,11 +88,11 @@ retry_timer(retry_timer_actor::stateful_pointer<retry_timer_state> self,
             dispatcher_actor dispatcher, std::shared_ptr<herald::metrics> metrics,
             std::shared_ptr<const domain::clock> clock, retry_timer_config config) {
   install_logging_handlers(self);
-  auto& st = self->state;
-  st.dispatcher = std::move(dispatcher);
-  st.metrics = std::move(metrics);
-  st.clock = std::move(clock);
-  st.config = config;
+  auto& init = self->state;
+  init.dispatcher = std::move(dispatcher);
+  init.metrics = std::move(metrics);
+  init.clock = std::move(clock);
+  init.config = config;
   return {
       [self](schedule_atom, deliveries& tasks) {
         auto& st = self->state;

@@ -380,8 +380,8 @@ private:
     if (beast::iequals(expect, "100-continue")) {
       continue_ = http::response<http::empty_body>{http::status::continue_, version_};
       http::async_write(stream_, continue_,
-                        [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                          if (ec)
+                        [self = shared_from_this()](beast::error_code write_ec, std::size_t) {
+                          if (write_ec)
                             return self->close();
                           self->read_body();
                         });

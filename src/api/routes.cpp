@@ -385,15 +385,15 @@ void routes::submit_message(const http_request& request, const caller& who,
     return ex->error(*failure);
   metrics_.message_received();
   service_.submit(std::move(std::get<domain::message_plan>(planned)),
-                  guarded(ex, [](const exchange_ptr& ex,
+                  guarded(ex, [](const exchange_ptr& exchange,
                                  std::variant<persistence::claim_result, service_error>& result) {
                     if (auto* failure = std::get_if<service_error>(&result))
-                      return ex->error(*failure);
+                      return exchange->error(*failure);
                     const auto& claim = std::get<persistence::claim_result>(result);
                     bool created = std::any_of(claim.tasks.begin(), claim.tasks.end(),
                                                [](const auto& task) { return task.created; });
-                    ex->json(created ? http::status::accepted : http::status::ok,
-                             encode_claim_result(claim, ex->trace_id()));
+                    exchange->json(created ? http::status::accepted : http::status::ok,
+                                   encode_claim_result(claim, exchange->trace_id()));
                   }));
 }
 
@@ -403,14 +403,14 @@ void routes::get_message(std::string_view id, const caller& who, const exchange_
   service_.find_message(
       who.tenant, std::string(id),
       guarded(ex,
-              [](const exchange_ptr& ex,
+              [](const exchange_ptr& exchange,
                  std::variant<std::optional<persistence::message_view>, service_error>& result) {
                 if (auto* failure = std::get_if<service_error>(&result))
-                  return ex->error(*failure);
+                  return exchange->error(*failure);
                 const auto& view = std::get<std::optional<persistence::message_view>>(result);
                 if (!view)
-                  return ex->error(http::status::not_found, "not_found", "no such message");
-                ex->json(http::status::ok, encode_message_view(*view));
+                  return exchange->error(http::status::not_found, "not_found", "no such message");
+                exchange->json(http::status::ok, encode_message_view(*view));
               }));
 }
 
@@ -432,13 +432,13 @@ void routes::list_dead_letters(std::string_view query, const caller& who, const 
   service_.list_dead_letters(
       who.tenant, std::string(channel), std::string(after), limit,
       guarded(ex,
-              [limit](const exchange_ptr& ex,
+              [limit](const exchange_ptr& exchange,
                       std::variant<std::vector<persistence::dead_letter>, service_error>& result) {
                 if (auto* failure = std::get_if<service_error>(&result))
-                  return ex->error(*failure);
-                ex->json(http::status::ok,
-                         encode_dead_letters(
-                             std::get<std::vector<persistence::dead_letter>>(result), limit));
+                  return exchange->error(*failure);
+                exchange->json(http::status::ok,
+                               encode_dead_letters(
+                                   std::get<std::vector<persistence::dead_letter>>(result), limit));
               }));
 }
 
@@ -448,30 +448,31 @@ void routes::replay_dead_letter(std::string_view id, const caller& who, const ex
   service_.replay_dead_letter(
       who.tenant, std::string(id),
       guarded(ex, [id = std::string(id)](
-                      const exchange_ptr& ex,
+                      const exchange_ptr& exchange,
                       std::variant<persistence::replay_result, service_error>& result) {
         if (auto* failure = std::get_if<service_error>(&result))
-          return ex->error(*failure);
+          return exchange->error(*failure);
         const auto& replay = std::get<persistence::replay_result>(result);
         using outcome = persistence::replay_result::outcome;
         if (replay.result == outcome::not_found)
-          return ex->error(http::status::not_found, "not_found", "no such task");
+          return exchange->error(http::status::not_found, "not_found", "no such task");
         if (replay.result == outcome::not_replayable)
-          return ex->error(http::status::conflict, "not_replayable",
-                           "task is " + std::string(domain::to_string(replay.state)) +
-                               ", not DEAD or FAILED: nothing was replayed");
-        ex->json(http::status::accepted, encode_replay(replay, id));
+          return exchange->error(http::status::conflict, "not_replayable",
+                                 "task is " + std::string(domain::to_string(replay.state)) +
+                                     ", not DEAD or FAILED: nothing was replayed");
+        exchange->json(http::status::accepted, encode_replay(replay, id));
       }));
 }
 
 void routes::readyz(const exchange_ptr& ex) {
   service_.readiness([ex](bool ready, std::string reason) {
-    guarded(ex, [ready](const exchange_ptr& ex, const std::string& reason) {
+    guarded(ex, [ready](const exchange_ptr& exchange, const std::string& readiness_reason) {
       if (ready)
-        return ex->json(http::status::ok, status_body("ready"));
-      boost::json::object body{{"status", "not_ready"}, {"reason", reason}};
+        return exchange->json(http::status::ok, status_body("ready"));
+      boost::json::object body{{"status", "not_ready"}, {"reason", readiness_reason}};
       // Not ready is a state, not a failure: probes poll it while starting.
-      ex->json(http::status::service_unavailable, boost::json::serialize(body), log::level::info);
+      exchange->json(http::status::service_unavailable, boost::json::serialize(body),
+                     log::level::info);
     })(std::move(reason));
   });
 }

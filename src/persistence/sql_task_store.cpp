@@ -88,10 +88,11 @@ std::map<std::string, std::string> params_of(const sql_cell& cell, const char* c
 /// stopping at `limit` rows, so a page costs the same however many tasks are finished. Each
 /// part binds its own parameters: the condition's, then `after`. SQLite binds a name used twice
 /// once, so "#" in a condition becomes the part's number.
-std::string numbered(std::string text, const std::string& n) {
-  for (auto at = text.find('#'); at != std::string::npos; at = text.find('#', at + n.size()))
-    text.replace(at, 1, n);
-  return text;
+std::string numbered(std::string condition, const std::string& n) {
+  for (auto at = condition.find('#'); at != std::string::npos;
+       at = condition.find('#', at + n.size()))
+    condition.replace(at, 1, n);
+  return condition;
 }
 
 std::string page_of_ids(const std::vector<std::pair<domain::task_state, std::string>>& parts,

@@ -926,10 +926,10 @@ header_list bearer(const std::string& key, header_list headers = {}) {
 /// The server with API keys: "acme" may do everything, "reader" only read, one key revoked.
 struct keyed_fixture {
   keyed_fixture() {
-    auto revoked = stored_key("00000000000000cc", 'c', "acme", "submit,read,admin");
-    revoked.revoked_at = domain::timestamp{};
+    auto revoked_key = stored_key("00000000000000cc", 'c', "acme", "submit,read,admin");
+    revoked_key.revoked_at = domain::timestamp{};
     keys.replace({stored_key("00000000000000aa", 'a', "acme", "submit,read,admin"),
-                  stored_key("00000000000000bb", 'b', "acme", "read"), revoked});
+                  stored_key("00000000000000bb", 'b', "acme", "read"), revoked_key});
   }
 
   const std::string acme = key_text("00000000000000aa", 'a');
