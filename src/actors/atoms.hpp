@@ -16,12 +16,9 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
-#include <caf/make_message.hpp>
-#include <caf/message.hpp>
-#include <caf/error.hpp>
-#include <caf/make_message.hpp>
-#include <caf/message.hpp>
 #include <caf/fwd.hpp>
+#include <caf/make_message.hpp>
+#include <caf/message.hpp>
 #include <caf/type_id.hpp>
 
 CAF_ADD_ATOM(herald, herald::atoms, claim_atom, "claim")

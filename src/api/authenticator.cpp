@@ -48,8 +48,12 @@ std::optional<caller> api_key_table::authenticate(std::string_view authorization
 
 void api_key_table::replace(const std::vector<domain::api_key>& keys) {
   auto fresh = std::make_shared<table>();
-  for (const auto& key : keys)
-    fresh->emplace(key.id, key);
+  for (const auto& key : keys) {
+    // An empty tenant means "every tenant" to the store: a key must never carry it, however
+    // the row got into the table (`herald keys create` refuses one).
+    if (!key.tenant.empty())
+      fresh->emplace(key.id, key);
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   keys_ = std::move(fresh);
 }

@@ -175,6 +175,8 @@ std::string connection_refusal() {
 }
 
 constexpr std::size_t max_discard_bytes = 1 << 20;
+/// Read-buffer room beyond the header limit: the next request's first bytes, a chunk header.
+constexpr std::size_t read_slack_bytes = 4096;
 constexpr auto linger_timeout = std::chrono::seconds(2);
 
 bool is_http_parse_error(const beast::error_code& ec) {
@@ -185,11 +187,14 @@ bool is_http_parse_error(const beast::error_code& ec) {
 /// find its end, or a transfer coding herald does not decode, is how a proxy in front and herald
 /// come to disagree about where the next request starts (request smuggling, RFC 9112 §6.1 and
 /// §6.3), so such a request is refused and its connection closed.
-std::string_view ambiguous_framing(const http::fields& header) {
+std::string_view ambiguous_framing(const http::request_header<>& header) {
   const auto encodings = header.equal_range(http::field::transfer_encoding);
   const auto lengths = header.equal_range(http::field::content_length);
   const auto length_count = std::distance(lengths.first, lengths.second);
   if (encodings.first != encodings.second) {
+    // HTTP/1.0 has no transfer codings: a proxy may frame the body by the connection's end.
+    if (header.version() < 11)
+      return "Transfer-Encoding in an HTTP/1.0 request";
     if (std::next(encodings.first) != encodings.second)
       return "more than one Transfer-Encoding header";
     if (!beast::iequals(encodings.first->value(), "chunked"))
@@ -302,7 +307,11 @@ struct responder {
 class session : public std::enable_shared_from_this<session> {
 public:
   session(tcp::socket socket, http_server::core& core)
-      : stream_(std::move(socket)), core_(core), slot_(core.connections) {}
+      : stream_(std::move(socket)),
+        // Bounded, so bytes no limit of the parser counts (a chunk-size line or chunk extension
+        // without end, endless trailers) cannot grow it: a full buffer is `buffer_overflow`.
+        buffer_(core.options.max_header_bytes + read_slack_bytes), core_(core),
+        slot_(core.connections) {}
 
   /// Starts reading; called on the acceptor's strand, so the connection counts as idle (and
   /// can give way) from its accept on.
@@ -415,6 +424,13 @@ private:
       return send_error(http::status::payload_too_large, "payload_too_large",
                         "request body larger than " + std::to_string(core_.options.max_body_bytes) +
                             " bytes");
+    }
+    if (ec == http::error::buffer_overflow) {
+      log::info("http_request_rejected",
+                {{"trace_id", trace_id_}, {"status", "400"}, {"reason", "framing line too long"}});
+      return send_error(http::status::bad_request, "invalid_request",
+                        "malformed HTTP request: a chunk header or trailer longer than " +
+                            std::to_string(core_.options.max_header_bytes) + " bytes");
     }
     if (ec == http::error::header_limit) {
       log::info("http_request_rejected",

@@ -459,7 +459,7 @@ void routes::replay_dead_letter(std::string_view id, const caller& who, const ex
         if (replay.result == outcome::not_replayable)
           return exchange->error(http::status::conflict, "not_replayable",
                                  "task is " + std::string(domain::to_string(replay.state)) +
-                                     ", not DEAD or FAILED: nothing was replayed");
+                                     ", not DEAD, FAILED or SUPPRESSED: nothing was replayed");
         exchange->json(http::status::accepted, encode_replay(replay, id));
       }));
 }

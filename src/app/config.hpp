@@ -7,10 +7,10 @@
 #include "actors/node_supervisor.hpp"
 #include "actors/retry_timer.hpp"
 #include "actors/store_writer.hpp"
-#include "persistence/faulty_task_store.hpp"
 #include "api/http_server.hpp"
 #include "domain/validation.hpp"
 #include "observability/log.hpp"
+#include "persistence/faulty_task_store.hpp"
 #include "providers/simulated_provider.hpp"
 #include "providers/webhook_provider.hpp"
 

@@ -21,11 +21,10 @@
 #include <cctype>
 #include <csignal>
 #include <cstdio>
+#include <fcntl.h>
 #include <filesystem>
 #include <iostream>
 #include <random>
-
-#include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -266,10 +265,9 @@ int serve(const config& cfg) {
     const auto name = node_name(cfg, cfg.http.port);
     const node_name_lock name_lock{name};
     const auto node_id = lease_owner_of(name);
-    auto n =
-        spawn_node(sys, cfg, writer_store, reader_store,
-                   make_channel_specs(cfg, node_id, id_secret, delays), metrics_registry, clock,
-                   std::make_shared<health_board>());
+    auto n = spawn_node(sys, cfg, writer_store, reader_store,
+                        make_channel_specs(cfg, node_id, id_secret, delays), metrics_registry,
+                        clock, std::make_shared<health_board>());
     writer_store.reset(); // the actors own the connections now
     reader_store.reset();
 

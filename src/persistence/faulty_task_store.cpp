@@ -112,8 +112,7 @@ std::vector<state_count> faulty_task_store::count_by_state() {
   return real_->count_by_state();
 }
 
-std::size_t faulty_task_store::release_leases(const std::string& node_name,
-                                              domain::timestamp now) {
+std::size_t faulty_task_store::release_leases(const std::string& node_name, domain::timestamp now) {
   return write("release_leases", [&] { return real_->release_leases(node_name, now); });
 }
 

@@ -79,7 +79,7 @@ struct check_report {
   std::size_t delivered_tasks = 0; ///< SENT, DELIVERED, READ, CLICKED or UNCONFIRMED
   std::size_t sent_without_delivery = 0;
   std::size_t unknown_provider_ids = 0;
-  std::size_t suppressed_for_nothing = 0; ///< SUPPRESSED with no failover task in the message
+  std::size_t suppressed_for_nothing = 0;    ///< SUPPRESSED with no failover task in the message
   std::map<std::string, std::size_t> states; ///< accepted tasks per state; "MISSING" if unseen
   std::vector<invariant_result> invariants;
 

@@ -973,8 +973,9 @@ inline void released_leases_come_back_at_once(store_backend& backend) {
   their_take.lease_owner = "node-a2/1f2e"; // a name that merely starts like ours
   auto earlier_take = take_lease(earlier, task_state::pending);
   earlier_take.lease_owner = "node-a/9c0d"; // one of our earlier processes
-  BOOST_TEST(store->apply({take_lease(mine, task_state::pending), their_take, earlier_take}, {})
-                 .size() == 3u);
+  BOOST_TEST(
+      store->apply({take_lease(mine, task_state::pending), their_take, earlier_take}, {}).size() ==
+      3u);
   const auto now = micros(1'790'000'020'000'000);
   BOOST_TEST(!has_task(store->load_unfinished("", 10, now), mine));
 
@@ -1002,8 +1003,7 @@ inline void suppressed_tasks_are_listed_and_replayable(store_backend& backend) {
   BOOST_TEST((letters[0].task.state == task_state::suppressed));
   BOOST_TEST(letters[0].task.last_error == "failed over to app: circuit open");
   const auto now = micros(1'790'000'500'000'000);
-  BOOST_TEST(
-      (store->replay("", sms, now).result == persistence::replay_result::outcome::replayed));
+  BOOST_TEST((store->replay("", sms, now).result == persistence::replay_result::outcome::replayed));
   BOOST_TEST(
       (store->replay("", sms, now).result == persistence::replay_result::outcome::not_replayable));
   BOOST_TEST(tasks_in(*store, task_state::pending) == 1u);

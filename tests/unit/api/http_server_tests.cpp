@@ -820,6 +820,29 @@ BOOST_AUTO_TEST_CASE(chunked_with_content_length_is_refused) {
   expect_refused_and_closed(head + length + "Transfer-Encoding: chunked\r\n\r\n" + chunked_smuggle);
 }
 
+BOOST_AUTO_TEST_CASE(transfer_encoding_in_http_1_0_is_refused) {
+  counting_server server;
+  http_connection connection("127.0.0.1", server.server.port(), std::chrono::seconds(5));
+  auto response = connection.raw("POST /v1/messages HTTP/1.0\r\nHost: x\r\n"
+                                 "Connection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                 "0\r\n\r\n" +
+                                 smuggled);
+  BOOST_TEST(response.status == 400);
+  // An HTTP/1.0 answer without "Connection: keep-alive" closes; and the connection is gone.
+  BOOST_TEST(response.header("connection") != "keep-alive");
+  BOOST_TEST(connection.closed_by_peer(std::chrono::seconds(2)));
+  BOOST_TEST(server.handled().empty());
+}
+
+BOOST_AUTO_TEST_CASE(an_endless_chunk_header_is_refused_within_the_header_limit) {
+  // Neither the header nor the body limit counts a chunk-size line's extension: only the
+  // bounded read buffer stops it (without it, memory grew by 1.5 GB in 24 s).
+  const std::string endless_extension = "1;e=" + std::string(64 * 1024, 'a');
+  expect_refused_and_closed("POST /v1/messages HTTP/1.1\r\nHost: x\r\n"
+                            "Transfer-Encoding: chunked\r\n\r\n" +
+                            endless_extension);
+}
+
 BOOST_AUTO_TEST_CASE(split_transfer_encoding_headers_are_refused) {
   expect_refused_and_closed(
       framed_post("Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n") + "0\r\n\r\n");
@@ -960,6 +983,13 @@ BOOST_FIXTURE_TEST_CASE(no_wrong_or_revoked_key_is_401_with_a_challenge, keyed_f
     BOOST_TEST(http.post(shipped, post_headers).status == 401);
   }
   BOOST_TEST(http.get("/v1/messages/msg_1", bearer(acme)).status == 404);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_key_without_a_tenant_is_refused, keyed_fixture) {
+  // An empty tenant would read as "every tenant": such a row (written by hand) is no key.
+  keys.replace({stored_key("00000000000000dd", 'd', "", "submit,read,admin")});
+  auto refused = http.get("/v1/dead-letters", bearer(key_text("00000000000000dd", 'd')));
+  BOOST_TEST(refused.status == 401);
 }
 
 BOOST_FIXTURE_TEST_CASE(health_and_readiness_need_no_key, keyed_fixture) {
