@@ -636,6 +636,9 @@ channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_sta
       [self](drain_atom) -> caf::result<bool> {
         auto& st = self->state;
         st.draining = true;
+        if (st.failing != 0) // if the drain times out, these outcomes die with the process
+          log::warn("channel.drain_with_held_writes",
+                    {{"channel", st.settings.name}, {"held", std::to_string(st.failing)}});
         auto promise = self->make_response_promise<bool>();
         st.drain_waiters.push_back(promise);
         answer_drain_if_idle(st);

@@ -102,6 +102,27 @@ BOOST_AUTO_TEST_CASE(a_lost_answer_to_the_sending_commit_still_sends_once_and_at
   BOOST_TEST(metric_line("herald_ambiguous_resends_total{channel=\"sms\"}") == "");
 }
 
+BOOST_AUTO_TEST_CASE(a_sending_commit_retried_past_the_lease_takes_a_fresh_lease) {
+  auto id = seed_sms(1).at(0);
+  auto s = settings();
+  s.lease = std::chrono::milliseconds{1000};
+  for (std::size_t nth = 1; nth <= 4; ++nth) // SENDING fails, so do its first three rewrites
+    faulty_store->script(nth, faulty_task_store::fault::fail);
+  provider->hold(true);
+  channel = spawn_channel(s);
+  dispatch(channel, unfinished());
+  for (auto wait : {100, 200, 400, 800}) // 1.5 s in all: the first lease would be over
+    advance_both(std::chrono::milliseconds{wait});
+  BOOST_REQUIRE_EQUAL(provider->calls.size(), 1u);
+  BOOST_TEST(state(id) == "SENDING");
+  // The lease runs from the commit that landed, so no sweep may take the task mid-call.
+  BOOST_TEST(unfinished().empty());
+  provider->hold(false);
+  provider->release();
+  run();
+  BOOST_TEST(state(id) == "SENT");
+}
+
 BOOST_AUTO_TEST_CASE(a_fresh_task_whose_fallback_exists_waits_for_its_own_channel) {
   auto tripping = seed_sms(1, domain::priority::normal, "trip-").at(0);
   auto both = seed({plan("order-both", {"sms", "email"})});
