@@ -209,6 +209,21 @@ std::string_view ambiguous_framing(const http::request_header<>& header) {
   return {};
 }
 
+/// Whether the header block (request line to the empty line) folds a header over lines
+/// (obs-fold: a line starting with a space or tab). The parser would join the lines, so a
+/// folded `Transfer-Encoding` would frame the body for herald but not for a proxy that does not
+/// unfold — RFC 9112 §5.2 lets a server refuse it, and herald does.
+bool has_folded_header(std::string_view header_block) {
+  for (auto at = header_block.find('\n');
+       at != std::string_view::npos && at + 1 < header_block.size();
+       at = header_block.find('\n', at + 1)) {
+    const char next = header_block[at + 1];
+    if (next == ' ' || next == '\t')
+      return true;
+  }
+  return false;
+}
+
 http_response json_error_response(http::status status, std::string_view code,
                                   std::string_view message, const std::string& trace_id) {
   http_response response{status, 11};
@@ -358,9 +373,42 @@ private:
     stream_.expires_after(core_.options.idle_timeout); // also while no byte has come yet
     if (idle_ticket_ == 0)
       idle_ticket_ = core_.enter_idle(weak_from_this());
-    http::async_read_header(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+    read_header_block();
+  }
+
+  // The header block is read whole first, so its raw bytes can be checked for what the parser
+  // would hide (folded lines); parsing it then needs no further read.
+  void read_header_block() {
+    const auto bytes = buffer_.data();
+    const std::string_view buffered{static_cast<const char*>(bytes.data()), bytes.size()};
+    if (auto end = buffered.find("\r\n\r\n"); end != std::string_view::npos)
+      return on_header_block(buffered.substr(0, end + 4));
+    if (buffer_.size() >= buffer_.max_size()) // full, and no end of headers in it
+      return on_header(http::error::header_limit);
+    const auto room = std::min<std::size_t>(4096, buffer_.max_size() - buffer_.size());
+    stream_.async_read_some(buffer_.prepare(room),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              if (ec)
+                                return self->on_header(ec);
+                              self->buffer_.commit(n);
+                              self->read_header_block();
+                            });
+  }
+
+  void on_header_block(std::string_view header_block) {
+    if (has_folded_header(header_block)) {
+      if (!core_.leave_idle(std::exchange(idle_ticket_, 0)))
+        return close(); // evicted meanwhile
+      trace_id_ = log::new_trace_id();
+      log::info("http_request_rejected",
+                {{"trace_id", trace_id_}, {"status", "400"}, {"reason", "folded header line"}});
+      return send_error(http::status::bad_request, "invalid_request",
+                        "malformed HTTP request: a header folded over lines (obs-fold)");
+    }
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code read_ec, std::size_t) {
+                              self->on_header(read_ec);
+                            });
   }
 
   void on_header(beast::error_code ec) {
@@ -410,7 +458,7 @@ private:
   }
 
   void on_read_error(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+    if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == beast::error::timeout ||
         ec == asio::error::operation_aborted || ec == http::error::partial_message || closed_)
       return close();
     if (trace_id_.empty())

@@ -834,6 +834,13 @@ BOOST_AUTO_TEST_CASE(transfer_encoding_in_http_1_0_is_refused) {
   BOOST_TEST(server.handled().empty());
 }
 
+BOOST_AUTO_TEST_CASE(folded_header_lines_are_refused) {
+  // The parser would join the lines; a proxy that does not would frame the body differently.
+  expect_refused_and_closed(framed_post("Transfer-Encoding:\r\n chunked\r\n") + "0\r\n\r\n");
+  expect_refused_and_closed(framed_post("Content-Length:\r\n\t5\r\n"));
+  expect_refused_and_closed(framed_post("X-Note: a\r\n b\r\n"));
+}
+
 BOOST_AUTO_TEST_CASE(an_endless_chunk_header_is_refused_within_the_header_limit) {
   // Neither the header nor the body limit counts a chunk-size line's extension: only the
   // bounded read buffer stops it (without it, memory grew by 1.5 GB in 24 s).
