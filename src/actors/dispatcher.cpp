@@ -64,7 +64,10 @@ std::uint64_t page_size(const dispatcher_state& st, const std::string& channel) 
 }
 
 // How long the channels need to send what they were just handed at their configured rates:
-// the next page waits that long, so the lanes drain between pages instead of piling up.
+// the next page waits that long, so the lanes drain between pages instead of piling up. At
+// most a second: a slow channel (1 task/s) must not hold every other channel's recovery for
+// minutes per page, and the lanes are bounded anyway (`queue_limit`; the rest stays in the
+// database for the next sweep).
 caf::timespan time_to_send(const dispatcher_state& st,
                            const std::map<std::string, std::size_t>& handed) {
   double seconds = 0;
@@ -73,8 +76,8 @@ caf::timespan time_to_send(const dispatcher_state& st,
     if (found != st.settings.end() && found->second.rate_per_sec > 0)
       seconds = std::max(seconds, static_cast<double>(count) / found->second.rate_per_sec);
   }
-  return std::chrono::duration_cast<caf::timespan>(
-      std::chrono::milliseconds{static_cast<std::int64_t>(std::ceil(seconds * 1000))});
+  return std::chrono::duration_cast<caf::timespan>(std::chrono::milliseconds{
+      static_cast<std::int64_t>(std::ceil(std::min(seconds, 1.0) * 1000))});
 }
 
 void read_page(self_pointer self);

@@ -130,6 +130,23 @@ BOOST_AUTO_TEST_CASE(recovery_is_paced_by_the_channels_window_and_rate) {
     BOOST_TEST(provider->calls_for(id) == 1u, id);
 }
 
+BOOST_AUTO_TEST_CASE(a_slow_channel_delays_the_next_page_by_a_second_at_most) {
+  std::vector<domain::message_plan> plans;
+  for (int i = 0; i < 4; ++i)
+    plans.push_back(plan("slow-" + std::to_string(i), {"sms"}));
+  seed(plans);
+  actors::dispatcher_config config;
+  config.windows_per_page = 2;                         // window 1: pages of 2 tasks
+  auto dispatcher = spawn_dispatcher(1, config, 0.01); // 200 s to send a page at its rate
+  caf::anon_send(dispatcher, actors::recover_atom_v, std::string{});
+  run();
+  BOOST_TEST(reader_store->recovery_reads.size() == 1u);
+  advance_both(std::chrono::milliseconds{999});
+  BOOST_TEST(reader_store->recovery_reads.size() == 1u);
+  advance_both(std::chrono::milliseconds{1}); // other channels' recovery waits no longer
+  BOOST_TEST(reader_store->recovery_reads.size() == 2u);
+}
+
 // The sweep re-reads only what it must: a retry due after the next sweep waits in the retry
 // timer (or, let go, in the database) and is not read again every interval; it is read by the
 // last sweep before it is due, and sent once, on time.
