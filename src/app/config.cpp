@@ -55,7 +55,9 @@ public:
     return object_->if_contains(key);
   }
 
-  std::string path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  std::string path(const std::string& key) const {
+    return path_.empty() || key.empty() ? path_ + key : path_ + "." + key;
+  }
 
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
     auto where = path(key);

@@ -197,6 +197,11 @@ BOOST_AUTO_TEST_CASE(unknown_keys_are_named_with_their_path) {
              "channels[0].url: unknown key");
 }
 
+BOOST_AUTO_TEST_CASE(a_section_of_the_wrong_type_is_named_plainly) {
+  BOOST_TEST(error_of(with_top(R"("http": [])")) == "http: must be an object");
+  BOOST_TEST(error_of(with_channel(R"("circuit": 3)")) == "channels[0].circuit: must be an object");
+}
+
 BOOST_AUTO_TEST_CASE(errors_stay_on_one_line) {
   const auto error = error_of(with_top(R"("sha\nrds": 8)"));
   BOOST_TEST(error == "sha?rds: unknown key");
