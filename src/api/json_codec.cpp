@@ -319,7 +319,8 @@ private:
   std::string key_; // a key arriving in parts
 };
 
-/// Runs strict_json_checker over a body that json::parse accepted.
+} // namespace
+
 std::optional<domain::validation_error> check_strict_json(std::string_view body,
                                                           const json::parse_options& options) {
   json::basic_parser<strict_json_checker> parser(options);
@@ -327,8 +328,6 @@ std::optional<domain::validation_error> check_strict_json(std::string_view body,
   parser.write_some(false, body.data(), body.size(), ec);
   return std::move(parser.handler().problem);
 }
-
-} // namespace
 
 std::variant<domain::message_request, domain::validation_error>
 decode_message_request(std::string_view body, unsigned max_depth) {

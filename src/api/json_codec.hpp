@@ -4,14 +4,22 @@
 #include "domain/validation.hpp"
 #include "persistence/task_store.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
+
+#include <boost/json/parse_options.hpp>
 
 namespace herald::api {
 
 /// Deepest JSON nesting a request body may have; deeper bodies are refused before decoding.
 inline constexpr unsigned default_max_json_depth = 32;
+
+/// What json::parse lets pass in a document it accepted: the first duplicate key
+/// (`duplicate_key`) or number out of the range of a double, naming its path; none when clean.
+std::optional<domain::validation_error>
+check_strict_json(std::string_view text, const boost::json::parse_options& options);
 
 /// Turns a POST /v1/messages body into a request. Checks only the JSON contract (syntax,
 /// nesting, types, known fields, no duplicate keys, finite numbers); business rules are

@@ -1,5 +1,7 @@
 #include "app/config.hpp"
 
+#include "api/json_codec.hpp"
+
 #include <cmath>
 #include <fstream>
 #include <iomanip>
@@ -262,6 +264,11 @@ config parse_config(const std::string& text) {
   auto doc = json::parse(text, ec, {}, options);
   if (ec)
     throw config_error("not valid JSON: " + ec.message());
+  // Refused as the API refuses them: a key given twice would silently keep the last value.
+  // (Numbers out of range are left to each key's own bounds, which name them.)
+  if (auto problem = api::check_strict_json(text, options);
+      problem && problem->code == "duplicate_key")
+    throw config_error(problem->field + ": given twice");
   config cfg;
   object_reader r{doc, ""};
   std::string listen;

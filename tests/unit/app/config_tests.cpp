@@ -202,6 +202,12 @@ BOOST_AUTO_TEST_CASE(a_section_of_the_wrong_type_is_named_plainly) {
   BOOST_TEST(error_of(with_channel(R"("circuit": 3)")) == "channels[0].circuit: must be an object");
 }
 
+BOOST_AUTO_TEST_CASE(a_key_given_twice_is_refused) {
+  BOOST_TEST(error_of(with_top(R"("shards": 2, "shards": 4)")) == "shards: given twice");
+  BOOST_TEST(error_of(with_channel(R"("window": 2, "window": 4)")) ==
+             "channels[0].window: given twice");
+}
+
 BOOST_AUTO_TEST_CASE(errors_stay_on_one_line) {
   const auto error = error_of(with_top(R"("sha\nrds": 8)"));
   BOOST_TEST(error == "sha?rds: unknown key");
