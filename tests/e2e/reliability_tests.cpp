@@ -41,9 +41,11 @@ json::object task_of(running_herald& herald, const std::string& message_id) {
 BOOST_AUTO_TEST_SUITE(dead_letter_tests)
 
 BOOST_AUTO_TEST_CASE(a_failed_task_is_listed_and_a_double_replay_sends_once) {
+  // Each call takes a second: the replayed task is still on its way (not FAILED again) when
+  // the second replay arrives, so that one must be refused.
   running_herald herald({}, R"({
     "channels": [
-      {"name": "sms", "type": "simulated", "permanent_failure_rate": 1.0},
+      {"name": "sms", "type": "simulated", "permanent_failure_rate": 1.0, "latency_ms": 1000},
       {"name": "app", "type": "simulated"}
     ]})");
   auto accepted = herald.post(message("dl-1", {"sms"}));
