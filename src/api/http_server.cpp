@@ -373,6 +373,7 @@ private:
     stream_.expires_after(core_.options.idle_timeout); // also while no byte has come yet
     if (idle_ticket_ == 0)
       idle_ticket_ = core_.enter_idle(weak_from_this());
+    header_scanned_ = 0;
     read_header_block();
   }
 
@@ -381,7 +382,17 @@ private:
   void read_header_block() {
     const auto bytes = buffer_.data();
     const std::string_view buffered{static_cast<const char*>(bytes.data()), bytes.size()};
-    if (auto end = buffered.find("\r\n\r\n"); end != std::string_view::npos)
+    // Only what arrived since the last look is searched (3 bytes back, for a split "\r\n\r\n"),
+    // so a client sending a byte at a time costs linear, not quadratic, time.
+    const auto from = header_scanned_ > 3 ? header_scanned_ - 3 : 0;
+    const auto end = buffered.find("\r\n\r\n", from);
+    const auto scanned_to = end == std::string_view::npos ? buffered.size() : end + 4;
+    for (auto at = buffered.find('\n', header_scanned_); at < scanned_to;
+         at = buffered.find('\n', at + 1))
+      if (at == 0 || buffered[at - 1] != '\r') // a bare LF: such a block would never end
+        return refuse_header("bare LF in the header", "a line ended by LF without CR");
+    header_scanned_ = scanned_to;
+    if (end != std::string_view::npos)
       return on_header_block(buffered.substr(0, end + 4));
     if (buffer_.size() >= buffer_.max_size()) // full, and no end of headers in it
       return on_header(http::error::header_limit);
@@ -395,16 +406,19 @@ private:
                             });
   }
 
+  /// Refuses a header block the parser would have read differently from a proxy in front.
+  void refuse_header(const char* log_reason, const std::string& what) {
+    if (!core_.leave_idle(std::exchange(idle_ticket_, 0)))
+      return close(); // evicted meanwhile
+    trace_id_ = log::new_trace_id();
+    log::info("http_request_rejected",
+              {{"trace_id", trace_id_}, {"status", "400"}, {"reason", log_reason}});
+    send_error(http::status::bad_request, "invalid_request", "malformed HTTP request: " + what);
+  }
+
   void on_header_block(std::string_view header_block) {
-    if (has_folded_header(header_block)) {
-      if (!core_.leave_idle(std::exchange(idle_ticket_, 0)))
-        return close(); // evicted meanwhile
-      trace_id_ = log::new_trace_id();
-      log::info("http_request_rejected",
-                {{"trace_id", trace_id_}, {"status", "400"}, {"reason", "folded header line"}});
-      return send_error(http::status::bad_request, "invalid_request",
-                        "malformed HTTP request: a header folded over lines (obs-fold)");
-    }
+    if (has_folded_header(header_block))
+      return refuse_header("folded header line", "a header folded over lines (obs-fold)");
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code read_ec, std::size_t) {
                               self->on_header(read_ec);
@@ -597,7 +611,8 @@ private:
   bool closed_ = false;
   std::array<char, 4096> discard_{};
   std::size_t discarded_ = 0;
-  std::uint64_t idle_ticket_ = 0; // non-zero while on the core's idle list
+  std::size_t header_scanned_ = 0; // bytes of the buffer searched for the end of the headers
+  std::uint64_t idle_ticket_ = 0;  // non-zero while on the core's idle list
   connection_slot slot_;
 };
 

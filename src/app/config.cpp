@@ -400,6 +400,10 @@ bool is_loopback_host(const std::string& host) {
 }
 
 void validate(const config& cfg) {
+  // "/" separates the name from each process's incarnation in lease owners: a name holding one
+  // could pass for another node's process when leases are resumed.
+  if (cfg.node_id.size() > 200 || cfg.node_id.find_first_of("/\r\n") != std::string::npos)
+    throw config_error("node_id: must be at most 200 characters, without '/' or line breaks");
   if (cfg.auth.mode == auth_config::auth_mode::none && !is_loopback_host(cfg.http.host) &&
       !cfg.auth.allow_unauthenticated_on_network)
     throw config_error("auth.mode is none but the listen address " + cfg.http.host +

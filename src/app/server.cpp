@@ -58,8 +58,9 @@ std::string node_name(const config& cfg, std::uint16_t port) {
 // processes never hold a lease under the same owner — not even the same node restarted while
 // its predecessor still drains calls.
 std::string lease_owner_of(const std::string& name) {
+  static_assert(persistence::lease_incarnation_length == 16, "two 32-bit draws in hex");
   std::random_device entropy;
-  char incarnation[17];
+  char incarnation[persistence::lease_incarnation_length + 1];
   std::snprintf(incarnation, sizeof(incarnation), "%08x%08x", entropy(), entropy());
   return name + "/" + incarnation;
 }
@@ -74,7 +75,7 @@ public:
     for (char c : name)
       file_name += std::isalnum(static_cast<unsigned char>(c)) != 0 ? c : '_';
     path_ = (std::filesystem::temp_directory_path() / (file_name + ".lock")).string();
-    fd_ = ::open(path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    fd_ = ::open(path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
     held_ = fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) == 0;
   }
   ~node_name_lock() {
@@ -260,10 +261,12 @@ int serve(const config& cfg) {
   auto clock = std::make_shared<domain::system_clock>();
   auto delays = std::make_shared<providers::delay_scheduler>();
   int exit_code = 0;
+  const auto name = node_name(cfg, cfg.http.port);
+  // Outlives the actor system below: released only once no actor of this process can still
+  // be calling a provider, so a successor never resumes a lease still in use.
+  const node_name_lock name_lock{name};
   {
     caf::actor_system sys{caf_cfg};
-    const auto name = node_name(cfg, cfg.http.port);
-    const node_name_lock name_lock{name};
     const auto node_id = lease_owner_of(name);
     auto n = spawn_node(sys, cfg, writer_store, reader_store,
                         make_channel_specs(cfg, node_id, id_secret, delays), metrics_registry,

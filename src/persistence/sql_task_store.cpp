@@ -811,17 +811,23 @@ std::vector<state_count> sql_task_store::count_by_state() {
 }
 
 std::size_t sql_task_store::release_leases(const std::string& node_name, domain::timestamp now) {
-  // substr, not LIKE: a node name may contain '%' or '_'.
+  // substr, not LIKE: a node name may contain '%' or '_'. The exact length keeps "eu" from
+  // matching the owners of a node named "eu/2".
   const std::string update =
       "UPDATE tasks SET lease_until = CAST(:now AS BIGINT) WHERE status = '" +
       state_text(domain::task_state::sending) +
-      "' AND (lease_owner = :owner OR substr(lease_owner, 1, CAST(:length AS INTEGER)) = "
-      ":prefix) AND lease_until > CAST(:later AS BIGINT) RETURNING id";
+      "' AND (lease_owner = :owner OR (substr(lease_owner, 1, CAST(:length AS INTEGER)) = "
+      ":prefix AND length(lease_owner) = CAST(:owner_length AS INTEGER))) AND lease_until > "
+      "CAST(:later AS BIGINT) RETURNING id";
   return in_transaction("release_leases", [&] {
     const auto now_text = micros_text(now);
     const auto prefix = node_name + "/";
+    const auto owner_length = prefix.size() + lease_incarnation_length;
     return statements_
-        ->fetch(update, {now_text, node_name, std::to_string(prefix.size()), prefix, now_text}, 1)
+        ->fetch(update,
+                {now_text, node_name, std::to_string(prefix.size()), prefix,
+                 std::to_string(owner_length), now_text},
+                1)
         .size();
   });
 }

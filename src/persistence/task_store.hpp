@@ -111,6 +111,10 @@ struct replay_result {
 };
 
 /// What a failover did.
+/// Length of the incarnation a process appends to its node name to form its lease owner
+/// (`<node name>/<16 hex digits>`), drawn at each start.
+inline constexpr std::size_t lease_incarnation_length = 16;
+
 struct failover_result {
   enum class outcome {
     failed_over,     ///< the change applied and `claim` created the fallback task (also when
@@ -192,7 +196,7 @@ public:
   virtual std::vector<state_count> count_by_state() = 0;
 
   /// Ends every lease held on a SENDING task by node `node_name` — lease owner `node_name` or
-  /// `node_name/<incarnation>` — as of `now`: a node restarting under its old name does this
+  /// `node_name/<incarnation>` (lease_incarnation_length characters) — as of `now`: a node restarting under its old name does this
   /// before recovery, so the calls its previous processes left unanswered are resent at once
   /// (with their provider request ids) instead of after the lease. Only safe while no live
   /// process holds that name. Returns how many were released.

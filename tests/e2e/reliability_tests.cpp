@@ -6,6 +6,7 @@
 
 #include <future>
 #include <string>
+#include <thread>
 
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
@@ -54,9 +55,15 @@ BOOST_AUTO_TEST_CASE(a_failed_task_is_listed_and_a_double_replay_sends_once) {
   auto text = herald.wait_for_metrics([](auto& m) { return calls(m, "sms", "permanent") >= 1; });
   BOOST_REQUIRE_EQUAL(calls(text, "sms", "permanent"), 1.0);
 
-  auto listed = herald.get("/v1/dead-letters?channel=sms");
-  BOOST_REQUIRE_EQUAL(listed.status, 200);
-  auto letters = json::parse(listed.body).at("dead_letters").as_array();
+  // The call is counted before its FAILED is committed: wait (bounded) for the listing.
+  json::array letters;
+  for (auto deadline = std::chrono::steady_clock::now() + 10s;
+       letters.empty() && std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(20ms)) { // polling a condition, bounded
+    auto listed = herald.get("/v1/dead-letters?channel=sms");
+    BOOST_REQUIRE_EQUAL(listed.status, 200);
+    letters = json::parse(listed.body).at("dead_letters").as_array();
+  }
   BOOST_REQUIRE_EQUAL(letters.size(), 1u);
   auto task_id = std::string(letters[0].at("task_id").as_string());
   BOOST_TEST(letters[0].at("status").as_string() == "FAILED");

@@ -970,9 +970,9 @@ inline void released_leases_come_back_at_once(store_backend& backend) {
   const auto& theirs = plan.tasks[1].id;
   const auto& earlier = plan.tasks[2].id;
   auto their_take = take_lease(theirs, task_state::pending);
-  their_take.lease_owner = "node-a2/1f2e"; // a name that merely starts like ours
+  their_take.lease_owner = "node-a2/00000000000001f2"; // a name that merely starts like ours
   auto earlier_take = take_lease(earlier, task_state::pending);
-  earlier_take.lease_owner = "node-a/9c0d"; // one of our earlier processes
+  earlier_take.lease_owner = "node-a/0000000000009c0d"; // one of our earlier processes
   BOOST_TEST(
       store->apply({take_lease(mine, task_state::pending), their_take, earlier_take}, {}).size() ==
       3u);
@@ -984,6 +984,14 @@ inline void released_leases_come_back_at_once(store_backend& backend) {
   BOOST_TEST(has_task(page, mine));
   BOOST_TEST(has_task(page, earlier));
   BOOST_TEST(!has_task(page, theirs));
+  BOOST_TEST(store->release_leases("node-a", now) == 0u);
+
+  // A process of node "node-a/x" (port-0 names carry a "/") is not one of node-a's.
+  const auto other_plan = make_plan("order-r2", {"sms"});
+  store->claim({other_plan});
+  auto nested = take_lease(other_plan.tasks[0].id, task_state::pending);
+  nested.lease_owner = "node-a/x/0000000000000abc";
+  BOOST_TEST(store->apply({nested}, {}).size() == 1u);
   BOOST_TEST(store->release_leases("node-a", now) == 0u);
 }
 

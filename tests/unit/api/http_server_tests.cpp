@@ -841,6 +841,11 @@ BOOST_AUTO_TEST_CASE(folded_header_lines_are_refused) {
   expect_refused_and_closed(framed_post("X-Note: a\r\n b\r\n"));
 }
 
+BOOST_AUTO_TEST_CASE(a_header_block_of_bare_line_feeds_is_refused_at_once) {
+  // Its end ("\n\n") is no end of headers: without the check it waited for the idle timeout.
+  expect_refused_and_closed("POST /v1/messages HTTP/1.1\nHost: x\nContent-Length: 0\n\n");
+}
+
 BOOST_AUTO_TEST_CASE(an_endless_chunk_header_is_refused_within_the_header_limit) {
   // Neither the header nor the body limit counts a chunk-size line's extension: only the
   // bounded read buffer stops it (without it, memory grew by 1.5 GB in 24 s).

@@ -208,6 +208,11 @@ BOOST_AUTO_TEST_CASE(a_key_given_twice_is_refused) {
              "channels[0].window: given twice");
 }
 
+BOOST_AUTO_TEST_CASE(a_node_id_cannot_pass_for_another_nodes_process) {
+  BOOST_TEST(error_of(with_top(R"("node_id": "eu/2")")).rfind("node_id: ", 0) == 0u);
+  BOOST_TEST(error_of(with_top(R"("node_id": "eu-2")")) == "");
+}
+
 BOOST_AUTO_TEST_CASE(errors_stay_on_one_line) {
   const auto error = error_of(with_top(R"("sha\nrds": 8)"));
   BOOST_TEST(error == "sha?rds: unknown key");
