@@ -16,16 +16,13 @@
 #include "observability/metrics.hpp"
 #include "persistence/faulty_task_store.hpp"
 #include "persistence/installation.hpp"
+#include "persistence/node_lock.hpp"
 #include "persistence/task_store.hpp"
 
-#include <cctype>
 #include <csignal>
 #include <cstdio>
-#include <fcntl.h>
-#include <filesystem>
 #include <iostream>
 #include <random>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <caf/actor_cast.hpp>
@@ -65,45 +62,16 @@ std::string lease_owner_of(const std::string& name) {
   return name + "/" + incarnation;
 }
 
-// Held (an flock on a file named after the node) for the life of the process; the kernel lets
-// go of it when the process dies, even by SIGKILL. Whoever holds it knows that no earlier
-// process of this node name on this host is still running.
-class node_name_lock {
-public:
-  explicit node_name_lock(const std::string& name) {
-    std::string file_name = "herald-node-";
-    for (char c : name)
-      file_name += std::isalnum(static_cast<unsigned char>(c)) != 0 ? c : '_';
-    path_ = (std::filesystem::temp_directory_path() / (file_name + ".lock")).string();
-    fd_ = ::open(path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
-    held_ = fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) == 0;
-  }
-  ~node_name_lock() {
-    if (fd_ >= 0)
-      ::close(fd_);
-  }
-  node_name_lock(const node_name_lock&) = delete;
-  node_name_lock& operator=(const node_name_lock&) = delete;
-
-  bool held() const { return held_; }
-  const std::string& path() const { return path_; }
-
-private:
-  std::string path_;
-  int fd_ = -1;
-  bool held_ = false;
-};
-
 // After a crash, the node's earlier processes left SENDING tasks under their leases; ending
 // those leases now lets the first recovery pass resend them (same provider request id)
 // instead of waiting out lease and sweep. Only when no earlier process of this name can be
 // alive: the port is bound (checked by the caller) and the node-name lock is ours.
 void resume_own_leases(const persistence::database_url& url, const std::string& name,
-                       const node_name_lock& lock, const domain::clock& clock) {
+                       const persistence::node_lock& lock, const domain::clock& clock) {
   if (!lock.held()) {
     log::warn("herald.leases_left_to_sweep",
               {{"node", name},
-               {"lock", lock.path()},
+               {"lock", lock.where()},
                {"reason", "another process of this node name may still be running"}});
     return;
   }
@@ -264,7 +232,7 @@ int serve(const config& cfg) {
   const auto name = node_name(cfg, cfg.http.port);
   // Outlives the actor system below: released only once no actor of this process can still
   // be calling a provider, so a successor never resumes a lease still in use.
-  const node_name_lock name_lock{name};
+  const auto name_lock = persistence::try_lock_node_name(url, name);
   {
     caf::actor_system sys{caf_cfg};
     const auto node_id = lease_owner_of(name);
@@ -289,7 +257,7 @@ int serve(const config& cfg) {
       server.start();
       if (metrics_server)
         metrics_server->start();
-      resume_own_leases(url, name, name_lock, *clock);
+      resume_own_leases(url, name, *name_lock, *clock);
       caf::anon_send(n.dispatcher, actors::recover_atom_v, std::string{}); // every channel
       log::info("herald.started",
                 {{"version", HERALD_VERSION},

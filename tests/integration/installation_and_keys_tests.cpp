@@ -1,6 +1,7 @@
 // The installation secret and the API key table (migration 0003) on SQLite and PostgreSQL.
 #include "persistence/api_key_store.hpp"
 #include "persistence/installation.hpp"
+#include "persistence/node_lock.hpp"
 #include "store_backends.hpp"
 #include "support/postgres.hpp"
 
@@ -107,6 +108,18 @@ void keys_are_stored_hashed_listed_and_revoked(test::store_backend& backend) {
   BOOST_TEST(!listed[1].revoked_at.has_value());
 }
 
+/// One live process per node name and database: a second holder is refused until the first
+/// lets go; other names are independent.
+void a_node_name_is_held_by_one_process(test::store_backend& backend) {
+  persistence::migrate(backend.url());
+  auto first = persistence::try_lock_node_name(backend.url(), "host-a:8080");
+  BOOST_TEST_REQUIRE(first->held(), first->where());
+  BOOST_TEST(!persistence::try_lock_node_name(backend.url(), "host-a:8080")->held());
+  BOOST_TEST(persistence::try_lock_node_name(backend.url(), "host-b:8080")->held());
+  first.reset(); // the process ended
+  BOOST_TEST(persistence::try_lock_node_name(backend.url(), "host-a:8080")->held());
+}
+
 } // namespace
 
 /// Expands the tests above into the enclosing fixture suite (fixture: a store_backend).
@@ -119,6 +132,9 @@ void keys_are_stored_hashed_listed_and_revoked(test::store_backend& backend) {
   }                                                                                                \
   BOOST_AUTO_TEST_CASE(keys_are_stored_hashed_listed_and_revoked) {                                \
     ::keys_are_stored_hashed_listed_and_revoked(*this);                                            \
+  }                                                                                                \
+  BOOST_AUTO_TEST_CASE(a_node_name_is_held_by_one_process) {                                       \
+    ::a_node_name_is_held_by_one_process(*this);                                                   \
   }
 
 BOOST_FIXTURE_TEST_SUITE(sqlite_installation_and_keys_tests, herald::test::sqlite_backend)
