@@ -2,8 +2,11 @@
 
 #include "persistence/sql.hpp"
 
+#include <chrono>
 #include <filesystem>
+#include <string_view>
 #include <system_error>
+#include <thread>
 
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/soci.h>
@@ -30,8 +33,21 @@ void configure(soci::session& sql, const database_url& url) {
     return;
   // busy_timeout first: switching to WAL needs a lock another connection may hold.
   sql << "PRAGMA busy_timeout = 5000";
+  // Switching a fresh file to WAL while other connections open it can be refused at once,
+  // without the busy handler (SQLite's deadlock avoidance): seen with six nodes migrating one
+  // new file together under load. It is safe to ask again.
   std::string mode;
-  sql << "PRAGMA journal_mode = WAL", soci::into(mode);
+  for (int attempt = 1;; ++attempt) {
+    try {
+      sql << "PRAGMA journal_mode = WAL", soci::into(mode);
+      break;
+    } catch (const soci::soci_error& e) {
+      if (attempt == 100 ||
+          std::string_view{e.what()}.find("database is locked") == std::string_view::npos)
+        throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds{20}); // a blocking connect, by design
+    }
+  }
   sql << "PRAGMA synchronous = NORMAL";
   sql << "PRAGMA foreign_keys = ON";
 }
