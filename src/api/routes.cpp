@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
@@ -198,6 +199,21 @@ std::optional<std::string_view> query_value(std::string_view query, std::string_
     auto eq = pair.find('=');
     if (pair.substr(0, eq) == key)
       return eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+  }
+  return std::nullopt;
+}
+
+/// The first key a query string names twice, if any: a proxy may act on one value, herald
+/// would on another, so neither is chosen.
+std::optional<std::string_view> repeated_query_key(std::string_view query) {
+  std::vector<std::string_view> seen;
+  while (!query.empty()) {
+    auto pair = query.substr(0, query.find('&'));
+    query.remove_prefix(std::min(query.size(), pair.size() + 1));
+    auto key = pair.substr(0, pair.find('='));
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      return key;
+    seen.push_back(key);
   }
   return std::nullopt;
 }
@@ -415,6 +431,9 @@ void routes::get_message(std::string_view id, const caller& who, const exchange_
 }
 
 void routes::list_dead_letters(std::string_view query, const caller& who, const exchange_ptr& ex) {
+  if (auto key = repeated_query_key(query))
+    return ex->error(http::status::bad_request, "invalid_request",
+                     "query parameter '" + std::string(*key) + "' given twice", std::string(*key));
   auto channel = query_value(query, "channel").value_or("");
   auto after = query_value(query, "after").value_or("");
   std::size_t limit = 100;

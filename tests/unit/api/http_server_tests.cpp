@@ -643,8 +643,10 @@ BOOST_FIXTURE_TEST_CASE(dead_letters_are_listed_with_masked_recipients, server_f
 }
 
 BOOST_FIXTURE_TEST_CASE(a_bad_dead_letter_query_is_refused, server_fixture) {
-  for (auto target : {"/v1/dead-letters?limit=0", "/v1/dead-letters?limit=1001",
-                      "/v1/dead-letters?limit=x", "/v1/dead-letters?channel=%00"}) {
+  for (auto target :
+       {"/v1/dead-letters?limit=0", "/v1/dead-letters?limit=1001", "/v1/dead-letters?limit=x",
+        "/v1/dead-letters?channel=%00", "/v1/dead-letters?limit=10&limit=abc",
+        "/v1/dead-letters?channel=a&channel=b"}) {
     auto response = get(target);
     BOOST_TEST(response.status == 400, target);
     BOOST_TEST(response.body.find("invalid_request") != std::string::npos, target);
