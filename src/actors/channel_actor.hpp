@@ -41,6 +41,10 @@ struct channel_settings {
   std::chrono::milliseconds store_timeout{10000};
   /// Tasks queued in memory at most; beyond it they wait in the database for the next sweep.
   std::size_t queue_limit = 10000;
+  /// How long after SENT the provider's final receipt may take; past it the reconciler asks
+  /// the provider (where it can be asked) or marks the task UNCONFIRMED. Zero: the channel
+  /// gives no receipts and SENT is final.
+  std::chrono::milliseconds receipt_window{0};
 
   /// An empty string when valid, else the reason.
   std::string validate() const;

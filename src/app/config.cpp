@@ -1,6 +1,8 @@
 #include "app/config.hpp"
 
 #include "api/json_codec.hpp"
+#include "domain/status_event.hpp"
+#include "providers/webhook_signature.hpp"
 
 #include <cmath>
 #include <fstream>
@@ -184,6 +186,7 @@ channel_config read_channel(const json::value& value, const std::string& path) {
   r.read("fallback", ch.settings.fallback);
   r.read_ms("throttle_pause_ms", ch.settings.throttle_pause, 1, one_hour_ms);
   r.read_ms("lease_ms", ch.settings.lease, 100);
+  r.read_ms("receipt_window_ms", ch.settings.receipt_window, 0, 30 * 24 * one_hour_ms);
   if (auto* circuit = r.find("circuit")) {
     object_reader c{*circuit, r.path("circuit")};
     c.read_integer("failure_threshold", ch.settings.circuit_failure_threshold, 1, 1000000);
@@ -195,6 +198,8 @@ channel_config read_channel(const json::value& value, const std::string& path) {
     r.read("secret", ch.webhook.secret);
     r.read_ms("timeout_ms", ch.webhook.timeout, 1, 10 * one_minute_ms);
     r.read_integer("max_connections", ch.webhook.max_connections, 1, 10000);
+    r.read("status_url", ch.webhook.status_url);
+    r.read("receipt_secret", ch.webhook.receipt_secret);
   } else {
     ch.simulated = read_simulated(r, ch.simulated);
   }
@@ -231,6 +236,19 @@ void read_routes(const json::value& value, domain::routing_rules& rules) {
     }
     rules.routes[std::string{biz_type}] = std::move(list);
   }
+}
+
+events_config read_events(const json::value& value) {
+  object_reader r{value, "events"};
+  events_config events;
+  r.read("url", events.url);
+  r.read("secret", events.secret);
+  r.read("types", events.types);
+  r.read_ms("timeout_ms", events.timeout, 1, 10 * one_minute_ms);
+  if (auto* retry = r.find("retry"))
+    events.retry = read_retry(*retry, r.path("retry"), events.retry);
+  r.done();
+  return events;
 }
 
 auth_config read_auth(const json::value& value) {
@@ -337,6 +355,15 @@ config parse_config(const std::string& text) {
     }
     s.done();
   }
+  if (auto* receipts = r.find("receipts")) {
+    object_reader c{*receipts, "receipts"};
+    c.read_ms("timestamp_tolerance_ms", cfg.receipts.timestamp_tolerance, 1000, one_hour_ms);
+    c.read_ms("reconcile_interval_ms", cfg.receipts.reconcile_interval, 10, one_hour_ms);
+    c.read_integer("reconcile_batch", cfg.receipts.reconcile_batch, 1, 100000);
+    c.done();
+  }
+  if (auto* events = r.find("events"))
+    cfg.events = read_events(*events);
   if (auto* channels = r.find("channels")) {
     if (!channels->is_array())
       r.fail("channels", "must be an array");
@@ -460,6 +487,15 @@ void validate(const config& cfg) {
   for (auto& [name, t] : cfg.rules.templates)
     if (t.body.empty())
       throw config_error("templates." + name + ".body: must not be empty");
+  if (!cfg.events.url.empty()) {
+    if (auto problem = providers::http_url_problem(cfg.events.url, "events.url"); !problem.empty())
+      throw config_error(problem);
+    if (!providers::decode_webhook_secret(cfg.events.secret))
+      throw config_error("events.secret: must be \"whsec_\" followed by base64");
+    for (auto& type : cfg.events.types)
+      if (!domain::is_event_type(type))
+        throw config_error("events.types: unknown event type '" + type + "'");
+  }
   if (auto problem = cfg.ingest.validate(); !problem.empty())
     throw config_error(problem);
   if (auto problem = cfg.dedup.validate(); !problem.empty())

@@ -47,6 +47,25 @@ struct auth_config {
   std::chrono::milliseconds key_refresh{2000};
 };
 
+/// How receipts are taken and reconciled (docs/receipts.md).
+struct receipts_config {
+  /// How far a receipt's webhook-timestamp may be from herald's clock, either way.
+  std::chrono::milliseconds timestamp_tolerance{300000};
+  /// How often the reconciler looks for SENT tasks past their channel's receipt window.
+  std::chrono::milliseconds reconcile_interval{10000};
+  /// Tasks the reconciler settles per database read, at most.
+  std::size_t reconcile_batch = 500;
+};
+
+/// Where status events go (docs/receipts.md): none when `url` is empty.
+struct events_config {
+  std::string url;                ///< http:// or https:// endpoint of the calling system
+  std::string secret;             ///< Standard Webhooks secret, "whsec_<base64>"
+  std::vector<std::string> types; ///< event types to send ("task.delivered", …); empty: all
+  std::chrono::milliseconds timeout{5000};
+  domain::retry_policy retry = domain::default_retry_policy(); ///< then an event dead letter
+};
+
 /// Everything `herald serve` runs with. Read from JSON (comments allowed), then checked as a
 /// whole by validate() before anything starts.
 struct config {
@@ -71,6 +90,8 @@ struct config {
   persistence::store_faults store_faults; ///< drills only: injected store-write failures
   std::vector<channel_config> channels;
   domain::routing_rules rules;
+  receipts_config receipts;
+  events_config events;
 };
 
 /// The built-in configuration (config/herald.json, compiled in).

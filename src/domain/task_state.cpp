@@ -6,7 +6,7 @@
 namespace herald::domain {
 namespace {
 
-constexpr std::array<std::pair<task_state, std::string_view>, 12> names = {{
+constexpr std::array<std::pair<task_state, std::string_view>, 13> names = {{
     {task_state::pending, "PENDING"},
     {task_state::sending, "SENDING"},
     {task_state::sent, "SENT"},
@@ -19,6 +19,7 @@ constexpr std::array<std::pair<task_state, std::string_view>, 12> names = {{
     {task_state::expired, "EXPIRED"},
     {task_state::suppressed, "SUPPRESSED"},
     {task_state::unconfirmed, "UNCONFIRMED"},
+    {task_state::undelivered, "UNDELIVERED"},
 }};
 
 } // namespace
@@ -49,8 +50,9 @@ bool can_transition(task_state from, task_state to) {
   case s::retry_wait:
     return to == s::sending || to == s::expired || to == s::dead;
   case s::sent:
-    // A failed receipt moves SENT to FAILED; no receipt in time moves it to UNCONFIRMED.
-    return to == s::delivered || to == s::read || to == s::clicked || to == s::failed ||
+    // A receipt may skip steps (READ implies DELIVERED); "did not arrive" moves SENT to
+    // UNDELIVERED; no final receipt in time moves it to UNCONFIRMED.
+    return to == s::delivered || to == s::read || to == s::clicked || to == s::undelivered ||
            to == s::unconfirmed;
   case s::unconfirmed:
     return to == s::delivered || to == s::read || to == s::clicked;
@@ -59,6 +61,7 @@ bool can_transition(task_state from, task_state to) {
   case s::read:
     return to == s::clicked;
   case s::clicked:
+  case s::undelivered:
   case s::failed:
   case s::dead:
   case s::expired:

@@ -18,7 +18,8 @@ enum class task_state {
   dead,       ///< attempts exhausted
   expired,    ///< expire_at passed before it could be sent
   suppressed, ///< policy decided not to send (with a reason)
-  unconfirmed, ///< sent, but the reconciler never got a receipt
+  unconfirmed, ///< sent, but no final receipt came within the channel's window, none to ask
+  undelivered, ///< the provider's receipt says it did not arrive (fails over like FAILED)
 };
 
 /// Upper-case wire and database name, e.g. "RETRY_WAIT".

@@ -96,7 +96,33 @@ struct metrics::families {
                              .Name("herald_delivery_latency_seconds")
                              .Help("Time from acceptance to the provider accepting the task")
                              .Register(r)),
+        receipts(prometheus::BuildCounter()
+                     .Name("herald_receipts_total")
+                     .Help("Provider receipts recorded, by status")
+                     .Register(r)),
+        receipts_rejected(prometheus::BuildCounter()
+                              .Name("herald_receipts_rejected_total")
+                              .Help("Provider receipts refused, by reason")
+                              .Register(r)),
+        reconciled(prometheus::BuildCounter()
+                       .Name("herald_reconciled_total")
+                       .Help("SENT tasks settled by the reconciler after their receipt window")
+                       .Register(r)),
+        ambiguous_resolved(prometheus::BuildCounter()
+                               .Name("herald_ambiguous_resolved_total")
+                               .Help("Ambiguous SENDING tasks the provider was asked about before "
+                                     "any resend")
+                               .Register(r)),
+        events_pending(prometheus::BuildGauge()
+                           .Name("herald_events_pending")
+                           .Help("Status events written and not yet delivered or given up")
+                           .Register(r)),
+        events_delivered(prometheus::BuildCounter()
+                             .Name("herald_events_delivered_total")
+                             .Help("Status event posts, by outcome")
+                             .Register(r)),
         messages_received_total(messages_received.Add({})),
+        events_pending_gauge(events_pending.Add({})),
         retry_queue_depth_gauge(retry_queue_depth.Add({})),
         ingest_latency_histogram(ingest_latency.Add({}, ingest_buckets)) {}
 
@@ -113,9 +139,16 @@ struct metrics::families {
   prometheus::Family<prometheus::Gauge>& retry_queue_depth;
   prometheus::Family<prometheus::Histogram>& ingest_latency;
   prometheus::Family<prometheus::Histogram>& delivery_latency;
+  prometheus::Family<prometheus::Counter>& receipts;
+  prometheus::Family<prometheus::Counter>& receipts_rejected;
+  prometheus::Family<prometheus::Counter>& reconciled;
+  prometheus::Family<prometheus::Counter>& ambiguous_resolved;
+  prometheus::Family<prometheus::Gauge>& events_pending;
+  prometheus::Family<prometheus::Counter>& events_delivered;
 
   // Unlabelled series, created once so they render (as 0) before the first event.
   prometheus::Counter& messages_received_total;
+  prometheus::Gauge& events_pending_gauge;
   prometheus::Gauge& retry_queue_depth_gauge;
   prometheus::Histogram& ingest_latency_histogram;
 };
@@ -179,6 +212,32 @@ void metrics::ingest_latency(double seconds) {
 
 void metrics::delivery_latency(const std::string& channel, double seconds) {
   families_->delivery_latency.Add({{"channel", channel}}, delivery_buckets).Observe(seconds);
+}
+
+void metrics::receipt(const std::string& channel, std::string_view status) {
+  families_->receipts.Add({{"channel", channel}, {"status", std::string(status)}}).Increment();
+}
+
+void metrics::receipt_rejected(const std::string& channel, std::string_view reason) {
+  families_->receipts_rejected.Add({{"channel", channel}, {"reason", std::string(reason)}})
+      .Increment();
+}
+
+void metrics::reconciled(const std::string& channel, std::string_view outcome) {
+  families_->reconciled.Add({{"channel", channel}, {"outcome", std::string(outcome)}}).Increment();
+}
+
+void metrics::ambiguous_resolved(const std::string& channel, std::string_view outcome) {
+  families_->ambiguous_resolved.Add({{"channel", channel}, {"outcome", std::string(outcome)}})
+      .Increment();
+}
+
+void metrics::events_pending(double count) {
+  families_->events_pending_gauge.Set(count);
+}
+
+void metrics::event_delivered(std::string_view outcome) {
+  families_->events_delivered.Add({{"outcome", std::string(outcome)}}).Increment();
 }
 
 std::string metrics::render() const {

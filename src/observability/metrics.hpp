@@ -37,6 +37,19 @@ public:
   void retry_queue_depth(double depth);
   void ingest_latency(double seconds);
   void delivery_latency(const std::string& channel, double seconds);
+  /// A receipt recorded (status: delivered, read, clicked, undelivered).
+  void receipt(const std::string& channel, std::string_view status);
+  /// A receipt refused (reason: bad_signature, stale_timestamp, malformed, unknown_task, …).
+  void receipt_rejected(const std::string& channel, std::string_view reason);
+  /// A SENT task the reconciler settled (outcome: a receipt status found by asking, or
+  /// unconfirmed).
+  void reconciled(const std::string& channel, std::string_view outcome);
+  /// An ambiguous SENDING task the provider was asked about (found, not_found, unknown).
+  void ambiguous_resolved(const std::string& channel, std::string_view outcome);
+  /// Status events written and not yet delivered or given up.
+  void events_pending(double count);
+  /// A status event post finished (outcome: delivered, retry, dead).
+  void event_delivered(std::string_view outcome);
 
   /// Prometheus text exposition format.
   std::string render() const;

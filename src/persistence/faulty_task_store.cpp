@@ -84,6 +84,12 @@ failover_result faulty_task_store::fail_over(const state_change& change,
   return write("fail_over", [&] { return real_->fail_over(change, attempts, fallback); });
 }
 
+std::vector<receipt_outcome>
+faulty_task_store::record_receipts(const std::vector<receipt_input>& receipts,
+                                   const undelivered_failover& failover, domain::timestamp now) {
+  return write("record_receipts", [&] { return real_->record_receipts(receipts, failover, now); });
+}
+
 std::optional<message_view> faulty_task_store::find_message(const std::string& tenant,
                                                             const std::string& message_id) {
   return real_->find_message(tenant, message_id);

@@ -26,8 +26,8 @@ struct store_faults {
 };
 
 /// A decorator over a real store that fails or delays chosen writes (claim, apply, fail_over,
-/// replay, release_leases) — for tests, and for drills that load herald while its database
-/// misbehaves. Reads pass through. A failure is a store_error, as the real store throws;
+/// record_receipts, replay, release_leases) — for tests, and for drills that load herald while its
+/// database misbehaves. Reads pass through. A failure is a store_error, as the real store throws;
 /// "lost answer" failures throw after the inner store committed.
 class faulty_task_store final : public task_store {
 public:
@@ -50,6 +50,9 @@ public:
                                  const std::vector<attempt_record>& attempts) override;
   failover_result fail_over(const state_change& change, const std::vector<attempt_record>& attempts,
                             const domain::message_plan& fallback) override;
+  std::vector<receipt_outcome> record_receipts(const std::vector<receipt_input>& receipts,
+                                               const undelivered_failover& failover,
+                                               domain::timestamp now) override;
   std::optional<message_view> find_message(const std::string& tenant,
                                            const std::string& message_id) override;
   std::vector<domain::delivery> load_unfinished(const std::string& after_task_id, std::size_t limit,

@@ -624,6 +624,13 @@ failover_result sql_task_store::fail_over(const state_change& change,
           claim_results(plans, claims, answers->first, answers->second).at(0)};
 }
 
+std::vector<receipt_outcome>
+sql_task_store::record_receipts(const std::vector<receipt_input>& receipts,
+                                const undelivered_failover& failover, domain::timestamp now) {
+  (void)receipts, (void)failover, (void)now;
+  throw store_error("record_receipts: not written yet");
+}
+
 std::optional<message_view> sql_task_store::find_message(const std::string& tenant,
                                                          const std::string& message_id) {
   return outside_transaction("find_message", [&]() -> std::optional<message_view> {

@@ -36,6 +36,9 @@ public:
                                  const std::vector<attempt_record>& attempts) override;
   failover_result fail_over(const state_change& change, const std::vector<attempt_record>& attempts,
                             const domain::message_plan& fallback) override;
+  std::vector<receipt_outcome> record_receipts(const std::vector<receipt_input>& receipts,
+                                               const undelivered_failover& failover,
+                                               domain::timestamp now) override;
   std::optional<message_view> find_message(const std::string& tenant,
                                            const std::string& message_id) override;
   std::vector<domain::delivery> load_unfinished(const std::string& after_task_id, std::size_t limit,

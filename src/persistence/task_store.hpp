@@ -1,6 +1,7 @@
 #pragma once
 
 #include "domain/message.hpp"
+#include "domain/receipt.hpp"
 #include "domain/task_state.hpp"
 #include "domain/time.hpp"
 
@@ -57,6 +58,9 @@ struct state_change {
   /// did commit) is sent again as it was; finding the row already in `to` with this token, the
   /// store answers it as applied instead of refusing it. nullopt: no take (expiry, failover).
   std::optional<std::string> lease_token;
+  /// The provider's own id for the message, from a success answer; kept on the task so a
+  /// receipt naming it finds the task. nullopt keeps what the row holds.
+  std::optional<std::string> provider_message_id;
 };
 
 /// One provider call, as recorded.
@@ -68,6 +72,15 @@ struct attempt_record {
   std::string detail;  ///< provider message id on success, error text otherwise
   domain::timestamp started_at;
   domain::timestamp finished_at;
+};
+
+/// One receipt of a task, as recorded.
+struct receipt_record {
+  domain::receipt_status status = domain::receipt_status::delivered;
+  domain::receipt_source source = domain::receipt_source::callback;
+  domain::timestamp occurred_at; ///< by the provider's clock
+  domain::timestamp received_at; ///< by herald's
+  std::string detail;            ///< masked
 };
 
 /// A task as GET /v1/messages/{id} shows it.
@@ -83,6 +96,8 @@ struct task_view {
   domain::timestamp created_at;
   domain::timestamp updated_at;
   std::vector<attempt_record> attempt_log;
+  std::string provider_message_id; ///< empty: the provider gave none
+  std::vector<receipt_record> receipts;
 };
 
 /// A message with its tasks, as GET /v1/messages/{id} shows it.
@@ -127,6 +142,40 @@ struct failover_result {
   std::optional<claim_result> claim; ///< with failed_over
 };
 
+/// A receipt to record: it names its task by herald's provider request id or by the
+/// provider's message id (either is enough), always within one channel.
+struct receipt_input {
+  std::string channel;
+  std::string provider_request_id; ///< empty: find the task by provider_message_id
+  std::string provider_message_id; ///< empty: find the task by provider_request_id
+  receipt_record receipt;
+};
+
+/// Where UNDELIVERED tasks fail over to: a channel's fallback (none: it has none), and the
+/// installation's secret that keys the fallback task's ids (domain::fallback_plan).
+struct undelivered_failover {
+  std::map<std::string, std::string> fallback_of; ///< channel -> fallback channel
+  domain::id_secret secret;
+};
+
+/// What recording one receipt did.
+struct receipt_outcome {
+  enum class outcome {
+    applied,      ///< recorded (or found recorded) and the task moved
+    unchanged,    ///< recorded (or found recorded); the task is already there or beyond
+    waiting,      ///< recorded; the task is not SENT yet (its SENT commit is still on its
+                  ///< way): a DELIVERED/READ/CLICKED receipt is applied by that commit, an
+                  ///< UNDELIVERED one must be recorded again once the task is SENT
+    unknown_task, ///< no task of this channel has that id: nothing recorded
+  };
+  outcome result = outcome::unknown_task;
+  std::string task_id;
+  domain::task_state state = domain::task_state::pending; ///< the task's state after the call
+  /// UNDELIVERED with a fallback: the fallback's task as claimed in the same transaction
+  /// (created, or found existing: then nothing new is sent).
+  std::optional<claim_result> fallback;
+};
+
 /// Counts of tasks per state, for accounting checks.
 struct state_count {
   domain::task_state state = domain::task_state::pending;
@@ -167,6 +216,14 @@ public:
                                     const std::vector<attempt_record>& attempts,
                                     const domain::message_plan& fallback) = 0;
 
+  /// Records the receipts and moves their tasks forward (domain::state_after_receipt) in one
+  /// transaction; an UNDELIVERED task whose channel has a fallback claims the fallback's task
+  /// in that same transaction. Outcomes in input order. Idempotent: the same receipt again
+  /// writes nothing and answers where the task stands.
+  virtual std::vector<receipt_outcome> record_receipts(const std::vector<receipt_input>& receipts,
+                                                       const undelivered_failover& failover,
+                                                       domain::timestamp now) = 0;
+
   /// The message, its tasks and their attempts; nullopt if unknown or of another tenant than
   /// `tenant` (empty: any tenant, for auth mode none).
   virtual std::optional<message_view> find_message(const std::string& tenant,
@@ -196,10 +253,10 @@ public:
   virtual std::vector<state_count> count_by_state() = 0;
 
   /// Ends every lease held on a SENDING task by node `node_name` — lease owner `node_name` or
-  /// `node_name/<incarnation>` (lease_incarnation_length characters) — as of `now`: a node restarting under its old name does this
-  /// before recovery, so the calls its previous processes left unanswered are resent at once
-  /// (with their provider request ids) instead of after the lease. Only safe while no live
-  /// process holds that name. Returns how many were released.
+  /// `node_name/<incarnation>` (lease_incarnation_length characters) — as of `now`: a node
+  /// restarting under its old name does this before recovery, so the calls its previous processes
+  /// left unanswered are resent at once (with their provider request ids) instead of after the
+  /// lease. Only safe while no live process holds that name. Returns how many were released.
   virtual std::size_t release_leases(const std::string& node_name, domain::timestamp now) = 0;
 
   /// Cheap round trip proving the database answers; throws store_error if not.

@@ -139,12 +139,12 @@ std::int64_t system_unix_seconds() {
       .count();
 }
 
-std::string webhook_config::validate() const {
+std::string http_url_problem(const std::string& url, const std::string& what) {
   if (!iequals_prefix(url, "http://") && !iequals_prefix(url, "https://"))
-    return "webhook url must start with http:// or https://";
+    return what + " must start with http:// or https://";
   // curl would read "https:///x" as host "x"; an empty authority is a typo, refuse it.
   if (const auto rest = url.substr(url.find("://") + 3); rest.empty() || rest.front() == '/')
-    return "webhook url has no host: " + domain::mask_url(url);
+    return what + " has no host: " + domain::mask_url(url);
   try {
     ensure_curl_global();
   } catch (const std::exception& e) {
@@ -152,12 +152,23 @@ std::string webhook_config::validate() const {
   }
   url_handle parsed;
   if (parsed.handle == nullptr)
-    return "webhook url: out of memory";
+    return what + ": out of memory";
   if (curl_url_set(parsed.handle, CURLUPART_URL, url.c_str(), 0) != CURLUE_OK)
-    return "webhook url is not a valid URL: " + domain::mask_url(url);
+    return what + " is not a valid URL: " + domain::mask_url(url);
   const auto host = url_part(parsed.handle, CURLUPART_HOST);
   if (!host || host->empty())
-    return "webhook url has no host: " + domain::mask_url(url);
+    return what + " has no host: " + domain::mask_url(url);
+  return {};
+}
+
+std::string webhook_config::validate() const {
+  if (auto problem = http_url_problem(url, "webhook url"); !problem.empty())
+    return problem;
+  if (!status_url.empty())
+    if (auto problem = http_url_problem(status_url, "status_url"); !problem.empty())
+      return problem;
+  if (!receipt_secret.empty() && !decode_webhook_secret(receipt_secret))
+    return "receipt_secret must be \"whsec_\" followed by base64";
   if (!decode_webhook_secret(secret))
     return "webhook secret must be \"whsec_\" followed by base64";
   if (timeout.count() <= 0)

@@ -17,10 +17,20 @@ struct webhook_config {
   std::string secret;                      ///< Standard Webhooks secret, "whsec_<base64>"
   std::chrono::milliseconds timeout{2000}; ///< whole call: connect, send, answer
   std::size_t max_connections = 64;        ///< open connections to the endpoint, at most
+  /// Where the provider answers status queries: GET {status_url}/{provider_request_id} ->
+  /// {"status": ...} or 404. Empty: it cannot be asked.
+  std::string status_url;
+  /// Standard Webhooks secret ("whsec_<base64>") the provider signs its receipts with
+  /// (POST /v1/receipts/{channel}). Empty: the channel takes no receipt callbacks.
+  std::string receipt_secret;
 
   /// Empty when usable; otherwise a one-line reason naming the field (for config errors).
   std::string validate() const;
 };
+
+/// Empty when `url` is an http:// or https:// URL with a host; otherwise a one-line reason
+/// starting with `what` (the field's name).
+std::string http_url_problem(const std::string& url, const std::string& what);
 
 /// Seconds since the Unix epoch by the system clock: the default time source of the
 /// webhook-timestamp header.

@@ -74,6 +74,13 @@ public:
     return real_->count_by_state();
   }
 
+  std::vector<persistence::receipt_outcome>
+  record_receipts(const std::vector<persistence::receipt_input>& receipts,
+                  const persistence::undelivered_failover& failover,
+                  domain::timestamp now) override {
+    return real_->record_receipts(receipts, failover, now);
+  }
+
   std::size_t release_leases(const std::string& lease_owner, domain::timestamp now) override {
     return real_->release_leases(lease_owner, now);
   }

@@ -11,10 +11,11 @@ using namespace herald::domain;
 
 namespace {
 
-constexpr std::array<task_state, 12> all_states = {
-    task_state::pending, task_state::sending, task_state::sent,       task_state::delivered,
-    task_state::read,    task_state::clicked, task_state::retry_wait, task_state::failed,
-    task_state::dead,    task_state::expired, task_state::suppressed, task_state::unconfirmed,
+constexpr std::array<task_state, 13> all_states = {
+    task_state::pending,     task_state::sending, task_state::sent,       task_state::delivered,
+    task_state::read,        task_state::clicked, task_state::retry_wait, task_state::failed,
+    task_state::dead,        task_state::expired, task_state::suppressed, task_state::unconfirmed,
+    task_state::undelivered,
 };
 
 // design.md §3, written out edge by edge (forward only; no dead-letter replay).
@@ -25,7 +26,7 @@ const std::set<std::pair<task_state, task_state>> allowed = {
     {task_state::sending, task_state::dead},       {task_state::retry_wait, task_state::sending},
     {task_state::retry_wait, task_state::expired}, {task_state::retry_wait, task_state::dead},
     {task_state::sent, task_state::delivered},     {task_state::sent, task_state::read},
-    {task_state::sent, task_state::clicked},       {task_state::sent, task_state::failed},
+    {task_state::sent, task_state::clicked},       {task_state::sent, task_state::undelivered},
     {task_state::sent, task_state::unconfirmed},   {task_state::unconfirmed, task_state::delivered},
     {task_state::unconfirmed, task_state::read},   {task_state::unconfirmed, task_state::clicked},
     {task_state::delivered, task_state::read},     {task_state::delivered, task_state::clicked},
@@ -37,9 +38,9 @@ const std::set<std::pair<task_state, task_state>> allowed = {
 BOOST_AUTO_TEST_SUITE(task_state_tests)
 
 BOOST_AUTO_TEST_CASE(names_round_trip) {
-  const std::array<std::string, 12> expected = {"PENDING", "SENDING", "SENT",       "DELIVERED",
-                                                "READ",    "CLICKED", "RETRY_WAIT", "FAILED",
-                                                "DEAD",    "EXPIRED", "SUPPRESSED", "UNCONFIRMED"};
+  const std::array<std::string, 13> expected = {
+      "PENDING", "SENDING", "SENT",    "DELIVERED",  "READ",        "CLICKED",    "RETRY_WAIT",
+      "FAILED",  "DEAD",    "EXPIRED", "SUPPRESSED", "UNCONFIRMED", "UNDELIVERED"};
   for (std::size_t i = 0; i < all_states.size(); ++i) {
     BOOST_TEST(std::string(to_string(all_states[i])) == expected[i]);
     const auto parsed = parse_task_state(expected[i]);
