@@ -490,6 +490,8 @@ persistence::state_change outcome_change(channel_state& st, const channel_state:
   change.lease_token = call.take_token;
   switch (result.outcome) {
   case call_outcome::success:
+    if (!result.detail.empty())
+      change.provider_message_id = result.detail;
     break;
   case call_outcome::permanent:
     change.to = task_state::failed;

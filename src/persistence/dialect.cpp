@@ -21,6 +21,10 @@ std::string_view dialect::migration_lock() const {
              : "SELECT pg_advisory_xact_lock(104101114097108100)";
 }
 
+std::string_view dialect::lock_tasks() const {
+  return backend_ == database_url::kind::sqlite ? "" : " FOR UPDATE OF t";
+}
+
 std::string_view dialect::schema_table_exists() const {
   return backend_ == database_url::kind::sqlite
              ? "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "

@@ -84,6 +84,10 @@ public:
   /// database serialises writers anyway.
   std::string_view migration_lock() const;
 
+  /// Appended to a SELECT reading the `tasks t` rows a transaction is about to change, so a
+  /// concurrent writer waits for it (PostgreSQL); empty where writers are serialised (SQLite).
+  std::string_view lock_tasks() const;
+
   /// A query answering one row, one column: 1 if table `schema_migrations` exists, else 0.
   std::string_view schema_table_exists() const;
 

@@ -280,9 +280,10 @@ const std::vector<json_column> key_columns = {{"slot", bigint}, text{"tenant"}, 
                                               text{"biz_id"},   text{"user_id"}, text{"channel"}};
 
 const std::vector<json_column> change_columns = {
-    text{"task_id"},         text{"from_status"}, text{"to_status"},      {"attempt_count", bigint},
-    {"next_at", bigint},     text{"error_text"},  {"changed_at", bigint}, text{"lease_owner"},
-    {"lease_until", bigint}, text{"lease_token"}};
+    text{"task_id"},           text{"from_status"},        text{"to_status"},
+    {"attempt_count", bigint}, {"next_at", bigint},        text{"error_text"},
+    {"changed_at", bigint},    text{"lease_owner"},        {"lease_until", bigint},
+    text{"lease_token"},       text{"provider_message_id"}};
 
 const std::vector<json_column> attempt_row_columns = {
     text{"task_id"}, {"attempt_no", bigint}, text{"provider_request_id"}, text{"outcome"},
@@ -413,6 +414,10 @@ struct apply_batch {
         rows.text(*c.lease_token);
       else
         rows.null();
+      if (c.provider_message_id)
+        rows.text(*c.provider_message_id);
+      else
+        rows.null();
     }
     for (const auto& a : attempt_records) {
       attempts.add_row();
@@ -511,7 +516,8 @@ std::vector<std::unordered_set<std::string>> sql_task_store::run_changes(const a
       "UPDATE tasks SET status = r.to_status, attempts = r.attempt_count, "
       "next_attempt_at = r.next_at, last_error = COALESCE(NULLIF(r.error_text, ''), "
       "tasks.last_error), updated_at = r.changed_at, lease_owner = r.lease_owner, "
-      "lease_until = r.lease_until, lease_token = r.lease_token FROM " +
+      "lease_until = r.lease_until, lease_token = r.lease_token, "
+      "provider_message_id = COALESCE(r.provider_message_id, tasks.provider_message_id) FROM " +
       dialect_.json_rows("rows", change_columns) +
       " WHERE tasks.id = r.task_id AND ((tasks.status = r.from_status"
       // Taking a SENDING task over (SENDING -> SENDING) needs its lease to have run out, or
@@ -567,6 +573,13 @@ std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& 
   auto applied = in_transaction("apply", [&] {
     auto applied_in = run_changes(batch);
     run_attempts(batch);
+    std::vector<std::string> now_sent;
+    for (std::size_t i = 0; i < changes.size(); ++i)
+      if (changes[i].to == domain::task_state::sent &&
+          applied_in[batch.round_of[i]].count(changes[i].task_id) != 0)
+        now_sent.push_back(changes[i].task_id);
+    if (!now_sent.empty())
+      run_receipt_catch_up(now_sent, changes.front().at);
     return applied_in;
   });
   std::vector<std::string> ids;
@@ -624,11 +637,216 @@ failover_result sql_task_store::fail_over(const state_change& change,
           claim_results(plans, claims, answers->first, answers->second).at(0)};
 }
 
+namespace {
+
+const std::vector<json_column> receipt_lookup_columns = {
+    {"slot", bigint}, text{"channel"}, text{"wanted_id"}};
+
+const std::vector<json_column> receipt_row_columns = {
+    text{"task_id"},         text{"status"}, {"occurred_at", bigint},
+    {"received_at", bigint}, text{"source"}, text{"detail"}};
+
+const std::vector<json_column> move_columns = {
+    text{"task_id"}, text{"from_status"}, text{"to_status"}, {"changed_at", bigint}};
+
+} // namespace
+
+namespace store_detail {
+
+/// Where each task of a batch of receipts goes: its state as read, and as the receipts leave it.
+struct receipt_moves {
+  std::unordered_map<std::string, std::pair<domain::task_state, domain::task_state>> by_task;
+
+  /// Folds one receipt into its task's target; true if it moves the task further.
+  bool fold(const std::string& task_id, domain::task_state current, domain::receipt_status status) {
+    auto& [from, to] = by_task.try_emplace(task_id, current, current).first->second;
+    auto next = domain::state_after_receipt(to, status);
+    if (!next)
+      return false;
+    to = *next;
+    return true;
+  }
+};
+
+} // namespace store_detail
+
+using store_detail::receipt_moves;
+
+// Moves tasks as `moves` says, each guarded by the state it was read in (the rows are locked,
+// so the guard holds); returns the ids that moved.
+std::unordered_set<std::string> sql_task_store::run_moves(const receipt_moves& moves,
+                                                          domain::timestamp at) {
+  json_batch rows(dialect_, move_columns);
+  for (const auto& [task_id, change] : moves.by_task) {
+    if (change.first == change.second)
+      continue;
+    rows.add_row();
+    rows.text(task_id)
+        .text(domain::to_string(change.first))
+        .text(domain::to_string(change.second))
+        .number(domain::to_unix_micros(at));
+  }
+  std::unordered_set<std::string> moved;
+  if (rows.empty())
+    return moved;
+  const std::string update =
+      "UPDATE tasks SET status = r.to_status, updated_at = r.changed_at FROM " +
+      dialect_.json_rows("rows", move_columns) +
+      " WHERE tasks.id = r.task_id AND tasks.status = r.from_status RETURNING id";
+  for (const auto& row : statements_->fetch(update, {rows.finish()}, 1))
+    moved.insert(text_of(row[0]));
+  return moved;
+}
+
 std::vector<receipt_outcome>
 sql_task_store::record_receipts(const std::vector<receipt_input>& receipts,
                                 const undelivered_failover& failover, domain::timestamp now) {
-  (void)receipts, (void)failover, (void)now;
-  throw store_error("record_receipts: not written yet");
+  if (receipts.empty())
+    return {};
+  // A receipt names its task by herald's request id, or else by the provider's message id.
+  json_batch by_request(dialect_, receipt_lookup_columns);
+  json_batch by_message(dialect_, receipt_lookup_columns);
+  for (std::size_t i = 0; i < receipts.size(); ++i) {
+    const auto& r = receipts[i];
+    auto& lookup = r.provider_request_id.empty() ? by_message : by_request;
+    lookup.add_row();
+    lookup.number(static_cast<std::int64_t>(i))
+        .text(r.channel)
+        .text(r.provider_request_id.empty() ? r.provider_message_id : r.provider_request_id);
+  }
+  const std::string find_prefix = "SELECT r.slot, t.id, t.status FROM " +
+                                  dialect_.json_rows("rows", receipt_lookup_columns) +
+                                  " JOIN tasks t ON t.channel = r.channel AND ";
+  const std::string find_by_request =
+      find_prefix + "t.provider_request_id = r.wanted_id" + std::string(dialect_.lock_tasks());
+  const std::string find_by_message =
+      find_prefix + "t.provider_message_id = r.wanted_id" + std::string(dialect_.lock_tasks());
+  const std::string insert_receipts =
+      "INSERT INTO receipts (task_id, status, occurred_at, received_at, source, detail) "
+      "SELECT r.task_id, r.status, r.occurred_at, r.received_at, r.source, r.detail FROM " +
+      dialect_.json_rows("rows", receipt_row_columns) + " WHERE true ON CONFLICT DO NOTHING";
+
+  return in_transaction("record_receipts", [&] {
+    std::vector<receipt_outcome> outcomes(receipts.size());
+    std::vector<domain::task_state> read_state(receipts.size());
+    for (auto* lookup : {&by_request, &by_message}) {
+      if (lookup->empty())
+        continue;
+      const auto& query = lookup == &by_request ? find_by_request : find_by_message;
+      for (const auto& row : statements_->fetch(query, {lookup->finish()}, 3)) {
+        auto slot = static_cast<std::size_t>(to_int(row[0]));
+        if (slot >= outcomes.size() || !outcomes[slot].task_id.empty())
+          continue; // a provider message id used twice: the first task found takes it
+        outcomes[slot].task_id = text_of(row[1]);
+        read_state[slot] = state_of(row[2]);
+      }
+    }
+    json_batch rows(dialect_, receipt_row_columns);
+    receipt_moves moves;
+    std::vector<bool> moved_by(receipts.size(), false);
+    for (std::size_t i = 0; i < receipts.size(); ++i) {
+      if (outcomes[i].task_id.empty())
+        continue;
+      const auto& r = receipts[i].receipt;
+      rows.add_row();
+      rows.text(outcomes[i].task_id)
+          .text(domain::to_string(r.status))
+          .number(domain::to_unix_micros(r.occurred_at))
+          .number(domain::to_unix_micros(r.received_at))
+          .text(domain::to_string(r.source))
+          .text(domain::mask_free_text(r.detail));
+      moved_by[i] = moves.fold(outcomes[i].task_id, read_state[i], r.status);
+    }
+    if (!rows.empty())
+      statements_->execute(insert_receipts, {rows.finish()});
+    const auto moved = run_moves(moves, now);
+    std::vector<std::string> undelivered;
+    for (std::size_t i = 0; i < receipts.size(); ++i) {
+      auto& outcome = outcomes[i];
+      if (outcome.task_id.empty())
+        continue;
+      const auto& [from, to] = moves.by_task.at(outcome.task_id);
+      outcome.state = moved.count(outcome.task_id) != 0 ? to : from;
+      if (moved_by[i] && moved.count(outcome.task_id) != 0) {
+        outcome.result = receipt_outcome::outcome::applied;
+        if (outcome.state == domain::task_state::undelivered)
+          undelivered.push_back(outcome.task_id);
+      } else if (domain::is_terminal(outcome.state)) {
+        outcome.result = receipt_outcome::outcome::unchanged;
+      } else {
+        outcome.result = receipt_outcome::outcome::waiting;
+      }
+    }
+    auto fallbacks = claim_fallbacks(undelivered, failover, now);
+    for (auto& outcome : outcomes)
+      if (auto it = fallbacks.find(outcome.task_id); it != fallbacks.end())
+        outcome.fallback = it->second;
+    return outcomes;
+  });
+}
+
+// For tasks that just became UNDELIVERED: claims the fallback channel's task for each whose
+// channel has one (domain::fallback_plan: the same task that channel would have had if asked
+// directly), inside the open transaction. Returns the claims by failed task id.
+std::unordered_map<std::string, claim_result>
+sql_task_store::claim_fallbacks(const std::vector<std::string>& undelivered,
+                                const undelivered_failover& failover, domain::timestamp now) {
+  std::unordered_map<std::string, claim_result> claims;
+  if (undelivered.empty() || failover.fallback_of.empty())
+    return claims;
+  const std::string query = "SELECT " + delivery_columns + " FROM " +
+                            dialect_.json_rows("ids", id_columns) +
+                            " JOIN tasks t ON t.id = r.task_id JOIN messages m ON m.id = "
+                            "t.message_id";
+  json_batch ids(dialect_, id_columns);
+  for (const auto& id : undelivered) {
+    ids.add_row();
+    ids.text(id);
+  }
+  std::vector<std::string> failed_ids;
+  std::vector<domain::message_plan> plans;
+  for (const auto& row : statements_->fetch(query, {ids.finish()}, delivery_column_count)) {
+    auto failed = delivery_of(row);
+    auto fallback = failover.fallback_of.find(failed.channel);
+    if (fallback == failover.fallback_of.end() || fallback->second.empty())
+      continue;
+    if (auto plan = domain::fallback_plan(failed, fallback->second, failover.secret, now)) {
+      failed_ids.push_back(failed.task_id);
+      plans.push_back(std::move(*plan));
+    }
+  }
+  if (plans.empty())
+    return claims;
+  const claim_batch batch(dialect_, plans);
+  auto answers = run_claim(batch);
+  auto results = claim_results(plans, batch, answers, stored_messages(plans));
+  for (std::size_t i = 0; i < failed_ids.size(); ++i)
+    claims.emplace(failed_ids[i], std::move(results[i]));
+  return claims;
+}
+
+// Receipts that came before their task's SENT commit (a fast provider) were recorded and
+// left the task where it was: the commit that makes `sent_ids` SENT applies them, in the same
+// transaction. Only confirmations: an UNDELIVERED receipt needs a failover, which its sender
+// records again once the task is SENT.
+void sql_task_store::run_receipt_catch_up(const std::vector<std::string>& sent_ids,
+                                          domain::timestamp at) {
+  if (sent_ids.empty())
+    return;
+  const std::string query =
+      "SELECT r.task_id, c.status FROM " + dialect_.json_rows("ids", id_columns) +
+      " JOIN receipts c ON c.task_id = r.task_id WHERE c.status <> '" +
+      std::string(domain::to_string(domain::receipt_status::undelivered)) + "'";
+  json_batch ids(dialect_, id_columns);
+  for (const auto& id : sent_ids) {
+    ids.add_row();
+    ids.text(id);
+  }
+  receipt_moves moves;
+  for (const auto& row : statements_->fetch(query, {ids.finish()}, 2))
+    if (auto status = domain::parse_receipt_status(text_of(row[1])))
+      moves.fold(text_of(row[0]), domain::task_state::sent, *status);
+  run_moves(moves, at);
 }
 
 std::optional<message_view> sql_task_store::find_message(const std::string& tenant,

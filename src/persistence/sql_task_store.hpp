@@ -18,6 +18,7 @@ namespace herald::persistence {
 class statement_cache;
 
 namespace store_detail {
+struct receipt_moves;
 struct apply_batch;
 struct claim_answer;
 struct claim_batch;
@@ -65,6 +66,12 @@ private:
   std::vector<store_detail::claim_answer> run_claim(const store_detail::claim_batch& batch);
   std::vector<std::unordered_set<std::string>> run_changes(const store_detail::apply_batch& batch);
   void run_attempts(const store_detail::apply_batch& batch);
+  std::unordered_set<std::string> run_moves(const store_detail::receipt_moves& moves,
+                                            domain::timestamp at);
+  std::unordered_map<std::string, claim_result>
+  claim_fallbacks(const std::vector<std::string>& undelivered, const undelivered_failover& failover,
+                  domain::timestamp now);
+  void run_receipt_catch_up(const std::vector<std::string>& sent_ids, domain::timestamp at);
 
   database_url url_;
   dialect dialect_;

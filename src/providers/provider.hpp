@@ -26,7 +26,9 @@ struct provider_request {
 /// What a provider answered, already classified.
 struct provider_result {
   call_outcome outcome = call_outcome::success;
-  std::string detail; ///< provider message id on success, the error otherwise
+  /// On success the provider's id for the message (receipts may name the task by it; kept on
+  /// the task), the error otherwise.
+  std::string detail;
   std::optional<std::chrono::milliseconds> retry_after; ///< a provider's explicit pause
 };
 

@@ -6,6 +6,7 @@
 #include "providers/failure_class.hpp"
 #include "providers/webhook_signature.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -137,6 +138,22 @@ std::int64_t system_unix_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+std::string message_id_in(std::string_view body) {
+  boost::system::error_code ec;
+  auto value = boost::json::parse(body, ec);
+  if (ec || !value.is_object())
+    return {};
+  auto* id = value.as_object().if_contains("message_id");
+  if (id == nullptr || !id->is_string())
+    return {};
+  std::string text{id->as_string()};
+  constexpr std::size_t max_length = 200;
+  const bool printable = std::all_of(text.begin(), text.end(), [](char c) {
+    return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
+  });
+  return !text.empty() && text.size() <= max_length && printable ? text : std::string{};
 }
 
 std::string http_url_problem(const std::string& url, const std::string& what) {
@@ -361,8 +378,11 @@ struct webhook_provider::impl {
           t.retry_after ? parse_retry_after(*t.retry_after, std::chrono::system_clock::now())
                         : std::nullopt;
       auto result = classify_http(status, retry_after, t.response_excerpt);
-      if (result.outcome == call_outcome::success)
-        result.detail = t.request.provider_request_id; // the message id the endpoint knows
+      if (result.outcome == call_outcome::success) {
+        // The id the endpoint knows the message by: its own if it named one.
+        auto own_id = message_id_in(t.response_excerpt);
+        result.detail = own_id.empty() ? t.request.provider_request_id : std::move(own_id);
+      }
       return result;
     }
     return classify_transport(code, domain::mask_free_text(t.error)); // curl may quote the URL

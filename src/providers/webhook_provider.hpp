@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace herald::providers {
 
@@ -27,6 +28,11 @@ struct webhook_config {
   /// Empty when usable; otherwise a one-line reason naming the field (for config errors).
   std::string validate() const;
 };
+
+/// The provider message id a webhook endpoint's 2xx body names, `{"message_id": "..."}`:
+/// a string of 1 to 200 printable ASCII characters; empty when the body is not such a JSON
+/// object (no body, other JSON, cut off, an id that could not be a header or log value).
+std::string message_id_in(std::string_view body);
 
 /// Empty when `url` is an http:// or https:// URL with a host; otherwise a one-line reason
 /// starting with `what` (the field's name).
