@@ -45,6 +45,8 @@ CAF_ADD_ATOM(herald, herald::atoms, attach_atom, "attach")
 CAF_ADD_ATOM(herald, herald::atoms, page_atom, "page")
 CAF_ADD_ATOM(herald, herald::atoms, shutdown_atom, "shutdown")
 CAF_ADD_ATOM(herald, herald::atoms, deadline_atom, "deadline")
+CAF_ADD_ATOM(herald, herald::atoms, receipt_atom, "receipt")
+CAF_ADD_ATOM(herald, herald::atoms, stats_atom, "stats")
 
 namespace herald::actors {
 
@@ -72,6 +74,11 @@ using task_ids = std::vector<std::string>;
 using maybe_message_view = std::optional<persistence::message_view>;
 using state_counts = std::vector<persistence::state_count>;
 using dead_letters = std::vector<persistence::dead_letter>;
+using receipt_inputs = std::vector<persistence::receipt_input>;
+using receipt_outcomes = std::vector<persistence::receipt_outcome>;
+/// Answer to a provider's receipt callback.
+using receipt_callback =
+    std::function<void(std::variant<persistence::receipt_outcome, api::service_error>)>;
 
 /// herald's error codes inside CAF errors (category "herald", registered by
 /// CAF_ERROR_CODE_ENUM below): `caf::make_error(errc::overloaded, "context")`.
@@ -112,3 +119,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::failover_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::state_change)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::replay_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::unfinished_filter)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::receipt_inputs)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::receipt_outcomes)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::receipt_callback)

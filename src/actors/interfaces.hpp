@@ -26,6 +26,9 @@ using store_writer_actor = caf::typed_actor<
     /// (replaying twice replays once).
     caf::replies_to<replay_atom, std::string, std::string,
                     domain::timestamp>::with<persistence::replay_result>,
+    /// Records receipts (as of the given time) and moves their tasks, in the next group
+    /// commit; answers one outcome per receipt after COMMIT.
+    caf::replies_to<receipt_atom, receipt_inputs, domain::timestamp>::with<receipt_outcomes>,
     /// Commits what has been collected (sent to itself).
     caf::reacts_to<flush_atom>>;
 

@@ -89,19 +89,50 @@ void commit_applies(store_writer_state& st) {
     commit_apply_group(st, group);
 }
 
+// Records every collected receipt in one transaction, after the applies: a receipt that came
+// with its task's SENT commit in the same batch finds the task SENT.
+void commit_receipts(store_writer_state& st) {
+  auto batch = std::move(st.receipts);
+  st.receipts.clear();
+  receipt_inputs all;
+  auto now = batch.front().now;
+  for (auto& pending : batch) {
+    all.insert(all.end(), pending.receipts.begin(), pending.receipts.end());
+    now = std::max(now, pending.now);
+  }
+  try {
+    auto outcomes = st.store->record_receipts(all, st.config.undelivered, now);
+    std::size_t next = 0;
+    for (auto& pending : batch) {
+      receipt_outcomes mine(
+          std::make_move_iterator(outcomes.begin() + next),
+          std::make_move_iterator(outcomes.begin() + next + pending.receipts.size()));
+      next += pending.receipts.size();
+      pending.promise.deliver(std::move(mine));
+    }
+  } catch (const std::exception& e) {
+    log::error("store.receipts_failed",
+               {{"receipts", std::to_string(all.size())}, {"error", e.what()}});
+    for (auto& pending : batch)
+      pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
+  }
+}
+
 void flush(store_writer_state& st) {
   st.flush_queued = false;
   if (!st.claims.empty())
     commit_claims(st);
   if (!st.applies.empty())
     commit_applies(st);
+  if (!st.receipts.empty())
+    commit_receipts(st);
 }
 
 // Queues a flush behind everything already in the mailbox, or commits right away when the
 // batch is full.
 void schedule_flush(self_pointer self) {
   auto& st = self->state;
-  if (st.claims.size() + st.applies.size() >= st.config.batch_max) {
+  if (st.claims.size() + st.applies.size() + st.receipts.size() >= st.config.batch_max) {
     flush(st);
   } else if (!st.flush_queued) {
     st.flush_queued = true;
@@ -128,6 +159,15 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
              attempt_records& attempts) -> caf::result<task_ids> {
         auto promise = self->make_response_promise<task_ids>();
         self->state.applies.push_back({std::move(changes), std::move(attempts), promise});
+        schedule_flush(self);
+        return promise;
+      },
+      [self](receipt_atom, receipt_inputs& receipts,
+             domain::timestamp now) -> caf::result<receipt_outcomes> {
+        auto promise = self->make_response_promise<receipt_outcomes>();
+        if (receipts.empty())
+          return receipt_outcomes{};
+        self->state.receipts.push_back({std::move(receipts), now, promise});
         schedule_flush(self);
         return promise;
       },

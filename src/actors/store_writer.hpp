@@ -14,6 +14,8 @@ namespace herald::actors {
 /// How the store writer batches.
 struct store_writer_config {
   std::size_t batch_max = 1000; ///< commit at once when this many requests wait
+  /// Where tasks a receipt makes UNDELIVERED fail over to.
+  persistence::undelivered_failover undelivered;
 
   /// An empty string when valid, else the reason.
   std::string validate() const;
@@ -38,8 +40,15 @@ struct store_writer_state {
 
   std::shared_ptr<persistence::task_store> store;
   store_writer_config config;
+  struct pending_receipts {
+    receipt_inputs receipts;
+    domain::timestamp now;
+    caf::typed_response_promise<receipt_outcomes> promise;
+  };
+
   std::vector<pending_claim> claims;
   std::vector<pending_apply> applies;
+  std::vector<pending_receipts> receipts;
   bool flush_queued = false;
 };
 
