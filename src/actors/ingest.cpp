@@ -102,6 +102,15 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
                   done(to_service_error(err));
                 });
       },
+      [self](stats_atom, persistence::stats_query& which, stats_callback& done) {
+        self->request(self->state.reader, self->state.config.claim_timeout, stats_atom_v,
+                      std::move(which))
+            .then([done](stats_list& stats) { done(std::move(stats)); },
+                  [done](caf::error& err) {
+                    log::warn("ingest.stats_failed", {{"error", describe(err)}});
+                    done(to_service_error(err));
+                  });
+      },
       [self](ready_atom, ready_callback& done) {
         // A component the supervisor could not keep running, or a channel that stopped
         // taking tasks, makes the node unready whatever the database says.

@@ -45,6 +45,8 @@ using store_reader_actor = caf::typed_actor<
     /// Dead letters of a tenant and a channel (empty: all) after a task id, at most a limit.
     caf::replies_to<letters_atom, std::string, std::string, std::string,
                     std::uint64_t>::with<dead_letters>,
+    /// Task counts per channel and state (GET /v1/stats).
+    caf::replies_to<stats_atom, persistence::stats_query>::with<stats_list>,
     /// Proves the database answers.
     caf::replies_to<ping_atom>::with<bool>>;
 
@@ -108,8 +110,17 @@ using ingest_actor = caf::typed_actor<
     caf::reacts_to<submit_atom, domain::message_plan, submit_callback>,
     /// Looks a tenant's message up (tenant, message id).
     caf::reacts_to<find_atom, std::string, std::string, find_callback>,
+    /// Counts tasks per channel and state (GET /v1/stats).
+    caf::reacts_to<stats_atom, persistence::stats_query, stats_callback>,
     /// Readiness: no problem on the health board, the database answers, the dispatcher runs.
     caf::reacts_to<ready_atom, ready_callback>>;
+
+/// Takes providers' receipts and records them (see receipt_actor.hpp).
+using receipt_actor = caf::typed_actor<
+    /// A verified receipt from a provider's callback; answered after COMMIT.
+    caf::reacts_to<receipt_atom, persistence::receipt_input, receipt_callback>,
+    /// Records a held receipt again (sent to itself; the number counts the tries so far).
+    caf::reacts_to<rewrite_atom, persistence::receipt_input, std::uint32_t>>;
 
 /// Registers and monitors every long-lived actor of a node: restarts what can be restarted
 /// (within a budget), reports what cannot on the health board, and stops them all in order.

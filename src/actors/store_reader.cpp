@@ -47,6 +47,9 @@ store_reader(store_reader_actor::stateful_pointer<store_reader_state> self,
       [self](count_atom) {
         return guarded<state_counts>([&] { return self->state.store->count_by_state(); });
       },
+      [self](stats_atom, const persistence::stats_query& which) {
+        return guarded<stats_list>([&] { return self->state.store->stats(which); });
+      },
       [self](ping_atom) {
         return guarded<bool>([&] {
           self->state.store->ping();

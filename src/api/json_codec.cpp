@@ -4,8 +4,11 @@
 #include "domain/task_state.hpp"
 #include "domain/time.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <unordered_set>
 #include <utility>
@@ -329,15 +332,18 @@ std::optional<domain::validation_error> check_strict_json(std::string_view body,
   return std::move(parser.handler().problem);
 }
 
-std::variant<domain::message_request, domain::validation_error>
-decode_message_request(std::string_view body, unsigned max_depth) {
+namespace {
+
+/// A request body parsed strictly (see check_strict_json) into a JSON object, or why not.
+/// Allocates from `memory`, which must outlive the value.
+std::variant<json::value, domain::validation_error>
+parse_request_object(std::string_view body, unsigned max_depth, json::monotonic_resource& memory) {
   json::parse_options options;
   options.max_depth = max_depth;
   options.allow_comments = false;
   options.allow_trailing_commas = false;
   options.allow_invalid_utf8 = false;
   json::error_code ec;
-  json::monotonic_resource memory;
   json::value document = json::parse(sv(body), ec, &memory, options);
   if (ec == json::error::too_deep)
     return invalid("JSON nested too deep (more than " + std::to_string(max_depth) + " levels)");
@@ -348,6 +354,18 @@ decode_message_request(std::string_view body, unsigned max_depth) {
   if (!document.is_object())
     return invalid(std::string("the request body must be a JSON object, not ") +
                    std::string(kind_name(document)));
+  return document;
+}
+
+} // namespace
+
+std::variant<domain::message_request, domain::validation_error>
+decode_message_request(std::string_view body, unsigned max_depth) {
+  json::monotonic_resource memory;
+  auto parsed = parse_request_object(body, max_depth, memory);
+  if (auto* failure = std::get_if<domain::validation_error>(&parsed))
+    return *failure;
+  const auto& document = std::get<json::value>(parsed);
 
   domain::message_request request;
   for (const auto& entry : document.get_object()) {
@@ -361,6 +379,154 @@ decode_message_request(std::string_view body, unsigned max_depth) {
       return invalid(std::string(required) + " is required", required);
   }
   return request;
+}
+
+std::variant<receipt_callback_body, domain::validation_error> decode_receipt(std::string_view body,
+                                                                             unsigned max_depth) {
+  json::monotonic_resource memory;
+  auto parsed = parse_request_object(body, max_depth, memory);
+  if (auto* failure = std::get_if<domain::validation_error>(&parsed))
+    return *failure;
+  const auto& document = std::get<json::value>(parsed).get_object();
+  receipt_callback_body receipt;
+  for (const auto& [key, value] : document) {
+    if (key == "type") {
+      if (!value.is_string() || value.get_string() != "herald.receipt")
+        return invalid("type must be \"herald.receipt\"", "type");
+    } else if (key == "timestamp") {
+      // Standard Webhooks bodies may carry their own time; webhook-timestamp is what counts.
+      if (!value.is_string())
+        return wrong_type("timestamp", "a string", value);
+    } else if (key != "data") {
+      return invalid("unknown field '" + std::string(key) + "'", std::string(key));
+    }
+  }
+  if (!document.contains("type"))
+    return invalid("type is required", "type");
+  const auto* data = document.if_contains("data");
+  if (data == nullptr)
+    return invalid("data is required", "data");
+  if (!data->is_object())
+    return wrong_type("data", "an object", *data);
+  std::string status;
+  std::string occurred_at;
+  for (const auto& [key, value] : data->get_object()) {
+    const auto field = "data." + std::string(key);
+    decode_error error;
+    if (key == "provider_request_id")
+      error = read_string(value, field, receipt.provider_request_id);
+    else if (key == "provider_message_id")
+      error = read_string(value, field, receipt.provider_message_id);
+    else if (key == "status")
+      error = read_string(value, field, status);
+    else if (key == "occurred_at")
+      error = read_string(value, field, occurred_at);
+    else if (key == "detail")
+      error = read_string(value, field, receipt.detail);
+    else
+      return invalid("unknown field '" + field + "'", field);
+    if (error)
+      return *error;
+  }
+  constexpr std::size_t max_id_length = 200;
+  if (receipt.provider_request_id.empty() && receipt.provider_message_id.empty())
+    return invalid("data.provider_request_id or data.provider_message_id is required",
+                   "data.provider_request_id");
+  for (auto [field, id] : {std::pair{"data.provider_request_id", &receipt.provider_request_id},
+                           std::pair{"data.provider_message_id", &receipt.provider_message_id}})
+    if (id->size() > max_id_length)
+      return invalid(std::string(field) + " is longer than 200 characters", field);
+  auto parsed_status = domain::parse_receipt_status(status);
+  if (!parsed_status)
+    return invalid("data.status must be one of delivered, read, clicked, undelivered",
+                   "data.status");
+  receipt.status = *parsed_status;
+  if (occurred_at.empty())
+    return invalid("data.occurred_at is required", "data.occurred_at");
+  auto at = domain::parse_rfc3339(occurred_at);
+  if (!at)
+    return invalid("data.occurred_at must be an RFC 3339 time", "data.occurred_at");
+  receipt.occurred_at = *at;
+  constexpr std::size_t max_detail_length = 1000;
+  if (receipt.detail.size() > max_detail_length)
+    receipt.detail.resize(max_detail_length); // a provider's free text: kept short, not refused
+  return receipt;
+}
+
+namespace {
+
+json::object encode_counts(const std::vector<persistence::state_count>& states) {
+  using domain::task_state;
+  constexpr task_state all[] = {
+      task_state::pending,     task_state::sending, task_state::retry_wait, task_state::sent,
+      task_state::delivered,   task_state::read,    task_state::clicked,    task_state::undelivered,
+      task_state::unconfirmed, task_state::failed,  task_state::dead,       task_state::expired,
+      task_state::suppressed};
+  std::map<task_state, std::uint64_t> by_state;
+  std::uint64_t accepted = 0;
+  for (const auto& count : states) {
+    by_state[count.state] += count.count;
+    accepted += count.count;
+  }
+  json::object body;
+  body["accepted"] = accepted;
+  for (auto state : all) {
+    std::string name(domain::to_string(state));
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    body[name] = by_state[state];
+  }
+  auto confirmed =
+      by_state[task_state::delivered] + by_state[task_state::read] + by_state[task_state::clicked];
+  auto sent_or_later = confirmed + by_state[task_state::sent] + by_state[task_state::undelivered] +
+                       by_state[task_state::unconfirmed];
+  if (sent_or_later == 0)
+    body["delivery_rate"] = nullptr;
+  else
+    body["delivery_rate"] = static_cast<double>(confirmed) / static_cast<double>(sent_or_later);
+  return body;
+}
+
+} // namespace
+
+std::string encode_stats(const std::vector<persistence::channel_stats>& stats,
+                         const persistence::stats_query& which) {
+  json::array channels;
+  std::map<domain::task_state, std::uint64_t> total;
+  for (const auto& channel : stats) {
+    auto item = encode_counts(channel.states);
+    item["channel"] = channel.channel;
+    channels.push_back(std::move(item));
+    for (const auto& count : channel.states)
+      total[count.state] += count.count;
+  }
+  if (stats.empty() && !which.channel.empty()) {
+    auto item = encode_counts({});
+    item["channel"] = which.channel;
+    channels.push_back(std::move(item));
+  }
+  std::vector<persistence::state_count> total_counts;
+  for (const auto& [state, count] : total)
+    total_counts.push_back({state, count});
+  json::object body;
+  body["from"] =
+      which.from ? json::value(domain::format_rfc3339(*which.from)) : json::value(nullptr);
+  body["to"] = which.to ? json::value(domain::format_rfc3339(*which.to)) : json::value(nullptr);
+  body["channels"] = std::move(channels);
+  body["total"] = encode_counts(total_counts);
+  return json::serialize(body);
+}
+
+std::string encode_receipt_outcome(const persistence::receipt_outcome& outcome) {
+  using result = persistence::receipt_outcome::outcome;
+  std::string_view name = outcome.result == result::applied     ? "applied"
+                          : outcome.result == result::unchanged ? "unchanged"
+                                                                : "waiting";
+  json::object body{{"task_id", outcome.task_id},
+                    {"state", sv(domain::to_string(outcome.state))},
+                    {"result", sv(name)},
+                    {"duplicate", !outcome.first_time}};
+  return json::serialize(body);
 }
 
 std::string encode_claim_result(const persistence::claim_result& result,
@@ -404,6 +570,17 @@ json::object encode_task(const persistence::task_view& task) {
                                     {"finished_at", domain::format_rfc3339(attempt.finished_at)}});
   }
   item["attempt_log"] = std::move(attempts);
+  if (!task.provider_message_id.empty())
+    item["provider_message_id"] = task.provider_message_id;
+  json::array receipts;
+  receipts.reserve(task.receipts.size());
+  for (const auto& receipt : task.receipts)
+    receipts.push_back(json::object{{"status", sv(domain::to_string(receipt.status))},
+                                    {"source", sv(domain::to_string(receipt.source))},
+                                    {"occurred_at", domain::format_rfc3339(receipt.occurred_at)},
+                                    {"received_at", domain::format_rfc3339(receipt.received_at)},
+                                    {"detail", receipt.detail}});
+  item["receipts"] = std::move(receipts);
   return item;
 }
 

@@ -28,6 +28,32 @@ check_strict_json(std::string_view text, const boost::json::parse_options& optio
 std::variant<domain::message_request, domain::validation_error>
 decode_message_request(std::string_view body, unsigned max_depth = default_max_json_depth);
 
+/// A provider's receipt callback body, decoded (POST /v1/receipts/{channel}).
+struct receipt_callback_body {
+  std::string provider_request_id; ///< either id may be empty, not both
+  std::string provider_message_id;
+  domain::receipt_status status = domain::receipt_status::delivered;
+  domain::timestamp occurred_at;
+  std::string detail; ///< the provider's free text, cut to 1000 bytes (masked when stored)
+};
+
+/// Turns a receipt callback body into a receipt:
+/// {"type":"herald.receipt","data":{"provider_request_id"|"provider_message_id","status",
+/// "occurred_at","detail"?}}, strictly (unknown fields, wrong types, duplicate keys refused);
+/// every refusal is a 400 invalid_request naming the field.
+std::variant<receipt_callback_body, domain::validation_error>
+decode_receipt(std::string_view body, unsigned max_depth = default_max_json_depth);
+
+/// The answer to a recorded receipt: {"task_id","state","result","duplicate"}.
+std::string encode_receipt_outcome(const persistence::receipt_outcome& outcome);
+
+/// GET /v1/stats: {"from","to" (RFC 3339 or null),"channels":[{"channel","accepted",<state>...,
+/// "delivery_rate"}],"total":{...}}; every state is a field (lower case), and they add up to
+/// accepted. delivery_rate = (delivered+read+clicked) / (sent-or-later), null when nothing was
+/// sent. A channel the query names is listed even with no task.
+std::string encode_stats(const std::vector<persistence::channel_stats>& stats,
+                         const persistence::stats_query& which);
+
 /// `{"message_id","trace_id","tasks":[{"task_id","channel","status","duplicate"}]}`.
 std::string encode_claim_result(const persistence::claim_result& result,
                                 const std::string& trace_id);

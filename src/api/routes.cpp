@@ -3,6 +3,7 @@
 #include "api/trace_context.hpp"
 #include "domain/validation.hpp"
 #include "observability/log.hpp"
+#include "providers/webhook_signature.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -26,6 +27,8 @@ constexpr std::string_view messages_path = "/v1/messages";
 constexpr std::string_view message_prefix = "/v1/messages/";
 constexpr std::string_view dead_letters_path = "/v1/dead-letters";
 constexpr std::string_view replay_suffix = "/replay";
+constexpr std::string_view receipts_prefix = "/v1/receipts/";
+constexpr std::string_view stats_path = "/v1/stats";
 constexpr std::size_t max_dead_letter_page = 1000;
 constexpr std::size_t max_logged_path = 200;
 
@@ -287,6 +290,8 @@ enum class route_kind {
   get_message,
   list_dead_letters,
   replay_dead_letter,
+  record_receipt,
+  stats,
   healthz,
   readyz,
   metrics
@@ -316,6 +321,12 @@ std::optional<matched_route> match_route(std::string_view path) {
         path.substr(dead_letters_path.size() + 1,
                     path.size() - dead_letters_path.size() - 1 - replay_suffix.size()),
         domain::scope::admin};
+  // A provider's callback: no API key, the channel's signature instead (checked by the route).
+  if (path.substr(0, receipts_prefix.size()) == receipts_prefix)
+    return matched_route{route_kind::record_receipt, http::verb::post,
+                         path.substr(receipts_prefix.size()), std::nullopt};
+  if (path == stats_path)
+    return matched_route{route_kind::stats, http::verb::get, {}, domain::scope::read};
   if (path == "/healthz")
     return matched_route{route_kind::healthz, http::verb::get, {}, std::nullopt};
   if (path == "/readyz")
@@ -360,6 +371,10 @@ void routes::handle(http_request request, respond_fn respond) {
                                *who, ex);
     case route_kind::replay_dead_letter:
       return replay_dead_letter(route->id, *who, ex);
+    case route_kind::record_receipt:
+      return record_receipt(route->id, request, ex);
+    case route_kind::stats:
+      return stats(target.size() > path.size() ? target.substr(path.size() + 1) : "", *who, ex);
     case route_kind::healthz:
       return ex->json(http::status::ok, status_body("ok"));
     case route_kind::readyz:
@@ -481,6 +496,121 @@ void routes::replay_dead_letter(std::string_view id, const caller& who, const ex
                                      ", not DEAD, FAILED or SUPPRESSED: nothing was replayed");
         exchange->json(http::status::accepted, encode_replay(replay, id));
       }));
+}
+
+namespace {
+
+/// webhook-timestamp: unix seconds, digits only (at most 12: year 33658).
+std::optional<std::int64_t> parse_webhook_timestamp(std::string_view text) {
+  std::int64_t seconds = 0;
+  if (text.empty() || text.size() > 12)
+    return std::nullopt;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec != std::errc{} || end != text.data() + text.size())
+    return std::nullopt;
+  return seconds;
+}
+
+} // namespace
+
+void routes::record_receipt(std::string_view channel, const http_request& request,
+                            const exchange_ptr& ex) {
+  auto key = options_.receipt_keys.find(std::string(channel));
+  // Unknown names are not counted: a metric label per name a caller invents would grow without
+  // bound.
+  if (key == options_.receipt_keys.end())
+    return ex->error(http::status::not_found, "not_found",
+                     "no channel of that name takes receipt callbacks");
+  const std::string channel_name = key->first;
+  auto reject = [&](http::status status, std::string_view reason, std::string_view message,
+                    std::string_view field = {}) {
+    metrics_.receipt_rejected(channel_name, reason);
+    ex->error(status, reason, message, field);
+  };
+  auto id = request["webhook-id"];
+  auto timestamp_text = request["webhook-timestamp"];
+  auto signature = request["webhook-signature"];
+  if (id.empty() || timestamp_text.empty() || signature.empty())
+    return reject(http::status::unauthorized, "missing_signature",
+                  "webhook-id, webhook-timestamp and webhook-signature are required");
+  auto timestamp = parse_webhook_timestamp(timestamp_text);
+  const auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(clock_.now().time_since_epoch()).count();
+  // A signed request replayed later, or a clock far off, is refused before anything is read.
+  if (!timestamp || *timestamp < now - options_.receipt_timestamp_tolerance.count() ||
+      *timestamp > now + options_.receipt_timestamp_tolerance.count())
+    return reject(http::status::unauthorized, "stale_timestamp",
+                  "webhook-timestamp is missing or too far from the current time");
+  if (!providers::verify_webhook(key->second, id, *timestamp, request.body(), signature))
+    return reject(http::status::unauthorized, "invalid_signature",
+                  "webhook-signature does not match this channel's receipt_secret");
+  if (!is_json_content_type(request[http::field::content_type]))
+    return reject(http::status::unsupported_media_type, "unsupported_media_type",
+                  "Content-Type must be application/json");
+  auto decoded = decode_receipt(request.body(), options_.max_json_depth);
+  if (auto* failure = std::get_if<domain::validation_error>(&decoded)) {
+    metrics_.receipt_rejected(channel_name, "malformed");
+    return ex->error(*failure);
+  }
+  auto& body = std::get<receipt_callback_body>(decoded);
+  persistence::receipt_input input;
+  input.channel = channel_name;
+  input.provider_request_id = std::move(body.provider_request_id);
+  input.provider_message_id = std::move(body.provider_message_id);
+  input.receipt.status = body.status;
+  input.receipt.source = domain::receipt_source::callback;
+  input.receipt.occurred_at = body.occurred_at;
+  input.receipt.detail = std::move(body.detail);
+  service_.record_receipt(
+      std::move(input),
+      guarded(ex, [](const exchange_ptr& exchange,
+                     std::variant<persistence::receipt_outcome, service_error>& result) {
+        if (auto* failure = std::get_if<service_error>(&result))
+          return exchange->error(*failure);
+        const auto& outcome = std::get<persistence::receipt_outcome>(result);
+        if (outcome.result == persistence::receipt_outcome::outcome::unknown_task)
+          return exchange->json(
+              http::status::not_found,
+              encode_error("unknown_task", "no task of this channel has that id"),
+              log::level::debug); // counted in herald_receipts_rejected_total, not logged
+        exchange->json(http::status::ok, encode_receipt_outcome(outcome));
+      }));
+}
+
+void routes::stats(std::string_view query, const caller& who, const exchange_ptr& ex) {
+  if (auto key = repeated_query_key(query))
+    return ex->error(http::status::bad_request, "invalid_request",
+                     "query parameter '" + std::string(*key) + "' given twice", std::string(*key));
+  persistence::stats_query which;
+  which.tenant = who.tenant;
+  which.channel = std::string(query_value(query, "channel").value_or(""));
+  if (!which.channel.empty() && !is_plausible_message_id(which.channel))
+    return ex->error(http::status::bad_request, "invalid_request", "channel must be a plain name",
+                     "channel");
+  for (auto [name, bound] : {std::pair{"from", &which.from}, std::pair{"to", &which.to}}) {
+    auto text = query_value(query, name);
+    if (!text)
+      continue;
+    *bound = domain::parse_rfc3339(*text);
+    if (!*bound)
+      return ex->error(http::status::bad_request, "invalid_request",
+                       std::string(name) + " must be an RFC 3339 time, e.g. 2026-12-03T00:00:00Z",
+                       name);
+  }
+  if (which.from && which.to && *which.to < *which.from)
+    return ex->error(http::status::bad_request, "invalid_request", "to is before from", "to");
+  service_.stats(
+      which,
+      guarded(
+          ex,
+          [which](const exchange_ptr& exchange,
+                  std::variant<std::vector<persistence::channel_stats>, service_error>& result) {
+            if (auto* failure = std::get_if<service_error>(&result))
+              return exchange->error(*failure);
+            exchange->json(
+                http::status::ok,
+                encode_stats(std::get<std::vector<persistence::channel_stats>>(result), which));
+          }));
 }
 
 void routes::readyz(const exchange_ptr& ex) {

@@ -7,7 +7,10 @@
 #include "domain/time.hpp"
 #include "observability/metrics.hpp"
 
+#include <chrono>
+#include <map>
 #include <memory>
+#include <string>
 #include <string_view>
 
 namespace herald::api {
@@ -20,13 +23,18 @@ struct routes_options {
   /// false when /metrics has a listener of its own (metrics_listen): then the API listener
   /// answers /metrics with 404.
   bool metrics_on_api_listener = true;
+  /// Channel -> key bytes of its receipt_secret: the channels that take receipt callbacks.
+  std::map<std::string, std::string> receipt_keys;
+  /// How far a receipt's webhook-timestamp may be from now, either way (replay window).
+  std::chrono::seconds receipt_timestamp_tolerance{300};
 };
 
 /// The HTTP API v1 (design.md §7): maps requests onto the service and its answers onto JSON.
 /// Every error body is {"error":{"code","message","field"?}}; an unexpected exception becomes
 /// the only 500 (internal_error), and is logged. Every /v1 route needs a caller the
 /// authenticator accepts (else 401) holding the route's scope (else 403), and sees only the
-/// caller's tenant; /healthz and /readyz are open.
+/// caller's tenant — except POST /v1/receipts/{channel}, which a provider calls and proves by
+/// the channel's Standard Webhooks signature; /healthz and /readyz are open.
 class routes {
 public:
   /// All references must outlive the routes and every request still in flight.
@@ -50,6 +58,9 @@ private:
   void get_message(std::string_view id, const caller& who, const exchange_ptr& ex);
   void list_dead_letters(std::string_view query, const caller& who, const exchange_ptr& ex);
   void replay_dead_letter(std::string_view id, const caller& who, const exchange_ptr& ex);
+  void record_receipt(std::string_view channel, const http_request& request,
+                      const exchange_ptr& ex);
+  void stats(std::string_view query, const caller& who, const exchange_ptr& ex);
   void readyz(const exchange_ptr& ex);
   void serve_metrics(const exchange_ptr& ex);
 

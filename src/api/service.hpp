@@ -52,6 +52,17 @@ public:
       std::string tenant, std::string task_id,
       std::function<void(std::variant<persistence::replay_result, service_error>)> done) = 0;
 
+  /// Records a provider's receipt (its channel named in it); answers after COMMIT.
+  virtual void record_receipt(
+      persistence::receipt_input receipt,
+      std::function<void(std::variant<persistence::receipt_outcome, service_error>)> done) = 0;
+
+  /// Task counts per channel and state of the tasks `which` selects.
+  virtual void
+  stats(persistence::stats_query which,
+        std::function<void(std::variant<std::vector<persistence::channel_stats>, service_error>)>
+            done) = 0;
+
   /// Whether the database answers and the actors run; `reason` says what is not ready.
   virtual void readiness(std::function<void(bool ready, std::string reason)> done) = 0;
 };

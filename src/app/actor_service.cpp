@@ -4,9 +4,10 @@
 
 namespace herald::app {
 
-actor_service::actor_service(actors::ingest_actor ingest, domain::routing_rules rules,
-                             domain::id_secret id_secret)
-    : ingest_(std::move(ingest)), rules_(std::move(rules)), id_secret_(std::move(id_secret)) {}
+actor_service::actor_service(actors::ingest_actor ingest, actors::receipt_actor receipts,
+                             domain::routing_rules rules, domain::id_secret id_secret)
+    : ingest_(std::move(ingest)), receipts_(std::move(receipts)), rules_(std::move(rules)),
+      id_secret_(std::move(id_secret)) {}
 
 void actor_service::submit(
     domain::message_plan plan,
@@ -37,6 +38,21 @@ void actor_service::replay_dead_letter(
     std::function<void(std::variant<persistence::replay_result, api::service_error>)> done) {
   caf::anon_send(ingest_, actors::replay_atom_v, std::move(tenant), std::move(task_id),
                  actors::replay_callback{std::move(done)});
+}
+
+void actor_service::record_receipt(
+    persistence::receipt_input receipt,
+    std::function<void(std::variant<persistence::receipt_outcome, api::service_error>)> done) {
+  caf::anon_send(receipts_, actors::receipt_atom_v, std::move(receipt),
+                 actors::receipt_callback{std::move(done)});
+}
+
+void actor_service::stats(
+    persistence::stats_query which,
+    std::function<void(std::variant<std::vector<persistence::channel_stats>, api::service_error>)>
+        done) {
+  caf::anon_send(ingest_, actors::stats_atom_v, std::move(which),
+                 actors::stats_callback{std::move(done)});
 }
 
 void actor_service::readiness(std::function<void(bool ready, std::string reason)> done) {

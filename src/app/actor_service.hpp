@@ -9,8 +9,8 @@ namespace herald::app {
 /// layer's callback, so HTTP threads never wait on an actor.
 class actor_service final : public api::service {
 public:
-  actor_service(actors::ingest_actor ingest, domain::routing_rules rules,
-                domain::id_secret id_secret);
+  actor_service(actors::ingest_actor ingest, actors::receipt_actor receipts,
+                domain::routing_rules rules, domain::id_secret id_secret);
 
   const domain::routing_rules& rules() const override { return rules_; }
 
@@ -35,10 +35,21 @@ public:
       std::function<void(std::variant<persistence::replay_result, api::service_error>)> done)
       override;
 
+  void
+  record_receipt(persistence::receipt_input receipt,
+                 std::function<void(std::variant<persistence::receipt_outcome, api::service_error>)>
+                     done) override;
+
+  void stats(
+      persistence::stats_query which,
+      std::function<void(std::variant<std::vector<persistence::channel_stats>, api::service_error>)>
+          done) override;
+
   void readiness(std::function<void(bool ready, std::string reason)> done) override;
 
 private:
   actors::ingest_actor ingest_;
+  actors::receipt_actor receipts_;
   domain::routing_rules rules_;
   domain::id_secret id_secret_;
 };

@@ -4,6 +4,7 @@
 #include "actors/dispatcher.hpp"
 #include "actors/ingest.hpp"
 #include "actors/node_supervisor.hpp"
+#include "actors/receipt_actor.hpp"
 #include "actors/store_reader.hpp"
 #include "actors/store_writer.hpp"
 #include "api/http_server.hpp"
@@ -18,6 +19,7 @@
 #include "persistence/installation.hpp"
 #include "persistence/node_lock.hpp"
 #include "persistence/task_store.hpp"
+#include "providers/webhook_signature.hpp"
 
 #include <csignal>
 #include <cstdio>
@@ -103,10 +105,24 @@ make_channel_specs(const config& cfg, const std::string& node_id, const domain::
   return specs;
 }
 
+api::routes_options routes_options_of(const config& cfg) {
+  api::routes_options options;
+  options.max_json_depth = cfg.http.max_json_depth;
+  options.metrics_on_api_listener = cfg.metrics_listen.empty();
+  options.receipt_timestamp_tolerance =
+      std::chrono::duration_cast<std::chrono::seconds>(cfg.receipts.timestamp_tolerance);
+  for (auto& ch : cfg.channels)
+    if (!ch.webhook.receipt_secret.empty())
+      if (auto key = providers::decode_webhook_secret(ch.webhook.receipt_secret))
+        options.receipt_keys[ch.settings.name] = *key;
+  return options;
+}
+
 /// What the rest of the process talks to: the HTTP entry, the dispatcher (drain) and the
 /// supervisor that owns every actor of the node.
 struct node {
   actors::ingest_actor ingest;
+  actors::receipt_actor receipts;
   actors::dispatcher_actor dispatcher;
   actors::node_supervisor_actor supervisor;
 };
@@ -122,7 +138,13 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
   // Blocking database work runs on threads of its own, never on the scheduler's. The store
   // actors are not restartable: every other actor holds their handles, and a new connection
   // would not fix what killed the old one. Their death is reported on the health board.
-  auto writer = sys.spawn<caf::detached>(actors::store_writer, std::move(writer_store), cfg.store);
+  auto writer_config = cfg.store;
+  for (auto& spec : specs) { // an UNDELIVERED receipt fails over as a permanent failure does
+    writer_config.undelivered.fallback_of[spec.settings.name] = spec.settings.fallback;
+    writer_config.undelivered.secret = spec.settings.id_secret;
+  }
+  auto writer =
+      sys.spawn<caf::detached>(actors::store_writer, std::move(writer_store), writer_config);
   auto reader = sys.spawn<caf::detached>(actors::store_reader, std::move(reader_store));
   components.push_back(
       {"store_writer", shutdown_stage::writer, caf::actor_cast<caf::actor>(writer), {}});
@@ -153,6 +175,11 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
                 actors::ingest_peers{writer, reader, n.dispatcher, clock, health}, cfg.ingest);
   components.push_back(
       {"ingest", shutdown_stage::ingest, caf::actor_cast<caf::actor>(n.ingest), {}});
+  n.receipts =
+      sys.spawn(actors::receipts, actors::receipt_peers{writer, n.dispatcher, metrics, clock},
+                actors::receipt_config{});
+  components.push_back(
+      {"receipts", shutdown_stage::ingest, caf::actor_cast<caf::actor>(n.receipts), {}});
   n.supervisor = sys.spawn(actors::node_supervisor, std::move(components), std::move(health),
                            std::move(clock), cfg.supervision);
   return n;
@@ -242,9 +269,9 @@ int serve(const config& cfg) {
     writer_store.reset(); // the actors own the connections now
     reader_store.reset();
 
-    actor_service service{n.ingest, cfg.rules, id_secret};
+    actor_service service{n.ingest, n.receipts, cfg.rules, id_secret};
     api::routes routes{service, *metrics_registry, *clock, access->authenticator(),
-                       api::routes_options{cfg.http.max_json_depth, cfg.metrics_listen.empty()}};
+                       routes_options_of(cfg)};
     api::http_server server{cfg.http, routes.handler()};
     std::unique_ptr<api::http_server> metrics_server;
     if (!cfg.metrics_listen.empty()) {

@@ -118,6 +118,10 @@ std::vector<state_count> faulty_task_store::count_by_state() {
   return real_->count_by_state();
 }
 
+std::vector<channel_stats> faulty_task_store::stats(const stats_query& which) {
+  return real_->stats(which);
+}
+
 std::size_t faulty_task_store::release_leases(const std::string& node_name, domain::timestamp now) {
   return write("release_leases", [&] { return real_->release_leases(node_name, now); });
 }

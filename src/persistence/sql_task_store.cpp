@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -168,8 +169,8 @@ domain::message_record message_of(const sql_row& m) {
 /// Columns of a task_view: tasks `t` (see task_view_of).
 const std::string task_view_columns =
     "t.id, t.channel, t.recipient, t.status, t.attempts, t.next_attempt_at, t.last_error, "
-    "t.provider_request_id, t.created_at, t.updated_at";
-constexpr std::size_t task_view_column_count = 10;
+    "t.provider_request_id, t.created_at, t.updated_at, t.provider_message_id";
+constexpr std::size_t task_view_column_count = 11;
 
 task_view task_view_of(const sql_row& t) {
   task_view task;
@@ -183,6 +184,7 @@ task_view task_view_of(const sql_row& t) {
   task.provider_request_id = text_of(t[7]);
   task.created_at = domain::from_unix_micros(to_int(t[8]));
   task.updated_at = domain::from_unix_micros(to_int(t[9]));
+  task.provider_message_id = text_of(t[10]);
   return task;
 }
 
@@ -724,7 +726,8 @@ sql_task_store::record_receipts(const std::vector<receipt_input>& receipts,
   const std::string insert_receipts =
       "INSERT INTO receipts (task_id, status, occurred_at, received_at, source, detail) "
       "SELECT r.task_id, r.status, r.occurred_at, r.received_at, r.source, r.detail FROM " +
-      dialect_.json_rows("rows", receipt_row_columns) + " WHERE true ON CONFLICT DO NOTHING";
+      dialect_.json_rows("rows", receipt_row_columns) +
+      " WHERE true ON CONFLICT DO NOTHING RETURNING task_id, status";
 
   return in_transaction("record_receipts", [&] {
     std::vector<receipt_outcome> outcomes(receipts.size());
@@ -757,14 +760,20 @@ sql_task_store::record_receipts(const std::vector<receipt_input>& receipts,
           .text(domain::mask_free_text(r.detail));
       moved_by[i] = moves.fold(outcomes[i].task_id, read_state[i], r.status);
     }
+    std::set<std::pair<std::string, std::string>> inserted; // (task id, status)
     if (!rows.empty())
-      statements_->execute(insert_receipts, {rows.finish()});
+      for (const auto& row : statements_->fetch(insert_receipts, {rows.finish()}, 2))
+        inserted.emplace(text_of(row[0]), text_of(row[1]));
     const auto moved = run_moves(moves, now);
     std::vector<std::string> undelivered;
     for (std::size_t i = 0; i < receipts.size(); ++i) {
       auto& outcome = outcomes[i];
       if (outcome.task_id.empty())
         continue;
+      // Of two copies of one receipt in a batch, the first is told it recorded it.
+      outcome.first_time =
+          inserted.erase(
+              {outcome.task_id, std::string(domain::to_string(receipts[i].receipt.status))}) != 0;
       const auto& [from, to] = moves.by_task.at(outcome.task_id);
       outcome.state = moved.count(outcome.task_id) != 0 ? to : from;
       if (moved_by[i] && moved.count(outcome.task_id) != 0) {
@@ -787,13 +796,14 @@ sql_task_store::record_receipts(const std::vector<receipt_input>& receipts,
 
 // For tasks that just became UNDELIVERED: claims the fallback channel's task for each whose
 // channel has one (domain::fallback_plan: the same task that channel would have had if asked
-// directly), inside the open transaction. Returns the claims by failed task id.
-std::unordered_map<std::string, claim_result>
+// directly), inside the open transaction. Returns the fallback tasks it created, by failed
+// task id (a fallback channel with a task of its own already gets nothing new to send).
+std::unordered_map<std::string, domain::delivery>
 sql_task_store::claim_fallbacks(const std::vector<std::string>& undelivered,
                                 const undelivered_failover& failover, domain::timestamp now) {
-  std::unordered_map<std::string, claim_result> claims;
+  std::unordered_map<std::string, domain::delivery> created;
   if (undelivered.empty() || failover.fallback_of.empty())
-    return claims;
+    return created;
   const std::string query = "SELECT " + delivery_columns + " FROM " +
                             dialect_.json_rows("ids", id_columns) +
                             " JOIN tasks t ON t.id = r.task_id JOIN messages m ON m.id = "
@@ -816,13 +826,15 @@ sql_task_store::claim_fallbacks(const std::vector<std::string>& undelivered,
     }
   }
   if (plans.empty())
-    return claims;
+    return created;
   const claim_batch batch(dialect_, plans);
   auto answers = run_claim(batch);
   auto results = claim_results(plans, batch, answers, stored_messages(plans));
   for (std::size_t i = 0; i < failed_ids.size(); ++i)
-    claims.emplace(failed_ids[i], std::move(results[i]));
-  return claims;
+    if (results[i].tasks.front().created)
+      created.emplace(failed_ids[i],
+                      domain::make_delivery(results[i].message, plans[i].tasks.front()));
+  return created;
 }
 
 // Receipts that came before their task's SENT commit (a fast provider) were recorded and
@@ -868,7 +880,7 @@ std::optional<message_view> sql_task_store::find_message(const std::string& tena
     std::vector<task_view*> tasks;
     for (auto& task : view.tasks)
       tasks.push_back(&task);
-    fill_attempt_logs(tasks);
+    fill_histories(tasks);
     return view;
   });
 }
@@ -894,9 +906,9 @@ sql_task_store::stored_messages(const std::vector<domain::message_plan>& plans) 
   return stored;
 }
 
-// The attempts of `tasks` in one query driven by their ids, so it reads only their index
-// ranges of attempts (a join on message_id let PostgreSQL's generic plan scan them all).
-void sql_task_store::fill_attempt_logs(const std::vector<task_view*>& tasks) {
+// The attempts and receipts of `tasks`, each in one query driven by their ids, so it reads only
+// their index ranges (a join on message_id let PostgreSQL's generic plan scan them all).
+void sql_task_store::fill_histories(const std::vector<task_view*>& tasks) {
   if (tasks.empty())
     return;
   const std::string attempts_query = "SELECT " + attempt_columns + " FROM " +
@@ -910,10 +922,24 @@ void sql_task_store::fill_attempt_logs(const std::vector<task_view*>& tasks) {
     ids.add_row();
     ids.text(task->task_id);
   }
-  for (const auto& a : statements_->fetch(attempts_query, {ids.finish()}, attempt_column_count)) {
+  const auto id_rows = ids.finish();
+  for (const auto& a : statements_->fetch(attempts_query, {id_rows}, attempt_column_count)) {
     auto it = by_id.find(text_of(a[0]));
     if (it != by_id.end())
       it->second->attempt_log.push_back(attempt_of(a));
+  }
+  const std::string receipts_query =
+      "SELECT c.task_id, c.status, c.source, c.occurred_at, c.received_at, c.detail FROM " +
+      dialect_.json_rows("ids", id_columns) +
+      " JOIN receipts c ON c.task_id = r.task_id ORDER BY c.task_id, c.received_at, c.status";
+  for (const auto& c : statements_->fetch(receipts_query, {id_rows}, 6)) {
+    auto it = by_id.find(text_of(c[0]));
+    auto status = domain::parse_receipt_status(text_of(c[1]));
+    auto source = domain::parse_receipt_source(text_of(c[2]));
+    if (it == by_id.end() || !status || !source)
+      continue;
+    it->second->receipts.push_back({*status, *source, domain::from_unix_micros(to_int(c[3])),
+                                    domain::from_unix_micros(to_int(c[4])), text_of(c[5])});
   }
 }
 
@@ -984,7 +1010,7 @@ std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& te
     std::vector<task_view*> tasks;
     for (auto& letter : letters)
       tasks.push_back(&letter.task);
-    fill_attempt_logs(tasks);
+    fill_histories(tasks);
     return letters;
   });
 }
@@ -1032,6 +1058,28 @@ std::vector<state_count> sql_task_store::count_by_state() {
              "SELECT status, COUNT(*) FROM tasks GROUP BY status ORDER BY status", {}, 2))
       counts.push_back(state_count{state_of(row[0]), static_cast<std::uint64_t>(to_int(row[1]))});
     return counts;
+  });
+}
+
+std::vector<channel_stats> sql_task_store::stats(const stats_query& which) {
+  constexpr std::int64_t open_end = std::numeric_limits<std::int64_t>::max();
+  const auto from = which.from ? domain::to_unix_micros(*which.from) : 0;
+  const auto to = which.to ? domain::to_unix_micros(*which.to) : open_end;
+  return outside_transaction("stats", [&] {
+    std::vector<channel_stats> out;
+    for (const auto& row : statements_->fetch(
+             "SELECT t.channel, t.status, count(*) FROM tasks t WHERE t.created_at >= :from AND "
+             "t.created_at < :to AND (CAST(:channel AS TEXT) = '' OR t.channel = :same_channel)" +
+                 of_tenant("t.") + " GROUP BY t.channel, t.status ORDER BY t.channel, t.status",
+             {std::to_string(from), std::to_string(to), which.channel, which.channel, which.tenant,
+              which.tenant},
+             3)) {
+      auto channel = text_of(row[0]);
+      if (out.empty() || out.back().channel != channel)
+        out.push_back({channel, {}});
+      out.back().states.push_back({state_of(row[1]), static_cast<std::uint64_t>(to_int(row[2]))});
+    }
+    return out;
   });
 }
 

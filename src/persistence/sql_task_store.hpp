@@ -51,6 +51,7 @@ public:
   replay_result replay(const std::string& tenant, const std::string& task_id,
                        domain::timestamp now) override;
   std::vector<state_count> count_by_state() override;
+  std::vector<channel_stats> stats(const stats_query& which) override;
   std::size_t release_leases(const std::string& node_name, domain::timestamp now) override;
   void ping() override;
 
@@ -58,7 +59,7 @@ private:
   template <class Body> auto in_transaction(const char* what, Body&& body);
   template <class Body> auto outside_transaction(const char* what, Body&& body);
   void reconnect_if_lost();
-  void fill_attempt_logs(const std::vector<task_view*>& tasks);
+  void fill_histories(const std::vector<task_view*>& tasks);
   std::unordered_map<std::string, domain::message_record>
   stored_messages(const std::vector<domain::message_plan>& plans);
 
@@ -68,7 +69,7 @@ private:
   void run_attempts(const store_detail::apply_batch& batch);
   std::unordered_set<std::string> run_moves(const store_detail::receipt_moves& moves,
                                             domain::timestamp at);
-  std::unordered_map<std::string, claim_result>
+  std::unordered_map<std::string, domain::delivery>
   claim_fallbacks(const std::vector<std::string>& undelivered, const undelivered_failover& failover,
                   domain::timestamp now);
   void run_receipt_catch_up(const std::vector<std::string>& sent_ids, domain::timestamp at);

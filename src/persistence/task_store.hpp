@@ -169,17 +169,34 @@ struct receipt_outcome {
     unknown_task, ///< no task of this channel has that id: nothing recorded
   };
   outcome result = outcome::unknown_task;
+  bool first_time = false; ///< this call recorded the receipt (else it was recorded before)
   std::string task_id;
   domain::task_state state = domain::task_state::pending; ///< the task's state after the call
-  /// UNDELIVERED with a fallback: the fallback's task as claimed in the same transaction
-  /// (created, or found existing: then nothing new is sent).
-  std::optional<claim_result> fallback;
+  /// UNDELIVERED with a fallback: the fallback's task, created in the same transaction and
+  /// ready to dispatch. None when the fallback channel had its own task already (nothing new
+  /// to send), has no recipient, or the channel has no fallback.
+  std::optional<domain::delivery> fallback;
 };
 
 /// Counts of tasks per state, for accounting checks.
 struct state_count {
   domain::task_state state = domain::task_state::pending;
   std::uint64_t count = 0;
+};
+
+/// Which tasks GET /v1/stats counts: those created in [from, to) (either end open), of one
+/// tenant and one channel (empty: all).
+struct stats_query {
+  std::string tenant;
+  std::string channel;
+  std::optional<domain::timestamp> from;
+  std::optional<domain::timestamp> to;
+};
+
+/// One channel's tasks counted by state.
+struct channel_stats {
+  std::string channel;
+  std::vector<state_count> states; ///< states with at least one task
 };
 
 /// Which unfinished tasks a recovery read wants; by default every one.
@@ -251,6 +268,9 @@ public:
 
   /// Task counts per state.
   virtual std::vector<state_count> count_by_state() = 0;
+
+  /// Task counts per channel and state, in one read (a consistent snapshot), channels by name.
+  virtual std::vector<channel_stats> stats(const stats_query& which) = 0;
 
   /// Ends every lease held on a SENDING task by node `node_name` — lease owner `node_name` or
   /// `node_name/<incarnation>` (lease_incarnation_length characters) — as of `now`: a node

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
@@ -73,6 +74,23 @@ std::string sign_webhook(const std::string& key_bytes, std::string_view id, std:
            &mac_size) == nullptr)
     throw std::runtime_error("webhook signature: HMAC-SHA256 failed");
   return "v1," + base64_encode({reinterpret_cast<const char*>(mac), mac_size});
+}
+
+bool verify_webhook(const std::string& key_bytes, std::string_view id, std::int64_t timestamp,
+                    std::string_view body, std::string_view signature_header) {
+  const auto expected = sign_webhook(key_bytes, id, timestamp, body);
+  bool match = false;
+  while (!signature_header.empty()) {
+    auto end = signature_header.find(' ');
+    auto entry = signature_header.substr(0, end);
+    signature_header.remove_prefix(end == std::string_view::npos ? signature_header.size()
+                                                                 : end + 1);
+    // Every entry is looked at, so the time taken does not tell which one matched.
+    if (entry.size() == expected.size() &&
+        CRYPTO_memcmp(entry.data(), expected.data(), expected.size()) == 0)
+      match = true;
+  }
+  return match;
 }
 
 } // namespace herald::providers

@@ -19,6 +19,11 @@ std::optional<std::string> decode_webhook_secret(std::string_view whsec);
 std::string sign_webhook(const std::string& key_bytes, std::string_view id, std::int64_t timestamp,
                          std::string_view body);
 
+/// Whether a webhook-signature header value (space-separated "v1,<base64>" entries; other
+/// versions are skipped) holds the signature of this delivery. Compared in constant time.
+bool verify_webhook(const std::string& key_bytes, std::string_view id, std::int64_t timestamp,
+                    std::string_view body, std::string_view signature_header);
+
 /// Standard base64 (with padding) of arbitrary bytes.
 std::string base64_encode(std::string_view bytes);
 

@@ -33,6 +33,9 @@ silent_writer(actors::store_writer_actor::pointer self, std::shared_ptr<held_cla
       [](actors::replay_atom, std::string&, std::string&, domain::timestamp) {
         return persistence::replay_result{};
       },
+      [](actors::receipt_atom, actors::receipt_inputs&, domain::timestamp) {
+        return actors::receipt_outcomes{};
+      },
       [](actors::flush_atom) {},
   };
 }

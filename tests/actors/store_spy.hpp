@@ -81,6 +81,10 @@ public:
     return real_->record_receipts(receipts, failover, now);
   }
 
+  std::vector<persistence::channel_stats> stats(const persistence::stats_query& which) override {
+    return real_->stats(which);
+  }
+
   std::size_t release_leases(const std::string& lease_owner, domain::timestamp now) override {
     return real_->release_leases(lease_owner, now);
   }

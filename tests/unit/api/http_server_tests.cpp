@@ -5,6 +5,7 @@
 #include "domain/time.hpp"
 #include "observability/log.hpp"
 #include "observability/metrics.hpp"
+#include "providers/webhook_signature.hpp"
 #include "support/http_client.hpp"
 
 #include <condition_variable>
@@ -131,6 +132,40 @@ public:
         false);
   }
 
+  /// Knows one task, "tsk_sent" on sms (provider request id "hrq_sent"): SENT until a receipt.
+  void
+  record_receipt(persistence::receipt_input receipt,
+                 std::function<void(std::variant<persistence::receipt_outcome, api::service_error>)>
+                     done) override {
+    enqueue(
+        [this, receipt = std::move(receipt), done = std::move(done)] {
+          receipts.push_back(receipt);
+          persistence::receipt_outcome outcome;
+          if (receipt.channel == "sms" && receipt.provider_request_id == "hrq_sent") {
+            outcome.task_id = "tsk_sent";
+            outcome.result = persistence::receipt_outcome::outcome::applied;
+            outcome.first_time = receipts.size() == 1;
+            outcome.state = domain::state_of(receipt.receipt.status);
+          }
+          done(outcome);
+        },
+        false);
+  }
+
+  /// sms: 3 SENT and 1 DELIVERED tasks, whatever the query (remembered in `stats_asked`).
+  void stats(
+      persistence::stats_query which,
+      std::function<void(std::variant<std::vector<persistence::channel_stats>, api::service_error>)>
+          done) override {
+    enqueue(
+        [this, which = std::move(which), done = std::move(done)] {
+          stats_asked.push_back(which);
+          done(std::vector<persistence::channel_stats>{
+              {"sms", {{domain::task_state::sent, 3}, {domain::task_state::delivered, 1}}}});
+        },
+        false);
+  }
+
   void replay_dead_letter(
       std::string tenant, std::string task_id,
       std::function<void(std::variant<persistence::replay_result, api::service_error>)> done)
@@ -193,6 +228,9 @@ public:
     return last_tenant_;
   }
   std::optional<api::service_error> failure; // set before the requests it applies to
+  // Written by the worker before it answers; read by the test after the answer came.
+  std::vector<persistence::receipt_input> receipts;
+  std::vector<persistence::stats_query> stats_asked;
 
 private:
   void enqueue(std::function<void()> job, bool holdable) {
@@ -238,6 +276,18 @@ private:
   std::thread worker_;
 };
 
+/// The sms channel takes receipts signed with this secret's key.
+const std::string receipt_secret = "whsec_c2VjcmV0LWtleS1mb3ItcmVjZWlwdHM=";
+
+api::routes_options routes_options_for(const api::http_options& options,
+                                       bool metrics_on_api_listener) {
+  api::routes_options routes;
+  routes.max_json_depth = options.max_json_depth;
+  routes.metrics_on_api_listener = metrics_on_api_listener;
+  routes.receipt_keys["sms"] = *providers::decode_webhook_secret(receipt_secret);
+  return routes;
+}
+
 /// The real server and routes on an ephemeral port, over the in-memory service; open access
 /// unless `auth` is given.
 struct server_fixture {
@@ -246,7 +296,7 @@ struct server_fixture {
                           bool metrics_on_api_listener = true)
       : clock(*domain::parse_rfc3339("2026-12-01T10:00:00Z")),
         routes(service, counters, clock, auth ? *auth : open,
-               {options.max_json_depth, metrics_on_api_listener}),
+               routes_options_for(options, metrics_on_api_listener)),
         server(options, routes.handler()) {
     server.start();
     port = server.port();
@@ -1069,6 +1119,177 @@ BOOST_AUTO_TEST_CASE(metrics_move_to_their_own_listener) {
   BOOST_TEST(test::request("127.0.0.1", metrics_server.port(), "GET", "/v1/dead-letters").status ==
              404);
   metrics_server.stop();
+}
+
+// --- POST /v1/receipts/{channel}: Standard Webhooks signed provider callbacks ---
+
+namespace {
+
+// The fixture's clock: 2026-12-01T10:00:00Z.
+constexpr std::int64_t fixture_unix_seconds = 1796119200;
+
+std::string receipt_body(const std::string& status = "delivered") {
+  return R"({"type":"herald.receipt","data":{"provider_request_id":"hrq_sent","status":")" +
+         status + R"(","occurred_at":"2026-12-01T09:59:58Z","detail":"handset +8613800000000"}})";
+}
+
+header_list signed_headers(const std::string& body, std::int64_t timestamp = fixture_unix_seconds,
+                           const std::string& secret = receipt_secret,
+                           const std::string& id = "msg_receipt_1") {
+  auto key = *providers::decode_webhook_secret(secret);
+  return {{"Content-Type", "application/json"},
+          {"webhook-id", id},
+          {"webhook-timestamp", std::to_string(timestamp)},
+          {"webhook-signature", providers::sign_webhook(key, id, timestamp, body)}};
+}
+
+std::string error_code(const test::http_response& response) {
+  return std::string(boost::json::parse(response.body).at("error").at("code").as_string());
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_signed_receipt_is_recorded_and_answered_after_the_service) {
+  server_fixture f;
+  auto body = receipt_body();
+  auto response = f.request("POST", "/v1/receipts/sms", body, signed_headers(body));
+  BOOST_TEST(response.status == 200);
+  auto answer = boost::json::parse(response.body);
+  BOOST_TEST(answer.at("task_id").as_string() == "tsk_sent");
+  BOOST_TEST(answer.at("state").as_string() == "DELIVERED");
+  BOOST_TEST(answer.at("result").as_string() == "applied");
+  BOOST_REQUIRE(f.service.receipts.size() == 1u);
+  const auto& recorded = f.service.receipts.front();
+  BOOST_TEST(recorded.channel == "sms");
+  BOOST_TEST(recorded.provider_request_id == "hrq_sent");
+  BOOST_TEST(domain::to_string(recorded.receipt.status) == "delivered");
+  BOOST_TEST(domain::to_string(recorded.receipt.source) == "callback");
+  BOOST_TEST(domain::format_rfc3339(recorded.receipt.occurred_at) == "2026-12-01T09:59:58.000000Z");
+}
+
+BOOST_AUTO_TEST_CASE(a_signature_with_several_entries_passes_when_one_matches) {
+  server_fixture f;
+  auto body = receipt_body();
+  auto headers = signed_headers(body);
+  headers.back().second = "v1,bm90LXRoZS1zaWduYXR1cmU= " + headers.back().second;
+  BOOST_TEST(f.request("POST", "/v1/receipts/sms", body, headers).status == 200);
+}
+
+BOOST_AUTO_TEST_CASE(bad_missing_or_stale_signatures_are_401_and_record_nothing) {
+  server_fixture f;
+  auto body = receipt_body();
+  auto wrong_key = signed_headers(body, fixture_unix_seconds, "whsec_b3RoZXIta2V5");
+  auto missing = signed_headers(body);
+  missing.pop_back();
+  auto stale = signed_headers(body, fixture_unix_seconds - 301);
+  auto future = signed_headers(body, fixture_unix_seconds + 301);
+  auto tampered = signed_headers(body);
+  auto not_a_number = signed_headers(body);
+  not_a_number[2].second = "1796119200.5";
+  const std::vector<std::pair<header_list, std::string>> cases = {
+      {wrong_key, "invalid_signature"},  {missing, "missing_signature"},
+      {stale, "stale_timestamp"},        {future, "stale_timestamp"},
+      {not_a_number, "stale_timestamp"},
+  };
+  for (const auto& [headers, code] : cases) {
+    auto response = f.request("POST", "/v1/receipts/sms", body, headers);
+    BOOST_TEST(response.status == 401);
+    BOOST_TEST(error_code(response) == code);
+  }
+  // The signature covers the body: the same headers over another body fail.
+  auto other = receipt_body("read");
+  auto response = f.request("POST", "/v1/receipts/sms", other, tampered);
+  BOOST_TEST(response.status == 401);
+  BOOST_TEST(error_code(response) == "invalid_signature");
+  // Within the tolerance either way is accepted.
+  BOOST_TEST(
+      f.request("POST", "/v1/receipts/sms", body, signed_headers(body, fixture_unix_seconds - 299))
+          .status == 200);
+  BOOST_TEST(f.service.receipts.size() == 1u);
+  auto metrics = f.counters.render();
+  BOOST_TEST(
+      metrics.find(R"(herald_receipts_rejected_total{channel="sms",reason="stale_timestamp"} 3)") !=
+      std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_channel_without_a_receipt_secret_is_404_and_unlabelled) {
+  server_fixture f;
+  auto body = receipt_body();
+  auto response = f.request("POST", "/v1/receipts/wechat", body, signed_headers(body));
+  BOOST_TEST(response.status == 404);
+  BOOST_TEST(f.counters.render().find("wechat") == std::string::npos);
+  BOOST_TEST(f.request("GET", "/v1/receipts/sms", "", {}).status == 405);
+}
+
+BOOST_AUTO_TEST_CASE(malformed_signed_receipts_are_400_naming_the_field) {
+  server_fixture f;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"type":"herald.receipt","data":{"status":"delivered","occurred_at":"2026-12-01T09:59:58Z"}})",
+       "data.provider_request_id"},
+      {R"({"type":"herald.receipt","data":{"provider_request_id":"hrq_sent","status":"lost","occurred_at":"2026-12-01T09:59:58Z"}})",
+       "data.status"},
+      {R"({"type":"herald.receipt","data":{"provider_request_id":"hrq_sent","status":"read","occurred_at":"yesterday"}})",
+       "data.occurred_at"},
+      {R"({"type":"other","data":{}})", "type"},
+      {R"({"type":"herald.receipt","data":{"provider_request_id":"hrq_sent","provider_request_id":"hrq_x","status":"read","occurred_at":"2026-12-01T09:59:58Z"}})",
+       "data.provider_request_id"},
+      {R"({"type":"herald.receipt","data":{"provider_request_id":7,"status":"read","occurred_at":"2026-12-01T09:59:58Z"}})",
+       "data.provider_request_id"},
+      {R"({"type":"herald.receipt","data":{"provider_request_id":"hrq_sent","status":"read","occurred_at":"2026-12-01T09:59:58Z","extra":1}})",
+       "data.extra"},
+  };
+  for (const auto& [body, field] : cases) {
+    auto response = f.request("POST", "/v1/receipts/sms", body, signed_headers(body));
+    BOOST_TEST(response.status == 400, body);
+    BOOST_TEST(boost::json::parse(response.body).at("error").at("field").as_string() == field,
+               body);
+  }
+  auto not_json = std::string("{");
+  BOOST_TEST(f.request("POST", "/v1/receipts/sms", not_json, signed_headers(not_json)).status ==
+             400);
+  BOOST_TEST(f.service.receipts.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_receipt_for_an_unknown_task_is_404_and_counted) {
+  server_fixture f;
+  std::string body =
+      R"({"type":"herald.receipt","data":{"provider_message_id":"SM-unknown","status":"delivered","occurred_at":"2026-12-01T09:59:58Z"}})";
+  auto response = f.request("POST", "/v1/receipts/sms", body, signed_headers(body));
+  BOOST_TEST(response.status == 404);
+  BOOST_TEST(error_code(response) == "unknown_task");
+  BOOST_TEST(f.service.receipts.size() == 1u);
+}
+
+// --- GET /v1/stats ---
+
+BOOST_AUTO_TEST_CASE(stats_add_up_and_give_the_delivery_rate) {
+  server_fixture f;
+  auto response = f.get("/v1/stats?channel=sms&from=2026-12-01T00:00:00Z&to=2026-12-02T00:00:00Z");
+  BOOST_TEST(response.status == 200);
+  auto body = boost::json::parse(response.body);
+  const auto& sms = body.at("channels").at(0);
+  BOOST_TEST(sms.at("channel").as_string() == "sms");
+  BOOST_TEST(sms.at("accepted").to_number<int>() == 4);
+  BOOST_TEST(sms.at("sent").to_number<int>() == 3);
+  BOOST_TEST(sms.at("delivered").to_number<int>() == 1);
+  BOOST_TEST(sms.at("pending").to_number<int>() == 0);
+  BOOST_TEST(sms.at("delivery_rate").to_number<double>() == 0.25);
+  BOOST_TEST(body.at("total").at("accepted").to_number<int>() == 4);
+  BOOST_TEST(body.at("from").as_string() == "2026-12-01T00:00:00.000000Z");
+  BOOST_REQUIRE(f.service.stats_asked.size() == 1u);
+  BOOST_TEST(f.service.stats_asked.front().channel == "sms");
+  BOOST_TEST(f.service.stats_asked.front().from.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(stats_refuse_bad_windows) {
+  server_fixture f;
+  for (const auto* target :
+       {"/v1/stats?from=yesterday", "/v1/stats?from=2026-12-02T00:00:00Z&to=2026-12-01T00:00:00Z",
+        "/v1/stats?channel=a&channel=b", "/v1/stats?channel=%27"}) {
+    auto response = f.get(target);
+    BOOST_TEST(response.status == 400, target);
+  }
+  BOOST_TEST(f.service.stats_asked.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -324,11 +324,11 @@ BOOST_AUTO_TEST_CASE(encodes_message_views) {
       R"("status":"SENT","attempts":1,"provider_request_id":"p-1",)"
       R"("created_at":"1970-01-01T00:00:01.000000Z","updated_at":"1970-01-01T00:00:02.000000Z",)"
       R"("attempt_log":[{"attempt_no":1,"outcome":"success","detail":"sim-1",)"
-      R"("started_at":"1970-01-01T00:00:01.500000Z","finished_at":"1970-01-01T00:00:01.600000Z"}]},)"
+      R"("started_at":"1970-01-01T00:00:01.500000Z","finished_at":"1970-01-01T00:00:01.600000Z"}],"receipts":[]},)"
       R"({"task_id":"t-2","channel":"email","recipient":"a***@example.com","status":"RETRY_WAIT",)"
       R"("attempts":2,"next_attempt_at":"1970-01-01T00:00:09.000000Z","last_error":"timeout",)"
       R"("provider_request_id":"p-2","created_at":"1970-01-01T00:00:01.000000Z",)"
-      R"("updated_at":"1970-01-01T00:00:03.000000Z","attempt_log":[]}]})";
+      R"("updated_at":"1970-01-01T00:00:03.000000Z","attempt_log":[],"receipts":[]}]})";
   BOOST_TEST(text == expected);
   BOOST_TEST(text.find("13800000000") == std::string::npos);
   BOOST_TEST(text.find("alice@") == std::string::npos);
