@@ -108,6 +108,17 @@ using ingest_actor = caf::typed_actor<
     /// Readiness: no problem on the health board, the database answers, the dispatcher runs.
     caf::reacts_to<ready_atom, ready_callback>>;
 
+/// Posts status events from the outbox to the calling system (docs/events.md), on a store
+/// connection of its own: a receiver that is down never holds up the store writer or a channel.
+using events_actor = caf::typed_actor<
+    /// Reads due events and posts them, as the in-flight bound allows (sent to itself every
+    /// poll interval; anyone may send it when new events exist).
+    caf::reacts_to<tick_atom>,
+    /// A post finished (sent by the poster's callback): the event id and its answer.
+    caf::reacts_to<result_atom, std::string, providers::provider_result>,
+    /// Writes the finished posts' outcomes in one transaction (sent to itself).
+    caf::reacts_to<flush_atom>>;
+
 /// Registers and monitors every long-lived actor of a node: restarts what can be restarted
 /// (within a budget), reports what cannot on the health board, and stops them all in order.
 using node_supervisor_actor = caf::typed_actor<
