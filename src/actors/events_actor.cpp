@@ -87,9 +87,10 @@ bool settle(self_pointer self) {
 // answer is still unwritten looks due in the outbox and would be posted twice.
 void poll(self_pointer self) {
   auto& st = self->state;
-  if (!settle(self) || st.in_flight.size() >= st.config.max_in_flight)
+  const std::size_t bound = st.receiver_failing ? 1 : st.config.max_in_flight;
+  if (!settle(self) || st.in_flight.size() >= bound)
     return;
-  const auto room = st.config.max_in_flight - st.in_flight.size();
+  const auto room = bound - st.in_flight.size();
   std::vector<persistence::status_event> due;
   try {
     // Events in flight are still PENDING and due, so they are asked for on top of the room.
@@ -185,6 +186,7 @@ events_actor::behavior_type events(self_pointer self,
         st.in_flight.erase(found);
         st.busy_tasks.erase(event.task_id);
         auto outcome = outcome_of(st, event, result);
+        st.receiver_failing = outcome.result != event_outcome::outcome::delivered;
         st.metrics->event_delivered(outcome_name(outcome.result));
         if (outcome.result == event_outcome::outcome::dead)
           log::warn("events.dead", {{"event_id", event.id},
@@ -200,9 +202,14 @@ events_actor::behavior_type events(self_pointer self,
         }
       },
       [self](flush_atom) {
-        self->state.flush_queued = false;
+        auto& st = self->state;
+        st.flush_queued = false;
         // A delivered event may free its task's next one: look at once, not at the next tick.
-        poll(self);
+        // While the receiver fails, only write the answers; the tick sends the next probe.
+        if (st.receiver_failing)
+          settle(self);
+        else
+          poll(self);
       },
   };
 }

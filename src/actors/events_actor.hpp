@@ -44,7 +44,8 @@ std::string event_payload(const persistence::status_event& event, std::int64_t u
 /// Posts the outbox's events, each as a signed POST whose webhook-id is the event id: many
 /// tasks' events at once (up to max_in_flight), one task's strictly one after another (the
 /// store hands out only a task's lowest PENDING event). A 2xx answer delivers the event;
-/// anything else schedules it again by `retry`, until it is DEAD. Outcomes are written in
+/// anything else schedules it again by `retry`, until it is DEAD; while posts fail, one event
+/// per poll interval probes the receiver (receiver_failing). Outcomes are written in
 /// batches before the outbox is read again, so an answered event is never posted again by
 /// mistake; one lost with the process (a crash between the answer and its write) is posted
 /// again: delivery is at least once, and receivers dedupe by webhook-id.
@@ -61,6 +62,10 @@ struct events_state {
   std::unordered_set<std::string> busy_tasks;        ///< tasks with an event in flight
   std::vector<persistence::event_outcome> unsettled; ///< answered, not yet written
   bool flush_queued = false;
+  /// The last answer was a failure: until a post succeeds, one event at a time is posted per
+  /// poll interval (a probe), so a receiver that is down costs a post and a read per interval
+  /// instead of a storm of retries against it and the database.
+  bool receiver_failing = false;
   std::mt19937_64 jitter_rng{std::random_device{}()};
 };
 

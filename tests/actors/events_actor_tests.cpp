@@ -236,14 +236,37 @@ BOOST_AUTO_TEST_CASE(an_event_is_dead_after_its_attempts_and_lets_the_next_go) {
   BOOST_TEST(receiver.requests().size() == 2u);
   advance_both(std::chrono::seconds{1});
   BOOST_REQUIRE(receiver.wait_for_requests(3));
-  answer(1); // third failure: DEAD, and the task's DELIVERED goes
+  answer(1); // third failure: DEAD, which lets the task's DELIVERED go at the next probe
   BOOST_TEST(delivered("dead") == 1.0);
   BOOST_TEST(delivered("retry") == 2.0);
+  BOOST_TEST(receiver.requests().size() == 3u);
+  advance_both(std::chrono::seconds{1});
   BOOST_REQUIRE(receiver.wait_for_requests(4));
   answer(1);
   BOOST_TEST(posted_ids().back() == domain::event_id_for(ids[0], task_state::delivered));
   BOOST_TEST(events_store->count_pending_events() == 0u);
   BOOST_TEST(logs().find("events.dead") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_failing_receiver_is_probed_with_one_event_per_interval) {
+  failures_left = 2;
+  auto ids = seed({plan("order-1", {"sms"}), plan("order-2", {"sms"}), plan("order-3", {"sms"})});
+  for (const auto& id : ids)
+    change(id, task_state::pending, task_state::sent);
+  spawn_events(config()); // 2 in flight: both fail
+  BOOST_REQUIRE(receiver.wait_for_requests(2));
+  answer(2);
+  BOOST_TEST(receiver.requests().size() == 2u); // order-3's event waits, due as it is
+
+  advance_both(std::chrono::seconds{1}); // one probe: the lowest due event, order-1's
+  BOOST_REQUIRE(receiver.wait_for_requests(3));
+  BOOST_TEST(posted_ids().back() == domain::event_id_for(ids[0], task_state::sent));
+  answer(1); // it succeeds: full speed again, the other two at once
+  BOOST_REQUIRE(receiver.wait_for_requests(5));
+  answer(2);
+  BOOST_TEST(events_store->count_pending_events() == 0u);
+  BOOST_TEST(delivered("retry") == 2.0);
+  BOOST_TEST(delivered("delivered") == 3.0);
 }
 
 BOOST_AUTO_TEST_CASE(an_answer_lost_with_the_actor_is_posted_again_under_the_same_id) {
