@@ -121,6 +121,16 @@ using receipt_actor = caf::typed_actor<
     caf::reacts_to<receipt_atom, persistence::receipt_input, receipt_callback>,
     /// Records a held receipt again (sent to itself; the number counts the tries so far).
     caf::reacts_to<rewrite_atom, persistence::receipt_input, std::uint32_t>>;
+/// Posts status events from the outbox to the calling system (docs/events.md), on a store
+/// connection of its own: a receiver that is down never holds up the store writer or a channel.
+using events_actor = caf::typed_actor<
+    /// Reads due events and posts them, as the in-flight bound allows (sent to itself every
+    /// poll interval; anyone may send it when new events exist).
+    caf::reacts_to<tick_atom>,
+    /// A post finished (sent by the poster's callback): the event id and its answer.
+    caf::reacts_to<result_atom, std::string, providers::provider_result>,
+    /// Writes the finished posts' outcomes in one transaction (sent to itself).
+    caf::reacts_to<flush_atom>>;
 
 /// Registers and monitors every long-lived actor of a node: restarts what can be restarted
 /// (within a budget), reports what cannot on the health board, and stops them all in order.

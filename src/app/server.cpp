@@ -2,6 +2,7 @@
 
 #include "actors/dedup_shard.hpp"
 #include "actors/dispatcher.hpp"
+#include "actors/events_actor.hpp"
 #include "actors/ingest.hpp"
 #include "actors/node_supervisor.hpp"
 #include "actors/receipt_actor.hpp"
@@ -12,6 +13,7 @@
 #include "app/actor_service.hpp"
 #include "app/api_access.hpp"
 #include "app/stop_signals.hpp"
+#include "domain/status_event.hpp"
 #include "observability/health_board.hpp"
 #include "observability/log.hpp"
 #include "observability/metrics.hpp"
@@ -118,6 +120,23 @@ api::routes_options routes_options_of(const config& cfg) {
   return options;
 }
 
+// The events actor as the supervisor runs it, posting through its own signed poster.
+actors::supervised_component start_events(caf::actor_system& sys, const events_config& events,
+                                          std::shared_ptr<persistence::task_store> store,
+                                          std::shared_ptr<metrics> metrics,
+                                          std::shared_ptr<const domain::clock> clock) {
+  actors::events_actor_config config;
+  config.retry = events.retry;
+  auto poster = std::make_shared<providers::signed_poster>(
+      providers::poster_config{events.url, *providers::decode_webhook_secret(events.secret),
+                               events.timeout, config.max_in_flight, "herald-events/1"});
+  actors::event_poster post = [poster](providers::signed_post p, providers::post_callback done) {
+    poster->post(std::move(p), std::move(done));
+  };
+  return actors::start_events(sys, std::move(store), std::move(post), std::move(metrics),
+                              std::move(clock), config);
+}
+
 /// What the rest of the process talks to: the HTTP entry, the dispatcher (drain) and the
 /// supervisor that owns every actor of the node.
 struct node {
@@ -131,6 +150,7 @@ struct node {
 node spawn_node(caf::actor_system& sys, const config& cfg,
                 std::shared_ptr<persistence::task_store> writer_store,
                 std::shared_ptr<persistence::task_store> reader_store,
+                std::shared_ptr<persistence::task_store> events_store,
                 std::vector<actors::channel_spec> specs, std::shared_ptr<metrics> metrics,
                 std::shared_ptr<const domain::clock> clock, std::shared_ptr<health_board> health) {
   using actors::shutdown_stage;
@@ -159,6 +179,8 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
       {"dispatcher", shutdown_stage::dispatch, caf::actor_cast<caf::actor>(n.dispatcher), {}});
   components.push_back(
       actors::start_retry_timer(sys, n.dispatcher, metrics, clock, cfg.retry_timer));
+  if (events_store) // only with an events url
+    components.push_back(start_events(sys, cfg.events, std::move(events_store), metrics, clock));
   for (auto& spec : specs)
     components.push_back(actors::start_channel(
         sys, std::move(spec), actors::channel_peers{writer, n.dispatcher, metrics, clock, health}));
@@ -230,10 +252,15 @@ int serve(const config& cfg) {
   }
   std::shared_ptr<persistence::task_store> writer_store;
   std::shared_ptr<persistence::task_store> reader_store;
+  std::shared_ptr<persistence::task_store> events_store; // none: no events url
   domain::id_secret id_secret;
   std::unique_ptr<api_access> access;
   try {
-    writer_store = persistence::open_task_store(url, true);
+    // The writer puts the enabled events into the outbox with the changes they report.
+    persistence::store_options writer_options;
+    if (!cfg.events.url.empty())
+      writer_options.event_states = domain::event_states_for(cfg.events.types);
+    writer_store = persistence::open_task_store(url, true, writer_options);
     if (cfg.store_faults.write_failure_rate > 0) {
       log::warn("herald.store_faults_injected",
                 {{"write_failure_rate", std::to_string(cfg.store_faults.write_failure_rate)}});
@@ -241,6 +268,8 @@ int serve(const config& cfg) {
           std::make_shared<persistence::faulty_task_store>(writer_store, cfg.store_faults);
     }
     reader_store = persistence::open_task_store(url, false);
+    if (!cfg.events.url.empty())
+      events_store = persistence::open_task_store(url, false);
     id_secret = persistence::installation_secret(url);
     access = std::make_unique<api_access>(cfg.auth, url);
   } catch (const std::exception& e) {
@@ -263,7 +292,7 @@ int serve(const config& cfg) {
   {
     caf::actor_system sys{caf_cfg};
     const auto node_id = lease_owner_of(name);
-    auto n = spawn_node(sys, cfg, writer_store, reader_store,
+    auto n = spawn_node(sys, cfg, writer_store, reader_store, std::move(events_store),
                         make_channel_specs(cfg, node_id, id_secret, delays), metrics_registry,
                         clock, std::make_shared<health_board>());
     writer_store.reset(); // the actors own the connections now

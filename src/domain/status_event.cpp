@@ -1,5 +1,6 @@
 #include "domain/status_event.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 
@@ -28,11 +29,23 @@ std::optional<std::string_view> event_type_of(task_state state) {
   return std::nullopt;
 }
 
-bool is_event_type(std::string_view type) {
+std::optional<task_state> state_of_event_type(std::string_view type) {
   for (const auto& [state, candidate] : event_types)
     if (candidate == type)
-      return true;
-  return false;
+      return state;
+  return std::nullopt;
+}
+
+bool is_event_type(std::string_view type) {
+  return state_of_event_type(type).has_value();
+}
+
+std::vector<task_state> event_states_for(const std::vector<std::string>& types) {
+  std::vector<task_state> states;
+  for (const auto& [state, type] : event_types)
+    if (types.empty() || std::find(types.begin(), types.end(), type) != types.end())
+      states.push_back(state);
+  return states;
 }
 
 std::string event_id_for(std::string_view task_id, task_state state) {

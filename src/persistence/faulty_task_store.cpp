@@ -126,6 +126,22 @@ std::size_t faulty_task_store::release_leases(const std::string& node_name, doma
   return write("release_leases", [&] { return real_->release_leases(node_name, now); });
 }
 
+std::vector<status_event> faulty_task_store::load_due_events(domain::timestamp now,
+                                                             std::size_t limit) {
+  return real_->load_due_events(now, limit);
+}
+
+void faulty_task_store::settle_events(const std::vector<event_outcome>& outcomes) {
+  write("settle_events", [&] {
+    real_->settle_events(outcomes);
+    return 0;
+  });
+}
+
+std::uint64_t faulty_task_store::count_pending_events() {
+  return real_->count_pending_events();
+}
+
 void faulty_task_store::ping() {
   real_->ping();
 }

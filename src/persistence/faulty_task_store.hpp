@@ -26,9 +26,9 @@ struct store_faults {
 };
 
 /// A decorator over a real store that fails or delays chosen writes (claim, apply, fail_over,
-/// record_receipts, replay, release_leases) — for tests, and for drills that load herald while its
-/// database misbehaves. Reads pass through. A failure is a store_error, as the real store throws;
-/// "lost answer" failures throw after the inner store committed.
+/// record_receipts, replay, release_leases, settle_events) — for tests, and for drills that load
+/// herald while its database misbehaves. Reads pass through. A failure is a store_error, as the
+/// real store throws; "lost answer" failures throw after the inner store committed.
 class faulty_task_store final : public task_store {
 public:
   enum class fault {
@@ -66,6 +66,9 @@ public:
   std::vector<state_count> count_by_state() override;
   std::vector<channel_stats> stats(const stats_query& which) override;
   std::size_t release_leases(const std::string& node_name, domain::timestamp now) override;
+  std::vector<status_event> load_due_events(domain::timestamp now, std::size_t limit) override;
+  void settle_events(const std::vector<event_outcome>& outcomes) override;
+  std::uint64_t count_pending_events() override;
   void ping() override;
 
 private:

@@ -1,6 +1,7 @@
 #include "persistence/sql_task_store.hpp"
 
 #include "domain/masking.hpp"
+#include "domain/status_event.hpp"
 #include "persistence/connection.hpp"
 #include "persistence/schema.hpp"
 #include "persistence/sql.hpp"
@@ -218,9 +219,10 @@ std::string micros_text(domain::timestamp at) {
 
 } // namespace
 
-sql_task_store::sql_task_store(database_url url, std::unique_ptr<soci::session> sql)
-    : url_(std::move(url)), dialect_(url_.backend), sql_(std::move(sql)),
-      statements_(std::make_unique<statement_cache>(*sql_)) {}
+sql_task_store::sql_task_store(database_url url, std::unique_ptr<soci::session> sql,
+                               store_options options)
+    : url_(std::move(url)), dialect_(url_.backend), options_(std::move(options)),
+      sql_(std::move(sql)), statements_(std::make_unique<statement_cache>(*sql_)) {}
 
 sql_task_store::~sql_task_store() = default;
 
@@ -292,6 +294,13 @@ const std::vector<json_column> attempt_row_columns = {
     text{"detail"},  {"started_at", bigint}, {"finished_at", bigint}};
 
 const std::vector<json_column> id_columns = {text{"task_id"}};
+
+const std::vector<json_column> event_columns = {
+    text{"event_id"}, text{"task_id"}, text{"type"}, {"occurred_at", bigint}, {"ord", bigint}};
+
+const std::vector<json_column> event_outcome_columns = {
+    text{"event_id"},   text{"status"},          {"attempt_count", bigint}, {"next_at", bigint},
+    text{"error_text"}, {"finished_at", bigint}, {"changed_at", bigint}};
 
 } // namespace
 
@@ -556,6 +565,49 @@ void sql_task_store::run_attempts(const apply_batch& batch) {
   statements_->execute(insert_attempts, {batch.attempts.finish()});
 }
 
+// ---- status events (the transactional outbox, docs/events.md) ----
+
+bool sql_task_store::writes_event(domain::task_state state) const {
+  const auto& states = options_.event_states;
+  return std::find(states.begin(), states.end(), state) != states.end();
+}
+
+void sql_task_store::run_events(const std::vector<store_detail::entered_state>& entered) {
+  if (options_.event_states.empty())
+    return;
+  json_batch rows(dialect_, event_columns);
+  for (const auto& e : entered) {
+    const auto type = domain::event_type_of(e.state);
+    if (!type || !writes_event(e.state))
+      continue;
+    rows.add_row();
+    rows.text(domain::event_id_for(e.task_id, e.state))
+        .text(e.task_id)
+        .text(*type)
+        .number(domain::to_unix_micros(e.at))
+        .number(static_cast<std::int64_t>(rows.rows()));
+  }
+  if (rows.empty())
+    return;
+  // The tenant comes from the task row, so the outbox can be split by tenant later; ordered by
+  // `ord` so a task entering two states in one batch gets their seq in that order.
+  const std::string insert_events =
+      "INSERT INTO events (id, task_id, tenant, type, occurred_at, status, attempts) "
+      "SELECT r.event_id, r.task_id, t.tenant, r.type, r.occurred_at, 'PENDING', 0 FROM " +
+      dialect_.json_rows("rows", event_columns) +
+      " JOIN tasks t ON t.id = r.task_id WHERE true ORDER BY r.ord ON CONFLICT DO NOTHING";
+  statements_->execute(insert_events, {rows.finish()});
+}
+
+void sql_task_store::run_events(
+    const std::vector<std::pair<std::string, domain::task_state>>& entered, domain::timestamp at) {
+  std::vector<store_detail::entered_state> rows;
+  rows.reserve(entered.size());
+  for (const auto& [task_id, state] : entered)
+    rows.push_back({task_id, state, at});
+  run_events(rows);
+}
+
 std::vector<claim_result> sql_task_store::claim(const std::vector<domain::message_plan>& plans) {
   if (plans.empty())
     return {};
@@ -582,6 +634,14 @@ std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& 
         now_sent.push_back(changes[i].task_id);
     if (!now_sent.empty())
       run_receipt_catch_up(now_sent, changes.front().at);
+    if (!options_.event_states.empty()) {
+      std::vector<store_detail::entered_state> entered;
+      for (std::size_t i = 0; i < changes.size(); ++i)
+        if (writes_event(changes[i].to) &&
+            applied_in[batch.round_of[i]].count(changes[i].task_id) != 0)
+          entered.push_back({changes[i].task_id, changes[i].to, changes[i].at});
+      run_events(entered);
+    }
     return applied_in;
   });
   std::vector<std::string> ids;
@@ -621,6 +681,7 @@ failover_result sql_task_store::fail_over(const state_change& change,
       if (run_changes(changes).at(0).count(change.task_id) == 0)
         return std::nullopt; // the task moved on: nothing written, nothing claimed
       run_attempts(changes);
+      run_events({{change.task_id, change.to, change.at}});
       auto claimed_answers = run_claim(claims);
       if (!again && std::any_of(claimed_answers.begin(), claimed_answers.end(),
                                 [](const claim_answer& a) { return !a.created; }))
@@ -675,7 +736,7 @@ struct receipt_moves {
 using store_detail::receipt_moves;
 
 // Moves tasks as `moves` says, each guarded by the state it was read in (the rows are locked,
-// so the guard holds); returns the ids that moved.
+// so the guard holds), with their status events; returns the ids that moved.
 std::unordered_set<std::string> sql_task_store::run_moves(const receipt_moves& moves,
                                                           domain::timestamp at) {
   json_batch rows(dialect_, move_columns);
@@ -695,8 +756,13 @@ std::unordered_set<std::string> sql_task_store::run_moves(const receipt_moves& m
       "UPDATE tasks SET status = r.to_status, updated_at = r.changed_at FROM " +
       dialect_.json_rows("rows", move_columns) +
       " WHERE tasks.id = r.task_id AND tasks.status = r.from_status RETURNING id";
-  for (const auto& row : statements_->fetch(update, {rows.finish()}, 1))
-    moved.insert(text_of(row[0]));
+  std::vector<std::pair<std::string, domain::task_state>> entered;
+  for (const auto& row : statements_->fetch(update, {rows.finish()}, 1)) {
+    auto id = text_of(row[0]);
+    entered.emplace_back(id, moves.by_task.at(id).second);
+    moved.insert(std::move(id));
+  }
+  run_events(entered, at); // in the same transaction as the moves they report
   return moved;
 }
 
@@ -1105,6 +1171,77 @@ std::size_t sql_task_store::release_leases(const std::string& node_name, domain:
   });
 }
 
+std::vector<status_event> sql_task_store::load_due_events(domain::timestamp now,
+                                                          std::size_t limit) {
+  if (limit == 0)
+    return {};
+  // A task's later events wait while an earlier one is PENDING (delivered or dead lets them
+  // go): index events (status, task_id, seq) answers the NOT EXISTS.
+  const std::string query =
+      "SELECT e.seq, e.id, e.type, e.occurred_at, e.attempts, e.task_id, t.message_id, e.tenant, "
+      "t.biz_type, t.biz_id, t.user_id, t.channel FROM events e JOIN tasks t ON t.id = e.task_id "
+      "WHERE e.status = 'PENDING' AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= "
+      "CAST(:now AS BIGINT)) AND NOT EXISTS (SELECT 1 FROM events p WHERE p.status = 'PENDING' "
+      "AND p.task_id = e.task_id AND p.seq < e.seq) ORDER BY e.seq LIMIT " +
+      std::to_string(limit);
+  return outside_transaction("load_due_events", [&] {
+    std::vector<status_event> events;
+    for (const auto& row : statements_->fetch(query, {micros_text(now)}, 12)) {
+      status_event e;
+      e.seq = to_int(row[0]);
+      e.id = text_of(row[1]);
+      e.type = text_of(row[2]);
+      e.occurred_at = domain::from_unix_micros(to_int(row[3]));
+      e.attempts = static_cast<std::uint32_t>(to_int(row[4]));
+      e.task_id = text_of(row[5]);
+      e.message_id = text_of(row[6]);
+      e.tenant = text_of(row[7]);
+      e.biz_type = text_of(row[8]);
+      e.biz_id = text_of(row[9]);
+      e.user_id = text_of(row[10]);
+      e.channel = text_of(row[11]);
+      events.push_back(std::move(e));
+    }
+    return events;
+  });
+}
+
+void sql_task_store::settle_events(const std::vector<event_outcome>& outcomes) {
+  if (outcomes.empty())
+    return;
+  json_batch rows(dialect_, event_outcome_columns);
+  for (const auto& o : outcomes) {
+    const bool finished = o.result != event_outcome::outcome::retry;
+    rows.add_row();
+    rows.text(o.event_id)
+        .text(o.result == event_outcome::outcome::delivered ? "DELIVERED"
+              : finished                                    ? "DEAD"
+                                                            : "PENDING")
+        .number(o.attempts)
+        .time(finished ? std::nullopt : micros_of(o.next_attempt_at))
+        .text(domain::mask_free_text(o.last_error))
+        .time(finished ? std::optional<std::int64_t>{domain::to_unix_micros(o.at)} : std::nullopt)
+        .number(domain::to_unix_micros(o.at));
+  }
+  const std::string update =
+      "UPDATE events SET status = r.status, attempts = r.attempt_count, next_attempt_at = "
+      "r.next_at, last_error = COALESCE(NULLIF(r.error_text, ''), events.last_error), "
+      "finished_at = r.finished_at FROM " +
+      dialect_.json_rows("rows", event_outcome_columns) +
+      " WHERE events.id = r.event_id AND events.status = 'PENDING'";
+  in_transaction("settle_events", [&] {
+    statements_->execute(update, {rows.finish()});
+    return 0;
+  });
+}
+
+std::uint64_t sql_task_store::count_pending_events() {
+  return outside_transaction("count_pending_events", [&] {
+    auto rows = statements_->fetch("SELECT COUNT(*) FROM events WHERE status = 'PENDING'", {}, 1);
+    return static_cast<std::uint64_t>(rows.empty() ? 0 : to_int(rows[0][0]));
+  });
+}
+
 void sql_task_store::ping() {
   outside_transaction("ping", [&] {
     auto rows = statements_->fetch("SELECT 1", {}, 1);
@@ -1114,7 +1251,8 @@ void sql_task_store::ping() {
   });
 }
 
-std::unique_ptr<task_store> open_task_store(const database_url& url, bool migrate) {
+std::unique_ptr<task_store> open_task_store(const database_url& url, bool migrate,
+                                            store_options options) {
   auto sql = connect(url);
   const dialect dialect(url.backend);
   const int latest = latest_schema_version(dialect.name());
@@ -1126,7 +1264,7 @@ std::unique_ptr<task_store> open_task_store(const database_url& url, bool migrat
     throw store_error("database schema is at version " + std::to_string(version) +
                       ", newer than this herald knows (" + std::to_string(latest) +
                       "): upgrade herald");
-  return std::make_unique<sql_task_store>(url, std::move(sql));
+  return std::make_unique<sql_task_store>(url, std::move(sql), std::move(options));
 }
 
 int migrate(const database_url& url) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace soci {
@@ -22,6 +23,14 @@ struct receipt_moves;
 struct apply_batch;
 struct claim_answer;
 struct claim_batch;
+
+/// A state a task entered in the open transaction: its event (if the state has an enabled
+/// type) goes into the outbox in that transaction.
+struct entered_state {
+  std::string task_id;
+  domain::task_state state = domain::task_state::pending;
+  domain::timestamp at; ///< the change's time: the event's occurred_at
+};
 } // namespace store_detail
 
 /// task_store over one SOCI connection, for SQLite and PostgreSQL alike: every statement is
@@ -29,7 +38,7 @@ struct claim_batch;
 /// a claim or apply of any size is a handful of statements in one transaction.
 class sql_task_store final : public task_store {
 public:
-  sql_task_store(database_url url, std::unique_ptr<soci::session> sql);
+  sql_task_store(database_url url, std::unique_ptr<soci::session> sql, store_options options = {});
   ~sql_task_store() override;
 
   std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans) override;
@@ -53,6 +62,9 @@ public:
   std::vector<state_count> count_by_state() override;
   std::vector<channel_stats> stats(const stats_query& which) override;
   std::size_t release_leases(const std::string& node_name, domain::timestamp now) override;
+  std::vector<status_event> load_due_events(domain::timestamp now, std::size_t limit) override;
+  void settle_events(const std::vector<event_outcome>& outcomes) override;
+  std::uint64_t count_pending_events() override;
   void ping() override;
 
 private:
@@ -73,9 +85,19 @@ private:
   claim_fallbacks(const std::vector<std::string>& undelivered, const undelivered_failover& failover,
                   domain::timestamp now);
   void run_receipt_catch_up(const std::vector<std::string>& sent_ids, domain::timestamp at);
+  /// Writes the outbox rows of the states entered in the open transaction (those with an
+  /// enabled event type; none when events are off) in ONE statement, ids deterministic and
+  /// ON CONFLICT DO NOTHING: a change written twice is one event. A task's events get
+  /// increasing seq in the order given. Call it from every transaction that moves tasks.
+  void run_events(const std::vector<store_detail::entered_state>& entered);
+  /// The same for states all entered at `at` (e.g. a batch of receipts recorded at once).
+  void run_events(const std::vector<std::pair<std::string, domain::task_state>>& entered,
+                  domain::timestamp at);
+  bool writes_event(domain::task_state state) const;
 
   database_url url_;
   dialect dialect_;
+  store_options options_;
   std::unique_ptr<soci::session> sql_;
   std::unique_ptr<statement_cache> statements_; ///< destroyed before the session
 };

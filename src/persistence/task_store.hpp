@@ -199,6 +199,45 @@ struct channel_stats {
   std::vector<state_count> states; ///< states with at least one task
 };
 
+/// A status event from the outbox (docs/events.md), with what it reports about its task.
+struct status_event {
+  std::int64_t seq = 0;          ///< orders a task's events
+  std::string id;                ///< deterministic: domain::event_id_for(task, state)
+  std::string type;              ///< "task.sent", "task.delivered", …
+  domain::timestamp occurred_at; ///< when the task entered the state
+  std::uint32_t attempts = 0;    ///< posts made so far
+  std::string task_id;
+  std::string message_id;
+  std::string tenant;
+  std::string biz_type;
+  std::string biz_id;
+  std::string user_id;
+  std::string channel;
+};
+
+/// What posting one event came to, for settle_events.
+struct event_outcome {
+  enum class outcome {
+    delivered, ///< the receiver answered 2xx: done
+    retry,     ///< post again at next_attempt_at
+    dead,      ///< attempts exhausted: the event's own dead letter
+  };
+  std::string event_id;
+  outcome result = outcome::delivered;
+  std::uint32_t attempts = 0;                       ///< posts made so far, this one included
+  std::optional<domain::timestamp> next_attempt_at; ///< with retry
+  std::string last_error;                           ///< masked by the store
+  domain::timestamp at;
+};
+
+/// What a store opens with.
+struct store_options {
+  /// The states whose entry writes a status event into the outbox, in the same transaction
+  /// as the change (domain::event_states_for). Empty: none, so a node that sends no events
+  /// grows no table.
+  std::vector<domain::task_state> event_states;
+};
+
 /// Which unfinished tasks a recovery read wants; by default every one.
 struct unfinished_filter {
   std::string channel; ///< only this channel's tasks; empty: every channel's
@@ -279,6 +318,18 @@ public:
   /// lease. Only safe while no live process holds that name. Returns how many were released.
   virtual std::size_t release_leases(const std::string& node_name, domain::timestamp now) = 0;
 
+  /// Status events to post (docs/events.md): of each task only its PENDING event of lowest
+  /// seq, and only when that one is due by `now`, so a task's events go out in order; lowest
+  /// seq first, at most `limit`.
+  virtual std::vector<status_event> load_due_events(domain::timestamp now, std::size_t limit) = 0;
+
+  /// Records what posting events came to, in one transaction; an event that is no longer
+  /// PENDING is left alone.
+  virtual void settle_events(const std::vector<event_outcome>& outcomes) = 0;
+
+  /// PENDING events (delivered later or dead later), for the events_pending gauge.
+  virtual std::uint64_t count_pending_events() = 0;
+
   /// Cheap round trip proving the database answers; throws store_error if not.
   virtual void ping() = 0;
 };
@@ -295,9 +346,11 @@ struct database_url {
 /// Parses the --db argument; throws std::invalid_argument with a one-line reason.
 database_url parse_database_url(const std::string& text);
 
-/// Opens one connection. Applies pending migrations first when `migrate` is set.
+/// Opens one connection. Applies pending migrations first when `migrate` is set. Only a
+/// connection that writes state changes needs `options.event_states`.
 /// Throws store_error when the database cannot be reached or migrated.
-std::unique_ptr<task_store> open_task_store(const database_url& url, bool migrate);
+std::unique_ptr<task_store> open_task_store(const database_url& url, bool migrate,
+                                            store_options options = {});
 
 /// Applies every pending migration; returns the schema version now in force.
 int migrate(const database_url& url);

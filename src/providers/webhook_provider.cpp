@@ -1,148 +1,32 @@
 #include "providers/webhook_provider.hpp"
 
-#include "domain/masking.hpp"
 #include "domain/time.hpp"
-#include "observability/log.hpp"
-#include "providers/failure_class.hpp"
 #include "providers/webhook_signature.hpp"
 
 #include <algorithm>
-#include <deque>
-#include <mutex>
-#include <optional>
 #include <stdexcept>
-#include <thread>
-#include <unordered_map>
 #include <utility>
-#include <vector>
 
 #include <boost/json.hpp>
-#include <curl/curl.h>
 
 namespace herald::providers {
 namespace {
 
 namespace json = boost::json;
 
-void ensure_curl_global() {
-  static std::once_flag once;
-  static CURLcode result = CURLE_OK;
-  std::call_once(once, [] { result = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  if (result != CURLE_OK)
-    throw std::runtime_error(std::string{"curl_global_init failed: "} + curl_easy_strerror(result));
-}
-
-bool iequals_prefix(std::string_view text, std::string_view prefix) {
-  if (text.size() < prefix.size())
-    return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    auto a = text[i];
-    if (a >= 'A' && a <= 'Z')
-      a = static_cast<char>(a - 'A' + 'a');
-    if (a != prefix[i])
-      return false;
-  }
-  return true;
-}
-
-/// Owns a CURLU while a URL is checked.
-struct url_handle {
-  CURLU* handle = curl_url();
-  ~url_handle() { curl_url_cleanup(handle); }
-  url_handle() = default;
-  url_handle(const url_handle&) = delete;
-  url_handle& operator=(const url_handle&) = delete;
-};
-
-/// The URL part `part` of `url`, or nullopt.
-std::optional<std::string> url_part(CURLU* url, CURLUPart part) {
-  char* text = nullptr;
-  if (curl_url_get(url, part, &text, 0) != CURLUE_OK || text == nullptr)
-    return std::nullopt;
-  std::string out{text};
-  curl_free(text);
-  return out;
-}
-
-/// A call handed to send() and not yet given to curl.
-struct pending_call {
-  provider_request request;
-  provider_callback done;
-};
-
-/// One call in curl's hands. Lives at a stable address: curl holds pointers into it.
-struct transfer {
-  provider_request request;
-  provider_callback done;
-  std::string body;
-  curl_slist* headers = nullptr;
-  std::string response_excerpt;
-  std::optional<std::string> retry_after; ///< of the last response's headers
-  char error[CURL_ERROR_SIZE] = {};
-
-  transfer() = default;
-  transfer(const transfer&) = delete;
-  transfer& operator=(const transfer&) = delete;
-  ~transfer() { curl_slist_free_all(headers); }
-};
-
-size_t on_body(char* data, size_t size, size_t count, void* user) {
-  auto* t = static_cast<transfer*>(user);
-  const auto bytes = size * count;
-  // Only an excerpt is kept (for failure details); a little more than max_body_excerpt so the
-  // classifier can tell it was cut.
-  const auto room = max_body_excerpt + 1 > t->response_excerpt.size()
-                        ? max_body_excerpt + 1 - t->response_excerpt.size()
-                        : 0;
-  t->response_excerpt.append(data, bytes < room ? bytes : room);
-  return bytes;
-}
-
-size_t on_header(char* data, size_t size, size_t count, void* user) {
-  auto* t = static_cast<transfer*>(user);
-  const auto bytes = size * count;
-  const std::string_view line{data, bytes};
-  if (line.substr(0, 5) == "HTTP/") {
-    t->retry_after.reset(); // a new response (after an interim 1xx): forget older headers
-    t->response_excerpt.clear();
-  } else if (iequals_prefix(line, "retry-after:")) {
-    t->retry_after = std::string{line.substr(12)};
-  }
-  return bytes;
-}
-
-provider_result stopped_result() {
-  return {call_outcome::timeout, "adapter stopped", std::nullopt};
-}
-
-using finished_list = std::vector<std::pair<provider_callback, provider_result>>;
-
-void deliver(finished_list& finished) {
-  for (auto& [done, result] : finished) {
-    if (!done)
-      continue;
-    try {
-      done(std::move(result));
-    } catch (const std::exception& e) {
-      log::error("webhook.callback_threw", {{"error", e.what()}});
-    } catch (...) {
-      log::error("webhook.callback_threw", {{"error", "unknown exception"}});
-    }
-  }
-  finished.clear();
+/// The poster of a checked config; throws std::invalid_argument when it is refused.
+poster_config poster_of(const webhook_config& config) {
+  if (auto problem = config.validate(); !problem.empty())
+    throw std::invalid_argument(problem);
+  return {config.url, *decode_webhook_secret(config.secret), config.timeout, config.max_connections,
+          "herald-webhook/1"};
 }
 
 } // namespace
 
-std::int64_t system_unix_seconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string message_id_in(std::string_view body) {
   boost::system::error_code ec;
-  auto value = boost::json::parse(body, ec);
+  auto value = json::parse(body, ec);
   if (ec || !value.is_object())
     return {};
   auto* id = value.as_object().if_contains("message_id");
@@ -154,28 +38,6 @@ std::string message_id_in(std::string_view body) {
     return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
   });
   return !text.empty() && text.size() <= max_length && printable ? text : std::string{};
-}
-
-std::string http_url_problem(const std::string& url, const std::string& what) {
-  if (!iequals_prefix(url, "http://") && !iequals_prefix(url, "https://"))
-    return what + " must start with http:// or https://";
-  // curl would read "https:///x" as host "x"; an empty authority is a typo, refuse it.
-  if (const auto rest = url.substr(url.find("://") + 3); rest.empty() || rest.front() == '/')
-    return what + " has no host: " + domain::mask_url(url);
-  try {
-    ensure_curl_global();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  url_handle parsed;
-  if (parsed.handle == nullptr)
-    return what + ": out of memory";
-  if (curl_url_set(parsed.handle, CURLUPART_URL, url.c_str(), 0) != CURLUE_OK)
-    return what + " is not a valid URL: " + domain::mask_url(url);
-  const auto host = url_part(parsed.handle, CURLUPART_HOST);
-  if (!host || host->empty())
-    return what + " has no host: " + domain::mask_url(url);
-  return {};
 }
 
 std::string webhook_config::validate() const {
@@ -212,250 +74,29 @@ std::string webhook_payload(const provider_request& request, std::int64_t unix_s
   return json::serialize(message);
 }
 
-struct webhook_provider::impl {
-  webhook_config config;
-  std::string key;
-  std::function<std::int64_t()> unix_seconds;
-  CURLM* multi = nullptr;
-
-  std::mutex mutex;
-  std::deque<pending_call> queue; ///< guarded by mutex
-  bool stopping = false;          ///< guarded by mutex
-
-  // Owned by the worker thread alone.
-  std::vector<CURL*> idle; ///< easy handles kept for reuse (they carry TLS sessions, DNS cache)
-  std::unordered_map<CURL*, std::unique_ptr<transfer>> active;
-
-  std::thread worker;
-
-  impl(webhook_config c, std::function<std::int64_t()> clock)
-      : config(std::move(c)), unix_seconds(std::move(clock)) {}
-
-  ~impl() {
-    for (auto* easy : idle)
-      curl_easy_cleanup(easy);
-    if (multi != nullptr)
-      curl_multi_cleanup(multi);
-  }
-
-  void run() {
-    finished_list finished;
-    for (;;) {
-      std::deque<pending_call> incoming;
-      bool stop = false;
-      {
-        std::lock_guard<std::mutex> guard{mutex};
-        incoming.swap(queue);
-        stop = stopping;
-      }
-      if (stop) {
-        abandon(incoming, finished);
-        deliver(finished);
-        return;
-      }
-      for (auto& call : incoming)
-        start(call, finished);
-      int running = 0;
-      curl_multi_perform(multi, &running);
-      collect(finished);
-      deliver(finished);
-      // Sleeps until a socket is ready, curl's next timeout, or curl_multi_wakeup from send().
-      curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
-    }
-  }
-
-  CURL* acquire() {
-    if (idle.empty())
-      return curl_easy_init();
-    auto* easy = idle.back();
-    idle.pop_back();
-    curl_easy_reset(easy);
-    return easy;
-  }
-
-  void release(CURL* easy) {
-    if (idle.size() < config.max_connections)
-      idle.push_back(easy);
-    else
-      curl_easy_cleanup(easy);
-  }
-
-  /// Hands one call to curl; a call that cannot even start is answered retryable (nothing left
-  /// the process).
-  void start(pending_call& call, finished_list& finished) {
-    CURL* easy = nullptr;
-    try {
-      auto t = std::make_unique<transfer>();
-      t->request = std::move(call.request);
-      const auto& request = t->request;
-      const auto now = unix_seconds();
-      t->body = webhook_payload(request, now);
-      const auto signature = sign_webhook(key, request.provider_request_id, now, t->body);
-      const std::string header_lines[] = {
-          "Content-Type: application/json",
-          "webhook-id: " + request.provider_request_id,
-          "webhook-timestamp: " + std::to_string(now),
-          "webhook-signature: " + signature,
-          "Idempotency-Key: " + request.provider_request_id,
-          "X-Herald-Attempt: " + std::to_string(request.attempt),
-          "Expect:", // no 100-continue round trip for larger bodies
-      };
-      for (const auto& line : header_lines) {
-        auto* grown = curl_slist_append(t->headers, line.c_str());
-        if (grown == nullptr)
-          throw std::bad_alloc();
-        t->headers = grown;
-      }
-      easy = acquire();
-      if (easy == nullptr)
-        throw std::runtime_error("curl_easy_init failed");
-      curl_easy_setopt(easy, CURLOPT_URL, config.url.c_str());
-      curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-      curl_easy_setopt(easy, CURLOPT_POST, 1L);
-      curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
-      curl_easy_setopt(easy, CURLOPT_POSTFIELDS, t->body.data());
-      curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t->headers);
-      curl_easy_setopt(easy, CURLOPT_USERAGENT, "herald-webhook/1");
-      curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(config.timeout.count()));
-      curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
-      curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-      curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-      curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
-      curl_easy_setopt(easy, CURLOPT_WRITEDATA, t.get());
-      curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
-      curl_easy_setopt(easy, CURLOPT_HEADERDATA, t.get());
-      curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t->error);
-      if (curl_multi_add_handle(multi, easy) != CURLM_OK)
-        throw std::runtime_error("curl_multi_add_handle failed");
-      try {
-        active.emplace(easy, std::move(t));
-      } catch (...) {
-        curl_multi_remove_handle(multi, easy);
-        throw;
-      }
-      active.at(easy)->done = std::move(call.done);
-    } catch (const std::exception& e) {
-      not_started(call, easy, e.what(), finished);
-    } catch (...) { // e.g. from the injected clock: the worker thread must survive it
-      not_started(call, easy, "unknown exception", finished);
-    }
-  }
-
-  void not_started(pending_call& call, CURL* easy, const char* why, finished_list& finished) {
-    if (easy != nullptr)
-      curl_easy_cleanup(easy);
-    finished.emplace_back(std::move(call.done),
-                          provider_result{call_outcome::retryable,
-                                          std::string{"webhook call not started: "} + why,
-                                          std::nullopt});
-  }
-
-  /// Answers every transfer curl has finished.
-  void collect(finished_list& finished) {
-    int left = 0;
-    while (CURLMsg* message = curl_multi_info_read(multi, &left)) {
-      if (message->msg != CURLMSG_DONE)
-        continue;
-      CURL* easy = message->easy_handle;
-      const CURLcode code = message->data.result; // read before the handle is removed
-      auto found = active.find(easy);
-      if (found == active.end())
-        continue;
-      auto t = std::move(found->second);
-      active.erase(found);
-      long status = 0;
-      curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-      curl_multi_remove_handle(multi, easy);
-      release(easy);
-      finished.emplace_back(std::move(t->done), classify(code, status, *t));
-    }
-  }
-
-  static provider_result classify(CURLcode code, long status, const transfer& t) {
-    // A final status seen means the endpoint decided, even if the rest of the answer was lost.
-    if (code == CURLE_OK || status >= 200) {
-      const auto retry_after =
-          t.retry_after ? parse_retry_after(*t.retry_after, std::chrono::system_clock::now())
-                        : std::nullopt;
-      auto result = classify_http(status, retry_after, t.response_excerpt);
-      if (result.outcome == call_outcome::success) {
-        // The id the endpoint knows the message by: its own if it named one.
-        auto own_id = message_id_in(t.response_excerpt);
-        result.detail = own_id.empty() ? t.request.provider_request_id : std::move(own_id);
-      }
-      return result;
-    }
-    return classify_transport(code, domain::mask_free_text(t.error)); // curl may quote the URL
-  }
-
-  /// On stop: every call not yet answered is answered now, none is lost.
-  void abandon(std::deque<pending_call>& incoming, finished_list& finished) {
-    for (auto& [easy, t] : active) {
-      curl_multi_remove_handle(multi, easy);
-      curl_easy_cleanup(easy);
-      finished.emplace_back(std::move(t->done), stopped_result());
-    }
-    active.clear();
-    for (auto& call : incoming)
-      finished.emplace_back(std::move(call.done), stopped_result());
-  }
-};
-
 webhook_provider::webhook_provider(webhook_config config,
-                                   std::function<std::int64_t()> unix_seconds) {
-  if (auto problem = config.validate(); !problem.empty())
-    throw std::invalid_argument(problem);
-  ensure_curl_global();
-  if (!unix_seconds)
-    unix_seconds = system_unix_seconds;
-  impl_ = std::make_unique<impl>(std::move(config), std::move(unix_seconds));
-  impl_->key = *decode_webhook_secret(impl_->config.secret);
-  impl_->multi = curl_multi_init();
-  if (impl_->multi == nullptr)
-    throw std::runtime_error("curl_multi_init failed");
-  const auto connections = static_cast<long>(impl_->config.max_connections);
-  curl_multi_setopt(impl_->multi, CURLMOPT_MAX_HOST_CONNECTIONS, connections);
-  curl_multi_setopt(impl_->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, connections);
-  curl_multi_setopt(impl_->multi, CURLMOPT_MAXCONNECTS, connections);
-  impl_->worker = std::thread([state = impl_.get()] { state->run(); });
-}
+                                   std::function<std::int64_t()> unix_seconds)
+    : poster_(poster_of(config), std::move(unix_seconds)) {}
 
-webhook_provider::~webhook_provider() {
-  {
-    std::lock_guard<std::mutex> guard{impl_->mutex};
-    impl_->stopping = true;
-  }
-  curl_multi_wakeup(impl_->multi);
-  impl_->worker.join();
-}
+webhook_provider::~webhook_provider() = default;
 
 void webhook_provider::send(provider_request request, provider_callback done) {
   if (!done)
     return; // nobody to answer; do not call the endpoint for nothing
-  pending_call call{std::move(request), std::move(done)};
-  provider_result refusal = stopped_result();
-  try {
-    bool queued = false;
-    {
-      std::lock_guard<std::mutex> guard{impl_->mutex};
-      if (!impl_->stopping) {
-        impl_->queue.push_back(std::move(call)); // strong guarantee: `call` intact if it throws
-        queued = true;
-      }
-    }
-    if (queued) {
-      curl_multi_wakeup(impl_->multi);
-      return;
-    }
-  } catch (const std::exception& e) {
-    refusal = {call_outcome::retryable, std::string{"webhook call not queued: "} + e.what(),
-               std::nullopt};
-  }
-  try {
-    call.done(std::move(refusal));
-  } catch (...) {
-    log::error("webhook.callback_threw", {{"error", "exception from an inline answer"}});
-  }
+  signed_post post;
+  post.id = request.provider_request_id;
+  post.headers = {"Idempotency-Key: " + request.provider_request_id,
+                  "X-Herald-Attempt: " + std::to_string(request.attempt)};
+  post.body = [request](std::int64_t now) { return webhook_payload(request, now); };
+  poster_.post(std::move(post),
+               [id = request.provider_request_id, done = std::move(done)](post_answer answer) {
+                 if (answer.result.outcome == call_outcome::success) {
+                   // The id the endpoint knows the message by: its own if it named one.
+                   auto own_id = message_id_in(answer.response_excerpt);
+                   answer.result.detail = own_id.empty() ? id : std::move(own_id);
+                 }
+                 done(std::move(answer.result));
+               });
 }
 
 } // namespace herald::providers

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "providers/provider.hpp"
+#include "providers/signed_poster.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -34,14 +35,6 @@ struct webhook_config {
 /// object (no body, other JSON, cut off, an id that could not be a header or log value).
 std::string message_id_in(std::string_view body);
 
-/// Empty when `url` is an http:// or https:// URL with a host; otherwise a one-line reason
-/// starting with `what` (the field's name).
-std::string http_url_problem(const std::string& url, const std::string& what);
-
-/// Seconds since the Unix epoch by the system clock: the default time source of the
-/// webhook-timestamp header.
-std::int64_t system_unix_seconds();
-
 /// The JSON body POSTed for `request`:
 /// {"type":"herald.message","timestamp":"<RFC 3339>","data":{"task_id","channel","recipient",
 ///  "title","body","trace_id","attempt"}}.
@@ -53,12 +46,13 @@ std::string webhook_payload(const provider_request& request, std::int64_t unix_s
 /// (both the provider request id, the same on every attempt), webhook-timestamp,
 /// webhook-signature ("v1,<base64 HMAC-SHA256>"), X-Herald-Attempt and Content-Type. Redirects
 /// are not followed; the answer is classified by classify_http()/classify_transport(). A
-/// success's detail is the webhook-id.
+/// success's detail is the endpoint's message id from its answer's body ({"message_id"}),
+/// or else the webhook-id.
 ///
-/// All I/O runs on one background thread per adapter (libcurl multi interface, connections
-/// kept alive and reused); send() only queues, so it never blocks on the network and never
-/// throws. Callbacks run on that thread, outside any lock; they may call send() again but
-/// must not destroy the adapter.
+/// All I/O runs on the background thread of its signed_poster (libcurl multi interface,
+/// connections kept alive and reused); send() only queues, so it never blocks on the network
+/// and never throws. Callbacks run on that thread, outside any lock; they may call send()
+/// again but must not destroy the adapter.
 class webhook_provider final : public provider_adapter {
 public:
   /// Throws std::invalid_argument when `config.validate()` refuses it, std::runtime_error when
@@ -77,8 +71,7 @@ public:
   void send(provider_request request, provider_callback done) override;
 
 private:
-  struct impl;
-  std::unique_ptr<impl> impl_;
+  signed_poster poster_;
 };
 
 } // namespace herald::providers

@@ -89,6 +89,17 @@ public:
     return real_->release_leases(lease_owner, now);
   }
 
+  std::vector<persistence::status_event> load_due_events(domain::timestamp now,
+                                                         std::size_t limit) override {
+    return real_->load_due_events(now, limit);
+  }
+
+  void settle_events(const std::vector<persistence::event_outcome>& outcomes) override {
+    real_->settle_events(outcomes);
+  }
+
+  std::uint64_t count_pending_events() override { return real_->count_pending_events(); }
+
   void ping() override { real_->ping(); }
 
 private:

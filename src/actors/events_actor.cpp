@@ -1,0 +1,232 @@
+#include "actors/events_actor.hpp"
+
+#include "actors/logging_handlers.hpp"
+#include "domain/status_event.hpp"
+#include "observability/log.hpp"
+
+#include <utility>
+
+#include <boost/json.hpp>
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/spawn_options.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace herald::actors {
+
+namespace json = boost::json;
+using persistence::event_outcome;
+
+std::string events_actor_config::validate() const {
+  if (retry.max_attempts == 0)
+    return "events.retry.max_attempts must be >= 1";
+  if (poll_interval.count() <= 0)
+    return "events poll interval must be positive";
+  if (max_in_flight == 0)
+    return "events max_in_flight must be at least 1";
+  return {};
+}
+
+std::string event_payload(const persistence::status_event& event, std::int64_t unix_seconds) {
+  const auto state = domain::state_of_event_type(event.type);
+  json::object data;
+  data["event_id"] = event.id;
+  data["task_id"] = event.task_id;
+  data["message_id"] = event.message_id;
+  data["tenant"] = event.tenant;
+  data["biz_type"] = event.biz_type;
+  data["biz_id"] = event.biz_id;
+  data["user_id"] = event.user_id;
+  data["channel"] = event.channel;
+  data["state"] = state ? std::string(domain::to_string(*state)) : std::string();
+  data["occurred_at"] = domain::format_rfc3339(event.occurred_at);
+  json::object body;
+  body["type"] = event.type;
+  body["timestamp"] = domain::format_rfc3339(
+      std::chrono::system_clock::time_point{std::chrono::seconds{unix_seconds}});
+  body["data"] = std::move(data);
+  return json::serialize(body);
+}
+
+namespace {
+
+using self_pointer = events_actor::stateful_pointer<events_state>;
+
+void post_event(self_pointer self, const persistence::status_event& event) {
+  auto& st = self->state;
+  st.in_flight.emplace(event.id, event);
+  st.busy_tasks.insert(event.task_id);
+  providers::signed_post post;
+  post.id = event.id;
+  post.body = [event](std::int64_t now) { return event_payload(event, now); };
+  auto handle = caf::actor_cast<events_actor>(self);
+  st.post(std::move(post), [handle, id = event.id](providers::post_answer answer) {
+    caf::anon_send(handle, result_atom_v, id, std::move(answer.result));
+  });
+}
+
+// Writes the answered posts' outcomes; false (and they are kept) when the store failed.
+bool settle(self_pointer self) {
+  auto& st = self->state;
+  if (st.unsettled.empty())
+    return true;
+  try {
+    st.store->settle_events(st.unsettled);
+  } catch (const std::exception& e) {
+    log::error("events.settle_failed",
+               {{"events", std::to_string(st.unsettled.size())}, {"error", e.what()}});
+    return false;
+  }
+  st.unsettled.clear();
+  return true;
+}
+
+// Posts what is due, as room allows. Only once every answer is written: an event whose
+// answer is still unwritten looks due in the outbox and would be posted twice.
+void poll(self_pointer self) {
+  auto& st = self->state;
+  const std::size_t bound = st.receiver_failing ? 1 : st.config.max_in_flight;
+  if (!settle(self) || st.in_flight.size() >= bound)
+    return;
+  const auto room = bound - st.in_flight.size();
+  std::vector<persistence::status_event> due;
+  try {
+    // Events in flight are still PENDING and due, so they are asked for on top of the room.
+    due = st.store->load_due_events(st.clock->now(), room + st.in_flight.size());
+  } catch (const std::exception& e) {
+    log::error("events.load_failed", {{"error", e.what()}});
+    return;
+  }
+  std::size_t started = 0;
+  for (const auto& event : due) {
+    if (started == room)
+      break;
+    if (st.busy_tasks.count(event.task_id) != 0)
+      continue; // its task's previous event is on its way
+    post_event(self, event);
+    ++started;
+  }
+}
+
+void update_gauge(self_pointer self) {
+  try {
+    self->state.metrics->events_pending(
+        static_cast<double>(self->state.store->count_pending_events()));
+  } catch (const std::exception& e) {
+    log::warn("events.count_failed", {{"error", e.what()}});
+  }
+}
+
+event_outcome outcome_of(events_state& st, const persistence::status_event& event,
+                         const providers::provider_result& result) {
+  event_outcome outcome;
+  outcome.event_id = event.id;
+  outcome.attempts = event.attempts + 1;
+  outcome.at = st.clock->now();
+  if (result.outcome == call_outcome::success) {
+    outcome.result = event_outcome::outcome::delivered;
+    return outcome;
+  }
+  outcome.last_error = result.detail;
+  const auto unit = std::uniform_real_distribution<double>{0.0, 1.0}(st.jitter_rng);
+  if (auto delay = st.config.retry.next_delay(outcome.attempts, unit)) {
+    outcome.result = event_outcome::outcome::retry;
+    outcome.next_attempt_at = outcome.at + *delay;
+  } else {
+    outcome.result = event_outcome::outcome::dead;
+  }
+  return outcome;
+}
+
+const char* outcome_name(event_outcome::outcome outcome) {
+  switch (outcome) {
+  case event_outcome::outcome::delivered:
+    return "delivered";
+  case event_outcome::outcome::retry:
+    return "retry";
+  case event_outcome::outcome::dead:
+    return "dead";
+  }
+  return "retry";
+}
+
+} // namespace
+
+events_actor::behavior_type events(self_pointer self,
+                                   std::shared_ptr<persistence::task_store> store,
+                                   event_poster post, std::shared_ptr<herald::metrics> metrics,
+                                   std::shared_ptr<const domain::clock> clock,
+                                   events_actor_config config) {
+  install_logging_handlers(self);
+  auto& init = self->state;
+  init.store = std::move(store);
+  init.post = std::move(post);
+  init.metrics = std::move(metrics);
+  init.clock = std::move(clock);
+  init.config = std::move(config);
+  self->send(self, tick_atom_v);
+  return {
+      [self](tick_atom) {
+        auto& st = self->state;
+        poll(self);
+        update_gauge(self);
+        // Only the actor's own tick re-arms: a "new events" nudge from outside must not add a
+        // second timer.
+        if (const auto& sender = self->current_sender(); sender && sender.get() == self->ctrl())
+          self->delayed_send(self, st.config.poll_interval, tick_atom_v);
+      },
+      [self](result_atom, const std::string& event_id, const providers::provider_result& result) {
+        auto& st = self->state;
+        auto found = st.in_flight.find(event_id);
+        if (found == st.in_flight.end())
+          return; // not ours (an answer to a predecessor of this actor)
+        auto event = std::move(found->second);
+        st.in_flight.erase(found);
+        st.busy_tasks.erase(event.task_id);
+        auto outcome = outcome_of(st, event, result);
+        st.receiver_failing = outcome.result != event_outcome::outcome::delivered;
+        st.metrics->event_delivered(outcome_name(outcome.result));
+        if (outcome.result == event_outcome::outcome::dead)
+          log::warn("events.dead", {{"event_id", event.id},
+                                    {"task_id", event.task_id},
+                                    {"type", event.type},
+                                    {"attempts", std::to_string(outcome.attempts)},
+                                    {"error", outcome.last_error}});
+        st.unsettled.push_back(std::move(outcome));
+        // Answers that arrive meanwhile are written in the same transaction.
+        if (!st.flush_queued) {
+          st.flush_queued = true;
+          self->send(self, flush_atom_v);
+        }
+      },
+      [self](flush_atom) {
+        auto& st = self->state;
+        st.flush_queued = false;
+        // A delivered event may free its task's next one: look at once, not at the next tick.
+        // While the receiver fails, only write the answers; the tick sends the next probe.
+        if (st.receiver_failing)
+          settle(self);
+        else
+          poll(self);
+      },
+  };
+}
+
+supervised_component start_events(caf::actor_system& sys,
+                                  std::shared_ptr<persistence::task_store> store, event_poster post,
+                                  std::shared_ptr<herald::metrics> metrics,
+                                  std::shared_ptr<const domain::clock> clock,
+                                  events_actor_config config) {
+  // Detached: it blocks on its own store connection. A restart reuses connection and poster;
+  // the dead actor's posts still in flight answer to nobody, so those events stay PENDING
+  // and are posted again (receivers dedupe by webhook-id).
+  auto start = [store, post, metrics, clock, config](caf::actor_system& system) {
+    return caf::actor_cast<caf::actor>(
+        system.spawn<caf::detached>(events, store, post, metrics, clock, config));
+  };
+  return {"events", shutdown_stage::timer, start(sys), start};
+}
+
+} // namespace herald::actors

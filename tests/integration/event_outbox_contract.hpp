@@ -1,0 +1,242 @@
+#pragma once
+
+// What every task_store backend must do for the status-event outbox (docs/events.md), written
+// once and expanded by HERALD_EVENT_OUTBOX_CONTRACT() into a SQLite and a PostgreSQL suite.
+
+#include "domain/status_event.hpp"
+#include "task_store_contract.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+#include <soci/soci.h>
+
+namespace herald::test::event_outbox_contract {
+
+using domain::task_state;
+using persistence::event_outcome;
+using persistence::status_event;
+using task_store_contract::change;
+using task_store_contract::make_plan;
+using task_store_contract::micros;
+
+constexpr std::int64_t t0 = 1'790'000'001'000'000;
+
+inline std::unique_ptr<persistence::task_store>
+open_with_events(store_backend& backend, std::vector<std::string> types = {}) {
+  backend.open_store(); // migrates
+  return persistence::open_task_store(backend.url(), false,
+                                      {domain::event_states_for(std::move(types))});
+}
+
+inline std::vector<std::string> ids_of(const std::vector<status_event>& events) {
+  std::vector<std::string> ids;
+  for (const auto& e : events)
+    ids.push_back(e.id);
+  return ids;
+}
+
+inline event_outcome outcome(const std::string& id, event_outcome::outcome result,
+                             std::uint32_t attempts, std::int64_t at,
+                             std::optional<std::int64_t> next = std::nullopt,
+                             std::string error = {}) {
+  event_outcome o;
+  o.event_id = id;
+  o.result = result;
+  o.attempts = attempts;
+  o.at = micros(at);
+  if (next)
+    o.next_attempt_at = micros(*next);
+  o.last_error = std::move(error);
+  return o;
+}
+
+inline std::uint64_t event_rows(store_backend& backend) {
+  auto sql = persistence::connect(backend.url());
+  long long rows = 0;
+  *sql << "SELECT COUNT(*) FROM events", soci::into(rows);
+  return static_cast<std::uint64_t>(rows);
+}
+
+// A committed change into a state with an event type writes its event in the same
+// transaction, with the task's tenant and business key and the change's time; a change
+// written again (its answer lost) is still one event; a change that did not apply, or into a
+// state without a type (SENDING, RETRY_WAIT), writes none.
+inline void changes_write_their_events_once(store_backend& backend) {
+  auto store = open_with_events(backend);
+  const auto plan = make_plan("order-e1", {"sms", "email"}, "u-9", "acme");
+  store->claim({plan});
+  const auto& sms = plan.tasks[0].id;
+  const auto& email = plan.tasks[1].id;
+  auto sent = change(sms, task_state::sending, task_state::sent, 1, t0 + 2);
+  sent.lease_token = "take-1";
+  auto taken = change(sms, task_state::pending, task_state::sending, 0, t0 + 1);
+  taken.lease_token = "take-1";
+  BOOST_TEST(
+      store->apply({taken, sent, change(email, task_state::pending, task_state::sending)}, {})
+          .size() == 3u);
+  BOOST_TEST(store->apply({sent}, {}).size() == 1u); // the same change again: one event
+  BOOST_TEST(store->apply({change(email, task_state::pending, task_state::sent)}, {}).empty());
+  BOOST_TEST(
+      store->apply({change(email, task_state::sending, task_state::retry_wait, 1)}, {}).size() ==
+      1u);
+  BOOST_TEST(store->count_pending_events() == 1u);
+
+  auto due = store->load_due_events(micros(t0 + 10), 10);
+  BOOST_TEST_REQUIRE(due.size() == 1u);
+  const auto& e = due[0];
+  BOOST_TEST(e.id == domain::event_id_for(sms, task_state::sent));
+  BOOST_TEST(e.type == "task.sent");
+  BOOST_TEST(e.task_id == sms);
+  BOOST_TEST(e.message_id == plan.message.id);
+  BOOST_TEST(e.tenant == "acme");
+  BOOST_TEST(e.biz_type == "ORDER_SHIPPED");
+  BOOST_TEST(e.biz_id == "order-e1");
+  BOOST_TEST(e.user_id == "u-9");
+  BOOST_TEST(e.channel == "sms");
+  BOOST_TEST(domain::to_unix_micros(e.occurred_at) == t0 + 2);
+  BOOST_TEST(e.attempts == 0u);
+
+  BOOST_TEST(store->apply({change(email, task_state::retry_wait, task_state::dead, 6, t0 + 3)}, {})
+                 .size() == 1u);
+  BOOST_TEST(ids_of(store->load_due_events(micros(t0 + 10), 10)) ==
+                 (std::vector<std::string>{domain::event_id_for(sms, task_state::sent),
+                                           domain::event_id_for(email, task_state::dead)}),
+             boost::test_tools::per_element());
+  BOOST_TEST(event_rows(backend) == 2u);
+}
+
+// Only the configured types are written; a store opened without events writes none at all.
+inline void only_enabled_types_are_written(store_backend& backend) {
+  auto dead_only = open_with_events(backend, {"task.dead"});
+  const auto plan = make_plan("order-e2", {"sms", "email"});
+  dead_only->claim({plan});
+  dead_only->apply({change(plan.tasks[0].id, task_state::pending, task_state::sent),
+                    change(plan.tasks[1].id, task_state::pending, task_state::dead)},
+                   {});
+  BOOST_TEST(
+      ids_of(dead_only->load_due_events(micros(t0 + 10), 10)) ==
+          (std::vector<std::string>{domain::event_id_for(plan.tasks[1].id, task_state::dead)}),
+      boost::test_tools::per_element());
+
+  auto off = persistence::open_task_store(backend.url(), false);
+  const auto other = make_plan("order-e3", {"sms"});
+  off->claim({other});
+  off->apply({change(other.tasks[0].id, task_state::pending, task_state::dead)}, {});
+  BOOST_TEST(event_rows(backend) == 1u);
+}
+
+// Of each task only its lowest PENDING event is handed out, once due: the next waits until
+// that one is delivered or dead. A retry is due at its next_attempt_at and keeps its masked
+// error; settling an event no longer PENDING changes nothing.
+inline void a_tasks_events_go_out_in_order(store_backend& backend) {
+  auto store = open_with_events(backend);
+  const auto plan = make_plan("order-e4", {"sms", "email"});
+  store->claim({plan});
+  const auto& sms = plan.tasks[0].id;
+  const auto& email = plan.tasks[1].id;
+  store->apply({change(sms, task_state::pending, task_state::sent, 1, t0)}, {});
+  store->apply({change(email, task_state::pending, task_state::sent, 1, t0 + 1)}, {});
+  store->apply({change(sms, task_state::sent, task_state::delivered, 1, t0 + 2),
+                change(sms, task_state::delivered, task_state::read, 1, t0 + 3)},
+               {});
+  const auto sms_sent = domain::event_id_for(sms, task_state::sent);
+  const auto sms_delivered = domain::event_id_for(sms, task_state::delivered);
+  const auto sms_read = domain::event_id_for(sms, task_state::read);
+  const auto email_sent = domain::event_id_for(email, task_state::sent);
+  const auto now = t0 + 100;
+  BOOST_TEST(store->count_pending_events() == 4u);
+  BOOST_TEST(ids_of(store->load_due_events(micros(now), 10)) ==
+                 (std::vector<std::string>{sms_sent, email_sent}),
+             boost::test_tools::per_element());
+  BOOST_TEST(ids_of(store->load_due_events(micros(now), 1)) == (std::vector<std::string>{sms_sent}),
+             boost::test_tools::per_element());
+
+  // sms SENT must wait: its task's DELIVERED stays behind it; email is delivered.
+  store->settle_events(
+      {outcome(sms_sent, event_outcome::outcome::retry, 1, now, now + 1000,
+               "503 from https://hooks.example.com/x?token=abcdef0123456789abcdef0123456789"),
+       outcome(email_sent, event_outcome::outcome::delivered, 1, now)});
+  BOOST_TEST(store->load_due_events(micros(now + 999), 10).empty());
+  auto due = store->load_due_events(micros(now + 1000), 10);
+  BOOST_TEST_REQUIRE(due.size() == 1u);
+  BOOST_TEST(due[0].id == sms_sent);
+  BOOST_TEST(due[0].attempts == 1u);
+  {
+    auto sql = persistence::connect(backend.url());
+    std::string error;
+    *sql << "SELECT last_error FROM events WHERE id = :id", soci::use(sms_sent), soci::into(error);
+    BOOST_TEST(error.find("abcdef0123456789abcdef0123456789") == std::string::npos);
+    BOOST_TEST(error.find("503") != std::string::npos);
+  }
+
+  // Dead lets the next one go, as delivered does.
+  store->settle_events({outcome(sms_sent, event_outcome::outcome::dead, 2, now + 1000)});
+  BOOST_TEST(ids_of(store->load_due_events(micros(now + 1000), 10)) ==
+                 (std::vector<std::string>{sms_delivered}),
+             boost::test_tools::per_element());
+  store->settle_events({outcome(sms_delivered, event_outcome::outcome::delivered, 1, now + 1001)});
+  BOOST_TEST(ids_of(store->load_due_events(micros(now + 1001), 10)) ==
+                 (std::vector<std::string>{sms_read}),
+             boost::test_tools::per_element());
+  // A late answer for a finished event changes nothing.
+  store->settle_events({outcome(sms_sent, event_outcome::outcome::retry, 3, now + 1002, now)});
+  BOOST_TEST(ids_of(store->load_due_events(micros(now + 1002), 10)) ==
+                 (std::vector<std::string>{sms_read}),
+             boost::test_tools::per_element());
+  BOOST_TEST(store->count_pending_events() == 1u);
+}
+
+// A failover writes the failing task's event in its transaction; one rolled back (the
+// fallback's task exists) writes none.
+inline void fail_over_writes_the_failing_tasks_event(store_backend& backend) {
+  auto store = open_with_events(backend);
+  const auto plan = make_plan("order-e5", {"sms"});
+  store->claim({plan});
+  const auto& sms = plan.tasks[0].id;
+  auto page = store->load_unfinished("", 10, micros(1'890'000'000'000'000));
+  BOOST_TEST_REQUIRE(page.size() == 1u);
+  auto fallback =
+      domain::fallback_plan(page[0], "email", task_store_contract::test_id_secret, micros(t0));
+  BOOST_TEST_REQUIRE(fallback.has_value());
+  auto failed = change(sms, task_state::pending, task_state::suppressed, 0, t0 + 5);
+  BOOST_TEST((store->fail_over(failed, {}, *fallback).result ==
+              persistence::failover_result::outcome::failed_over));
+  auto due = store->load_due_events(micros(t0 + 10), 10);
+  BOOST_TEST_REQUIRE(due.size() == 1u);
+  BOOST_TEST(due[0].id == domain::event_id_for(sms, task_state::suppressed));
+  BOOST_TEST(due[0].type == "task.suppressed");
+
+  // The same message again on sms: its fallback task exists, so nothing is written.
+  const auto other = make_plan("order-e6", {"sms", "email"});
+  store->claim({other});
+  auto other_page = store->load_unfinished("", 10, micros(1'890'000'000'000'000));
+  domain::delivery other_sms;
+  for (const auto& d : other_page)
+    if (d.task_id == other.tasks[0].id)
+      other_sms = d;
+  auto other_fallback =
+      domain::fallback_plan(other_sms, "email", task_store_contract::test_id_secret, micros(t0));
+  BOOST_TEST_REQUIRE(other_fallback.has_value());
+  BOOST_TEST((store
+                  ->fail_over(change(other.tasks[0].id, task_state::pending, task_state::failed),
+                              {}, *other_fallback)
+                  .result == persistence::failover_result::outcome::fallback_exists));
+  BOOST_TEST(event_rows(backend) == 1u);
+}
+
+} // namespace herald::test::event_outbox_contract
+
+#define HERALD_EVENT_OUTBOX_CONTRACT_TEST(name)                                                    \
+  BOOST_AUTO_TEST_CASE(name) {                                                                     \
+    ::herald::test::event_outbox_contract::name(*this);                                            \
+  }
+
+/// Expands every outbox contract test into the enclosing fixture suite (a store_backend).
+#define HERALD_EVENT_OUTBOX_CONTRACT()                                                             \
+  HERALD_EVENT_OUTBOX_CONTRACT_TEST(changes_write_their_events_once)                               \
+  HERALD_EVENT_OUTBOX_CONTRACT_TEST(only_enabled_types_are_written)                                \
+  HERALD_EVENT_OUTBOX_CONTRACT_TEST(a_tasks_events_go_out_in_order)                                \
+  HERALD_EVENT_OUTBOX_CONTRACT_TEST(fail_over_writes_the_failing_tasks_event)
