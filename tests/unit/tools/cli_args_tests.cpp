@@ -175,6 +175,33 @@ BOOST_AUTO_TEST_CASE(usage_errors_name_the_problem) {
   BOOST_TEST(mentions(error({"--target", "127.0.0.1:80", "--biz-prefix", "a b"}), "--biz-prefix"));
 }
 
+BOOST_AUTO_TEST_CASE(receipt_and_fallback_options) {
+  auto defaults = parse_load_args({"--target", "127.0.0.1:8080"});
+  BOOST_TEST(defaults.receipt_channels.empty());
+  BOOST_TEST(defaults.fallbacks.empty());
+  BOOST_TEST(defaults.settle_timeout.count() == 300);
+
+  auto options = parse_load_args({"--target", "127.0.0.1:8080", "--receipt-channels", "sms,wechat",
+                                  "--fallbacks", "sms:app,wechat:sms", "--settle-s", "45"});
+  BOOST_TEST(options.receipt_channels == (args{"sms", "wechat"}));
+  BOOST_TEST(options.fallbacks.size() == 2u);
+  BOOST_TEST(options.fallbacks.at("sms") == "app");
+  BOOST_TEST(options.fallbacks.at("wechat") == "sms");
+  BOOST_TEST(options.settle_timeout.count() == 45);
+
+  auto error = [](args a) {
+    a.insert(a.begin(), {"--target", "127.0.0.1:80"});
+    return usage_message([&] { parse_load_args(a); });
+  };
+  BOOST_TEST(mentions(error({"--fallbacks", "sms"}), "CHANNEL:FALLBACK"));
+  BOOST_TEST(mentions(error({"--fallbacks", "sms:"}), "CHANNEL:FALLBACK"));
+  BOOST_TEST(mentions(error({"--fallbacks", "a:b:c"}), "CHANNEL:FALLBACK"));
+  BOOST_TEST(mentions(error({"--fallbacks", "sms:sms"}), "itself"));
+  BOOST_TEST(mentions(error({"--fallbacks", "sms:app,sms:email"}), "twice"));
+  BOOST_TEST(mentions(error({"--settle-s", "0"}), "--settle-s"));
+  BOOST_TEST(mentions(error({"--receipt-channels", ""}), "--receipt-channels"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(sim_provider_config_tests)
