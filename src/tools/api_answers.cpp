@@ -108,6 +108,7 @@ std::optional<provider_receipt_stats> parse_provider_stats(std::string_view body
     stats.duplicated = count_field(c, "duplicated");
     stats.acknowledged = count_field(c, "acknowledged");
     stats.failed = count_field(c, "failed");
+    stats.max_lag_ms = count_field(c, "max_lag_ms");
   }
   return stats;
 }

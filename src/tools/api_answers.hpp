@@ -34,6 +34,7 @@ struct provider_receipt_stats {
   std::uint64_t duplicated = 0;
   std::uint64_t acknowledged = 0;
   std::uint64_t failed = 0;
+  std::uint64_t max_lag_ms = 0; ///< how late its senders took up a receipt at worst
   std::map<std::string, std::uint64_t> statuses; ///< the truth per request id, by status
 };
 

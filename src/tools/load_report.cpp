@@ -90,6 +90,7 @@ json::object receipts_json(const load_run& run) {
                                     {"duplicated", p->duplicated},
                                     {"acknowledged", p->acknowledged},
                                     {"failed", p->failed},
+                                    {"max_lag_ms", p->max_lag_ms},
                                     {"statuses", std::move(statuses)}};
   } else {
     body["provider"] = nullptr;
@@ -227,9 +228,10 @@ std::string report_text(const load_options& options, const load_run& run,
         << metric_text(run.receipts_rejected) << " rejected, " << metric_text(run.reconciled_total)
         << " reconciled";
     if (const auto& p = run.provider_receipts; p && p->posting)
-      out << "; provider " << p->acknowledged << " acknowledged of " << p->planned << " receipts, "
-          << p->dropped << " dropped, " << p->duplicated << " duplicated, " << p->failed
-          << " given up; " << p->without_receipt << " of " << p->requests
+      out << "; provider " << p->planned << " receipts decided, " << p->dropped << " dropped, "
+          << p->duplicated << " duplicated, " << p->acknowledged << " copies acknowledged, "
+          << p->failed << " given up (up to " << p->max_lag_ms << " ms late); "
+          << p->without_receipt << " of " << p->requests
           << " requests got no receipt (herald's to reconcile)";
     out << "\n";
   }

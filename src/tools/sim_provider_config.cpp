@@ -152,7 +152,8 @@ std::string sim_provider_usage() {
   --duplicate-receipts F share of receipts sent 2 or 3 times (default 0)
   --receipt-attempts N   POSTs of one receipt at most; 404, 408, 429, 5xx and connection
                          errors are retried with backoff (default 8)
-  --receipt-concurrency N  sender threads (default 4)
+  --receipt-concurrency N  sender threads, one connection each (default 16); herald answers
+                         a receipt after its commit, so the senders keep up by numbers
   --receipt-queue N      receipts waiting at most; more are counted as overflow (default
                          1000000)
   Status queries: GET /status/{provider_request_id} -> 200 {"status":"accepted|delivered|

@@ -49,7 +49,7 @@ struct receipt_profile {
   double undelivered_rate = 0;             ///< share of messages that did not arrive
   double read_rate = 0;                    ///< share of delivered messages also read
   unsigned attempts = 8;                   ///< POSTs of one copy at most (retries with backoff)
-  unsigned concurrency = 4;                ///< sender threads, one keep-alive connection each
+  unsigned concurrency = 16;               ///< sender threads, one keep-alive connection each
   std::size_t queue_limit = 1'000'000;     ///< copies waiting at most; more are counted, not sent
   std::chrono::milliseconds timeout{5000}; ///< of one receipt POST
 };

@@ -205,6 +205,7 @@ std::string to_json(const receipt_counts& counts) {
                                       {"refused", counts.refused},
                                       {"overflow", counts.overflow},
                                       {"queued", counts.queued},
+                                      {"max_lag_ms", counts.max_lag_ms},
                                       {"acknowledged_by_status", std::move(by_status)},
                                       {"answers", std::move(answers)}});
 }
@@ -297,6 +298,10 @@ void receipt_sender::run() {
     auto copy = std::move(queue_.back());
     queue_.pop_back();
     ++in_flight_;
+    // How far the senders fall behind: a receipt posted late may meet the reconciler first.
+    auto lag = std::chrono::duration_cast<milliseconds>(steady::now() - due).count();
+    counts_.max_lag_ms =
+        std::max<std::uint64_t>(counts_.max_lag_ms, static_cast<std::uint64_t>(lag));
     lock.unlock();
     int status = post(client, copy);
     lock.lock();
@@ -337,7 +342,7 @@ int receipt_sender::post(http_client& client, const queued_copy& copy) {
   auto target = profile_.to->path_prefix + "/v1/receipts/" + path_segment(p.channel);
   try {
     return client.request("POST", target, body, headers).status;
-  } catch (const connection_error&) {
+  } catch (const std::exception&) { // connection_error, or anything else: the thread survives
     return 0;
   }
 }

@@ -119,7 +119,9 @@ struct receipt_counts {
   std::uint64_t failed = 0;   ///< copies given up (attempts exhausted or refused)
   std::uint64_t refused = 0;  ///< of them, answered a 4xx that is not retried
   std::uint64_t overflow = 0; ///< copies not queued: the queue was full
-  std::uint64_t queued = 0;   ///< copies waiting or being posted now
+  std::uint64_t queued = 0;
+  std::uint64_t max_lag_ms = 0; ///< the latest a copy was taken up after its due time   ///< copies
+                                ///< waiting or being posted now
   std::map<std::string, std::uint64_t> acknowledged_by_status;
   std::map<int, std::uint64_t> answers; ///< HTTP status -> POSTs (0 = no answer)
 };

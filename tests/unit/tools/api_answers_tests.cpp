@@ -66,7 +66,7 @@ BOOST_AUTO_TEST_CASE(stats_answer) {
 
 BOOST_AUTO_TEST_CASE(provider_stats) {
   auto stats = parse_provider_stats(
-      R"({"calls":{},"requests":{"accepted":10,"without_receipt":2,"receipts_pending":1,"statuses":{"delivered":8,"read":2}},"receipts":{"planned":12,"dropped":2,"duplicated":3,"acknowledged":13,"failed":1}})");
+      R"({"calls":{},"requests":{"accepted":10,"without_receipt":2,"receipts_pending":1,"statuses":{"delivered":8,"read":2}},"receipts":{"planned":12,"dropped":2,"duplicated":3,"acknowledged":13,"failed":1,"max_lag_ms":7}})");
   BOOST_REQUIRE(stats);
   BOOST_TEST(stats->posting);
   BOOST_TEST(stats->requests == 10u);
@@ -76,6 +76,7 @@ BOOST_AUTO_TEST_CASE(provider_stats) {
   BOOST_TEST(stats->duplicated == 3u);
   BOOST_TEST(stats->acknowledged == 13u);
   BOOST_TEST(stats->failed == 1u);
+  BOOST_TEST(stats->max_lag_ms == 7u);
   BOOST_TEST(stats->statuses.at("read") == 2u);
   auto quiet = parse_provider_stats(R"({"requests":{"accepted":1},"receipts":null})");
   BOOST_REQUIRE(quiet);
