@@ -42,9 +42,12 @@ void plan_one(const receipt_profile& profile, bool answer_sent, const std::strin
     ++plan.duplicated;
     count = u[2] < 0.5 ? 2 : 3;
   }
-  auto naming = u[3] < 0.5                    ? receipt_naming::both
-                : u[3] < 0.75 || !answer_sent ? receipt_naming::request_id
-                                              : receipt_naming::message_id;
+  // After a lost answer herald may hold another message id for this request (a resend's), so
+  // such receipts name the request id alone.
+  auto naming = !answer_sent  ? receipt_naming::request_id
+                : u[3] < 0.5  ? receipt_naming::both
+                : u[3] < 0.75 ? receipt_naming::request_id
+                              : receipt_naming::message_id;
   for (unsigned c = 0; c < count; ++c)
     plan.copies.push_back(
         receipt_copy{status, occurred + jitter(profile.reorder, u[4 + c]), occurred, naming});

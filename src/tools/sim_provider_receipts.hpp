@@ -49,9 +49,9 @@ struct receipt_plan {
   unsigned duplicated = 0;          ///< of them, sent 2 or 3 times
 };
 
-/// Draws one message's plan from `random` (same seed, same sequence of plans). A receipt
-/// names only the provider message id only when the send's answer went out
-/// (`answer_sent`): after a timeout herald never learnt that id.
+/// Draws one message's plan from `random` (same seed, same sequence of plans). Receipts name
+/// the provider message id only when the send's answer went out (`answer_sent`): after a
+/// timeout herald never learnt that id (and may hold a resend's instead).
 receipt_plan plan_receipts(const receipt_profile& profile, bool answer_sent,
                            std::mt19937_64& random);
 

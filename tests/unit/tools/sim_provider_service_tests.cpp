@@ -458,8 +458,10 @@ BOOST_AUTO_TEST_CASE(a_timed_out_send_is_known_to_status_queries) {
   // the request id.
   auto received = herald.wait_for(6);
   BOOST_REQUIRE_EQUAL(received.size(), 6u);
-  for (const auto& r : received)
+  for (const auto& r : received) {
     BOOST_TEST(r.request_id.rfind("t-", 0) == 0u);
+    BOOST_TEST(r.message_id.empty());
+  }
 
   auto refusing = options(false);
   refusing.faults.fail_rate = 1;
