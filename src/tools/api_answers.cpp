@@ -1,5 +1,7 @@
 #include "tools/api_answers.hpp"
 
+#include <cctype>
+
 #include <boost/json.hpp>
 
 namespace herald::tools {
@@ -21,8 +23,8 @@ std::string string_field(const json::object& object, std::string_view key) {
   return found && found->is_string() ? std::string(found->get_string()) : std::string();
 }
 
-std::uint64_t count_field(const json::object& object, std::string_view key) {
-  auto* found = object.if_contains(key);
+/// A non-negative integer, else 0.
+std::uint64_t count_value(const json::value* found) {
   if (!found)
     return 0;
   if (found->is_uint64())
@@ -32,7 +34,84 @@ std::uint64_t count_field(const json::object& object, std::string_view key) {
   return 0;
 }
 
+std::uint64_t count_field(const json::object& object, std::string_view key) {
+  return count_value(object.if_contains(key));
+}
+
+/// One stats row; nullopt when a count is missing or not a number.
+std::optional<stats_counts> stats_row(const json::value& value) {
+  if (!value.is_object())
+    return std::nullopt;
+  const auto& row = value.get_object();
+  auto* accepted = row.if_contains("accepted");
+  if (!accepted || !accepted->is_number())
+    return std::nullopt;
+  stats_counts counts;
+  counts.accepted = count_field(row, "accepted");
+  for (const auto& state : all_task_states()) {
+    std::string key;
+    for (char c : state)
+      key.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    counts.states[state] = count_field(row, key);
+  }
+  return counts;
+}
+
 } // namespace
+
+std::optional<herald_stats> parse_stats_answer(std::string_view body) {
+  auto value = parse(body);
+  if (!value || !value->is_object())
+    return std::nullopt;
+  const auto& object = value->get_object();
+  auto* channels = object.if_contains("channels");
+  auto* total = object.if_contains("total");
+  if (!channels || !channels->is_array() || !total)
+    return std::nullopt;
+  herald_stats stats;
+  auto total_row = stats_row(*total);
+  if (!total_row)
+    return std::nullopt;
+  stats.total = *total_row;
+  for (const auto& item : channels->get_array()) {
+    auto row = stats_row(item);
+    auto name = item.is_object() ? string_field(item.get_object(), "channel") : std::string();
+    if (!row || name.empty())
+      return std::nullopt;
+    stats.channels[name] = *row;
+  }
+  return stats;
+}
+
+std::optional<provider_receipt_stats> parse_provider_stats(std::string_view body) {
+  auto value = parse(body);
+  if (!value || !value->is_object())
+    return std::nullopt;
+  const auto& object = value->get_object();
+  auto* requests = object.if_contains("requests");
+  if (!requests || !requests->is_object())
+    return std::nullopt;
+  provider_receipt_stats stats;
+  const auto& r = requests->get_object();
+  stats.requests = count_field(r, "accepted");
+  stats.without_receipt = count_field(r, "without_receipt");
+  stats.receipts_pending = count_field(r, "receipts_pending");
+  if (auto* statuses = r.if_contains("statuses"); statuses && statuses->is_object())
+    for (const auto& [status, n] : statuses->get_object())
+      stats.statuses[std::string(status)] = count_value(&n);
+  auto* receipts = object.if_contains("receipts");
+  if (receipts && receipts->is_object()) {
+    const auto& c = receipts->get_object();
+    stats.posting = true;
+    stats.planned = count_field(c, "planned");
+    stats.dropped = count_field(c, "dropped");
+    stats.duplicated = count_field(c, "duplicated");
+    stats.acknowledged = count_field(c, "acknowledged");
+    stats.failed = count_field(c, "failed");
+    stats.max_lag_ms = count_field(c, "max_lag_ms");
+  }
+  return stats;
+}
 
 std::optional<accepted_answer> parse_submit_answer(std::string_view body) {
   auto value = parse(body);

@@ -43,8 +43,10 @@ std::string to_json(const call_summary& summary) {
   return json::serialize(body);
 }
 
-call_record::call_record(bool dedupe_by_id, std::size_t max_log_entries)
-    : dedupe_by_id_(dedupe_by_id), max_log_entries_(max_log_entries) {}
+call_record::call_record(bool dedupe_by_id, std::size_t max_log_entries,
+                         std::string message_id_prefix)
+    : dedupe_by_id_(dedupe_by_id), max_log_entries_(max_log_entries),
+      message_id_prefix_(std::move(message_id_prefix)) {}
 
 call_decision call_record::record(const std::string& endpoint, const std::string& request_id,
                                   const std::string& attempt, call_outcome outcome,
@@ -72,7 +74,7 @@ call_decision call_record::record(const std::string& endpoint, const std::string
       ++deduplicated_;
     } else {
       decision.effective = true;
-      decision.provider_message_id = "pm-" + std::to_string(next_message_id_++);
+      decision.provider_message_id = message_id_prefix_ + std::to_string(next_message_id_++);
       ++effective_;
       ++endpoint_count.effective_deliveries;
       if (state) {

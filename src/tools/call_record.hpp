@@ -76,7 +76,9 @@ std::string to_json(const call_summary& summary);
 class call_record {
 public:
   /// `max_log_entries` bounds the per-call log kept for /calls/recent; aggregates stay exact.
-  explicit call_record(bool dedupe_by_id, std::size_t max_log_entries = 1'000'000);
+  /// Provider message ids are `message_id_prefix` + a counter.
+  explicit call_record(bool dedupe_by_id, std::size_t max_log_entries = 1'000'000,
+                       std::string message_id_prefix = "sim-");
 
   /// Records one call with the outcome the fault profile chose and says how to answer it.
   call_decision record(const std::string& endpoint, const std::string& request_id,
@@ -111,6 +113,7 @@ private:
 
   const bool dedupe_by_id_;
   const std::size_t max_log_entries_;
+  const std::string message_id_prefix_;
   mutable std::mutex mutex_;
   std::uint64_t next_message_id_ = 1;
   std::uint64_t calls_ = 0;

@@ -54,13 +54,15 @@ struct http_client::impl {
     stream->socket().set_option(tcp::no_delay(true), ec);
   }
 
-  http_reply exchange(const std::string& method, const std::string& target,
-                      const std::string& body) {
+  http_reply exchange(const std::string& method, const std::string& target, const std::string& body,
+                      const header_fields& headers) {
     connect();
     http::request<http::string_body> request{http::string_to_verb(method), target, 11};
     request.set(http::field::host, server.to_string());
     request.set(http::field::user_agent, "herald-tools");
     request.keep_alive(true);
+    for (const auto& [name, value] : headers)
+      request.set(name, value);
     if (!body.empty() || request.method() == http::verb::post) {
       request.set(http::field::content_type, "application/json");
       request.body() = body;
@@ -117,8 +119,8 @@ http_client::~http_client() {
 }
 
 http_reply http_client::request(const std::string& method, const std::string& target,
-                                const std::string& body) {
-  return impl_->exchange(method, target, body);
+                                const std::string& body, const header_fields& headers) {
+  return impl_->exchange(method, target, body, headers);
 }
 
 void http_client::close() {

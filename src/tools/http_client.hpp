@@ -6,6 +6,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace herald::tools {
 
@@ -14,6 +16,9 @@ namespace herald::tools {
 struct connection_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// Extra request headers, sent as given (name, value).
+using header_fields = std::vector<std::pair<std::string, std::string>>;
 
 struct http_reply {
   int status = 0;
@@ -34,7 +39,7 @@ public:
   /// Sends one request and reads its answer; throws connection_error. `body` is sent as
   /// application/json when not empty (or when `method` is POST).
   http_reply request(const std::string& method, const std::string& target,
-                     const std::string& body = {});
+                     const std::string& body = {}, const header_fields& headers = {});
 
   /// Drops the connection (the next request reconnects).
   void close();

@@ -49,6 +49,108 @@ std::map<std::string, std::string> task_map(const accepted_answer& answer) {
   return tasks;
 }
 
+/// The tasks of every message herald showed, once each.
+std::vector<const observed_task*> shown_tasks(const run_record& run) {
+  std::vector<const observed_task*> tasks;
+  std::unordered_set<std::string> seen;
+  for (const auto& [message_id, message] : run.messages)
+    if (message.found)
+      for (const auto& task : message.tasks)
+        if (seen.insert(task.task_id).second)
+          tasks.push_back(&task);
+  return tasks;
+}
+
+/// end_state: every task herald shows for the run (fallback tasks too) in an end state.
+invariant_result check_end_state(const run_record& run, check_report& report) {
+  examples unsettled;
+  for (const auto* task : shown_tasks(run)) {
+    if (!is_end_status(task->status, task->channel, run.receipt_channels)) {
+      ++report.unsettled_tasks;
+      unsettled.add(task->task_id + "(" + task->channel + " " + task->status + ")");
+    }
+  }
+  return verdict("end_state", report.unsettled_tasks,
+                 "tasks not in an end state (SENT on a receipt channel counts as unresolved)",
+                 unsettled);
+}
+
+/// undelivered_fails_over: UNDELIVERED fails over like a permanent failure, so the message
+/// must show a task on the channel's fallback (new, or one the event named already).
+invariant_result check_undelivered_failover(const run_record& run, check_report& report) {
+  examples stranded;
+  for (const auto& [message_id, message] : run.messages) {
+    if (!message.found)
+      continue;
+    for (const auto& task : message.tasks) {
+      auto fallback = run.fallbacks.find(task.channel);
+      if (task.status != "UNDELIVERED" || fallback == run.fallbacks.end())
+        continue;
+      bool has_fallback_task =
+          std::any_of(message.tasks.begin(), message.tasks.end(),
+                      [&](const observed_task& t) { return t.channel == fallback->second; });
+      if (!has_fallback_task) {
+        ++report.undelivered_without_fallback;
+        stranded.add(task.task_id);
+      }
+    }
+  }
+  return verdict("undelivered_fails_over", report.undelivered_without_fallback,
+                 "undelivered tasks without a task on their fallback channel", stranded);
+}
+
+/// Compares one row of /v1/stats with the counts seen through the messages.
+void compare_row(const std::string& row, const stats_counts& stats,
+                 const std::map<std::string, std::uint64_t>& seen, std::size_t& mismatches,
+                 examples& e) {
+  std::uint64_t sum = 0;
+  for (const auto& state : all_task_states()) {
+    auto in_stats = stats.states.count(state) ? stats.states.at(state) : 0;
+    auto in_messages = seen.count(state) ? seen.at(state) : 0;
+    sum += in_stats;
+    if (in_stats != in_messages) {
+      ++mismatches;
+      e.add(row + " " + state + " " + std::to_string(in_stats) +
+            "!=" + std::to_string(in_messages));
+    }
+  }
+  if (sum != stats.accepted) {
+    ++mismatches;
+    e.add(row + " accepted " + std::to_string(stats.accepted) + "!=sum " + std::to_string(sum));
+  }
+}
+
+/// stats_match: /v1/stats over the run's window against every task the messages show.
+invariant_result check_stats(const run_record& run, check_report& report) {
+  if (!run.stats) {
+    ++report.stats_mismatches;
+    return invariant_result{"stats_match", false,
+                            "cannot read /v1/stats: " + run.stats_unavailable};
+  }
+  std::map<std::string, std::map<std::string, std::uint64_t>> seen; // channel -> state -> n
+  std::map<std::string, std::uint64_t> seen_total;
+  for (const auto* task : shown_tasks(run)) {
+    ++seen[task->channel][task->status];
+    ++seen_total[task->status];
+  }
+  examples e;
+  std::set<std::string> channels;
+  for (const auto& [channel, counts] : run.stats->channels)
+    channels.insert(channel);
+  for (const auto& [channel, counts] : seen)
+    channels.insert(channel);
+  for (const auto& channel : channels) {
+    auto row = run.stats->channels.find(channel);
+    compare_row(channel, row == run.stats->channels.end() ? stats_counts{} : row->second,
+                seen[channel], report.stats_mismatches, e);
+  }
+  compare_row("total", run.stats->total, seen_total, report.stats_mismatches, e);
+  auto result = verdict("stats_match", report.stats_mismatches,
+                        "counts where /v1/stats and the messages disagree", e);
+  result.detail += "; stats accepted " + std::to_string(run.stats->total.accepted);
+  return result;
+}
+
 } // namespace
 
 bool check_report::all_pass() const {
@@ -63,7 +165,27 @@ bool is_terminal_status(const std::string& status) {
 
 bool is_delivered_status(const std::string& status) {
   return status == "SENT" || status == "DELIVERED" || status == "READ" || status == "CLICKED" ||
-         status == "UNCONFIRMED";
+         status == "UNCONFIRMED" || status == "UNDELIVERED";
+}
+
+bool is_end_status(const std::string& status, const std::string& channel,
+                   const std::set<std::string>& receipt_channels) {
+  return is_terminal_status(status) && !(status == "SENT" && receipt_channels.count(channel));
+}
+
+const std::vector<std::string>& all_task_states() {
+  using domain::task_state;
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (auto state :
+         {task_state::pending, task_state::sending, task_state::retry_wait, task_state::sent,
+          task_state::delivered, task_state::read, task_state::clicked, task_state::undelivered,
+          task_state::unconfirmed, task_state::failed, task_state::dead, task_state::expired,
+          task_state::suppressed})
+      out.emplace_back(domain::to_string(state));
+    return out;
+  }();
+  return names;
 }
 
 check_report check_invariants(const run_record& run) {
@@ -201,6 +323,14 @@ check_report check_invariants(const run_record& run) {
                      std::to_string(report.accepted_tasks - state_sum);
     report.invariants.push_back(result);
   }
+
+  if (!run.receipt_channels.empty())
+    report.invariants.push_back(check_end_state(run, report));
+  if (!run.fallbacks.empty())
+    report.invariants.push_back(check_undelivered_failover(run, report));
+  // A herald without /v1/stats (404) is reported, not failed.
+  if (run.stats || (!run.stats_unavailable.empty() && run.stats_unavailable != "not available"))
+    report.invariants.push_back(check_stats(run, report));
 
   if (run.provider_expected) {
     report.invariants.push_back(verdict("provider_reachable", run.provider ? 0 : 1,

@@ -26,6 +26,39 @@ std::string validated_prefix(std::string_view text) {
   return std::string(text);
 }
 
+/// "sms:app,wechat:sms" -> {sms: app, wechat: sms}.
+std::map<std::string, std::string> parse_fallbacks(std::string_view option, std::string_view text) {
+  std::map<std::string, std::string> fallbacks;
+  std::size_t start = 0;
+  while (true) {
+    auto end = text.find(',', start);
+    auto pair =
+        text.substr(start, end == std::string_view::npos ? text.size() - start : end - start);
+    auto colon = pair.find(':');
+    // Each side must be one name: no list separator, no second colon.
+    auto is_name = [&](std::string_view side) {
+      return !side.empty() && side.find(':') == std::string_view::npos &&
+             parse_name_list(option, side).size() == 1;
+    };
+    bool valid = false;
+    try {
+      valid = colon != std::string_view::npos && is_name(pair.substr(0, colon)) &&
+              is_name(pair.substr(colon + 1));
+    } catch (const usage_error&) {
+    }
+    if (!valid)
+      throw usage_error(std::string(option) + " wants CHANNEL:FALLBACK[,...], got '" +
+                        std::string(pair) + "'");
+    std::string channel(pair.substr(0, colon));
+    std::string fallback(pair.substr(colon + 1));
+    if (channel == fallback || !fallbacks.emplace(channel, fallback).second)
+      throw usage_error(std::string(option) + ": '" + channel + "' falls back to itself or twice");
+    if (end == std::string_view::npos)
+      return fallbacks;
+    start = end + 1;
+  }
+}
+
 } // namespace
 
 load_options parse_load_args(const std::vector<std::string>& args) {
@@ -59,6 +92,16 @@ load_options parse_load_args(const std::vector<std::string>& args) {
                options.provider_channels = parse_name_list(name, v);
              })
       .flag("--reset-provider", options.reset_provider)
+      .value("--receipt-channels",
+             [&](const auto& name, const auto& v) {
+               options.receipt_channels = parse_name_list(name, v);
+             })
+      .value("--fallbacks",
+             [&](const auto& name, const auto& v) { options.fallbacks = parse_fallbacks(name, v); })
+      .value("--settle-s",
+             [&](const auto& name, const auto& v) {
+               options.settle_timeout = std::chrono::seconds(parse_count(name, v, 1, 86400));
+             })
       .value("--drain-timeout-s",
              [&](const auto& name, const auto& v) {
                options.drain_timeout = std::chrono::seconds(parse_count(name, v, 1, 86400));
@@ -104,12 +147,23 @@ std::string load_usage() {
   --provider HOST:PORT      the sim-provider to check deliveries against (loopback only)
   --provider-channels LIST  channels routed to that provider (default: --channels)
   --reset-provider          POST /calls/reset to the provider before the run
+  --receipt-channels LIST   channels that give receipts (a receipt_window in herald's
+                            config): SENT is not an end state there; after the drain the run
+                            waits for receipts and the reconciler, then checks end_state
+  --settle-s S              bound of that wait (default 300; longer than the receipt window)
+  --fallbacks LIST          CHANNEL:FALLBACK pairs as herald is configured (e.g. sms:app):
+                            an UNDELIVERED task must leave a task on its fallback
   --drain-timeout-s S       bound of the drain and of retrying one request (default 120)
   --request-timeout-ms N    bound of one HTTP exchange (default 10000)
   --biz-prefix P            biz_id prefix (default load-<unix seconds>-)
   --to-from-channel         recipients "<channel>:<user>" instead of channel-shaped ones
   --seed N                  seed of the plan (default 1)
   --json                    one JSON object on stdout instead of the report
+  At the end it reads GET /v1/stats over the run's window and checks its counts against the
+  messages (stats_match; a herald without /v1/stats is reported "stats: not available"; the
+  window must hold no other tasks), and reports herald_receipts_total and
+  herald_reconciled_total next to the provider's GET /stats (receipts dropped, requests left
+  without any receipt: what herald had to reconcile).
   Exit: 0 every invariant holds, 1 a violation, 2 bad usage.
 )";
 }

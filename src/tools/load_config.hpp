@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,12 @@ struct load_options {
   /// --provider-channels says otherwise.
   std::vector<std::string> provider_channels;
   bool reset_provider = false;
+  /// Channels configured with a receipt window: their tasks are not done at SENT, so the run
+  /// waits (--settle-s) for receipts or the reconciler and checks the end state.
+  std::vector<std::string> receipt_channels;
+  /// Channel -> fallback channel, as herald is configured: an UNDELIVERED task must fail over.
+  std::map<std::string, std::string> fallbacks;
+  std::chrono::seconds settle_timeout{300};
   std::chrono::seconds drain_timeout{120};
   std::chrono::milliseconds request_timeout{10000};
   bool json = false;

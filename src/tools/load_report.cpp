@@ -53,6 +53,56 @@ json::object stats_json(const submit_stats& stats, std::optional<std::size_t> ac
   return body;
 }
 
+json::value optional_number(const std::optional<double>& value) {
+  return value ? json::value(*value) : json::value(nullptr);
+}
+
+json::object wait_json(const drain_stats& wait) {
+  return json::object{{"complete", wait.complete},
+                      {"rounds", wait.rounds},
+                      {"pending_at_end", wait.pending_at_end},
+                      {"duration_s", rounded(wait.duration_s)},
+                      {"retry_queue_depth", optional_number(wait.retry_queue_depth)}};
+}
+
+json::object counts_json(const stats_counts& counts) {
+  json::object body{{"accepted", counts.accepted}};
+  for (const auto& [state, n] : counts.states)
+    body[state] = n;
+  return body;
+}
+
+json::object receipts_json(const load_run& run) {
+  json::object body{
+      {"herald", json::object{{"receipts_total", optional_number(run.receipts_total)},
+                              {"receipts_rejected_total", optional_number(run.receipts_rejected)},
+                              {"reconciled_total", optional_number(run.reconciled_total)}}}};
+  if (const auto& p = run.provider_receipts) {
+    json::object statuses;
+    for (const auto& [status, n] : p->statuses)
+      statuses[status] = n;
+    body["provider"] = json::object{{"posting", p->posting},
+                                    {"requests", p->requests},
+                                    {"without_receipt", p->without_receipt},
+                                    {"receipts_pending", p->receipts_pending},
+                                    {"planned", p->planned},
+                                    {"dropped", p->dropped},
+                                    {"duplicated", p->duplicated},
+                                    {"acknowledged", p->acknowledged},
+                                    {"failed", p->failed},
+                                    {"max_lag_ms", p->max_lag_ms},
+                                    {"statuses", std::move(statuses)}};
+  } else {
+    body["provider"] = nullptr;
+  }
+  return body;
+}
+
+/// "12" or "?" for a metric that could not be read.
+std::string metric_text(const std::optional<double>& value) {
+  return value ? std::to_string(static_cast<long long>(*value)) : std::string("?");
+}
+
 std::string fixed(double value, int digits = 1) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
@@ -76,13 +126,20 @@ std::string report_json(const load_options& options, const load_run& run,
   body["duration_s"] = rounded(run.total_duration_s);
   body["ingest"] = stats_json(run.live, report.accepted_tasks);
   body["late"] = stats_json(run.late, std::nullopt);
-  body["drain"] = json::object{{"complete", run.drain.complete},
-                               {"rounds", run.drain.rounds},
-                               {"pending_at_end", run.drain.pending_at_end},
-                               {"duration_s", rounded(run.drain.duration_s)},
-                               {"retry_queue_depth", run.drain.retry_queue_depth
-                                                         ? json::value(*run.drain.retry_queue_depth)
-                                                         : json::value(nullptr)}};
+  body["drain"] = wait_json(run.drain);
+  body["settle"] = run.settle ? json::value(wait_json(*run.settle)) : json::value(nullptr);
+  body["receipts"] = receipts_json(run);
+  if (run.record.stats) {
+    json::object per_channel;
+    for (const auto& [channel, counts] : run.record.stats->channels)
+      per_channel[channel] = counts_json(counts);
+    body["stats"] = json::object{{"available", true},
+                                 {"from", run.stats_from},
+                                 {"total", counts_json(run.record.stats->total)},
+                                 {"channels", std::move(per_channel)}};
+  } else {
+    body["stats"] = json::object{{"available", false}, {"reason", run.record.stats_unavailable}};
+  }
   body["delivered_tasks"] = report.delivered_tasks;
   body["delivered_per_s"] =
       rounded(rate(static_cast<double>(report.delivered_tasks), run.elapsed_to_drain_s));
@@ -90,16 +147,20 @@ std::string report_json(const load_options& options, const load_run& run,
   for (const auto& [state, count] : report.states)
     states[state] = count;
   body["states"] = std::move(states);
-  body["counts"] = json::object{{"accepted_events", report.accepted_events},
-                                {"accepted_messages", report.accepted_messages},
-                                {"accepted_tasks", report.accepted_tasks},
-                                {"lost_tasks", report.lost_tasks},
-                                {"id_mismatches", report.id_mismatches},
-                                {"unparseable_answers", run.record.unparseable_answers},
-                                {"late_creations", report.late_creations},
-                                {"extra_tasks", report.extra_tasks},
-                                {"sent_without_delivery", report.sent_without_delivery},
-                                {"unknown_provider_ids", report.unknown_provider_ids}};
+  body["counts"] =
+      json::object{{"accepted_events", report.accepted_events},
+                   {"accepted_messages", report.accepted_messages},
+                   {"accepted_tasks", report.accepted_tasks},
+                   {"lost_tasks", report.lost_tasks},
+                   {"id_mismatches", report.id_mismatches},
+                   {"unparseable_answers", run.record.unparseable_answers},
+                   {"late_creations", report.late_creations},
+                   {"extra_tasks", report.extra_tasks},
+                   {"sent_without_delivery", report.sent_without_delivery},
+                   {"unknown_provider_ids", report.unknown_provider_ids},
+                   {"unsettled_tasks", report.unsettled_tasks},
+                   {"undelivered_without_fallback", report.undelivered_without_fallback},
+                   {"stats_mismatches", report.stats_mismatches}};
   body["ambiguous_resends"] =
       run.ambiguous_resends ? json::value(*run.ambiguous_resends) : json::value(nullptr);
   if (run.provider_summary_json.empty()) {
@@ -143,6 +204,13 @@ std::string report_text(const load_options& options, const load_run& run,
   if (!run.drain.complete)
     out << ", " << run.drain.pending_at_end << " messages unfinished";
   out << "\n";
+  if (run.settle) {
+    out << "  settle     " << (run.settle->complete ? "complete" : "INCOMPLETE") << " after "
+        << fixed(run.settle->duration_s) << " s, " << run.settle->rounds << " rounds";
+    if (!run.settle->complete)
+      out << ", " << run.settle->pending_at_end << " messages unresolved";
+    out << "\n";
+  }
   if (run.late.submissions > 0)
     out << "  late       " << run.late.accepted << "/" << run.late.submissions
         << " resubmissions accepted after the drain\n";
@@ -155,6 +223,23 @@ std::string report_text(const load_options& options, const load_run& run,
   if (run.ambiguous_resends)
     out << "  herald     " << static_cast<long long>(*run.ambiguous_resends)
         << " ambiguous resends\n";
+  if (run.receipts_total || run.reconciled_total || run.provider_receipts) {
+    out << "  receipts   herald " << metric_text(run.receipts_total) << " taken, "
+        << metric_text(run.receipts_rejected) << " rejected, " << metric_text(run.reconciled_total)
+        << " reconciled";
+    if (const auto& p = run.provider_receipts; p && p->posting)
+      out << "; provider " << p->planned << " receipts decided, " << p->dropped << " dropped, "
+          << p->duplicated << " duplicated, " << p->acknowledged << " copies acknowledged, "
+          << p->failed << " given up (up to " << p->max_lag_ms << " ms late); "
+          << p->without_receipt << " of " << p->requests
+          << " requests got no receipt (herald's to reconcile)";
+    out << "\n";
+  }
+  if (run.record.stats)
+    out << "  stats      " << run.record.stats->total.accepted << " tasks since " << run.stats_from
+        << "\n";
+  else if (!run.record.stats_unavailable.empty())
+    out << "  stats      " << run.record.stats_unavailable << "\n";
   if (run.record.provider)
     out << "  provider   " << run.record.provider->calls << " calls, "
         << run.record.provider->effective_deliveries << " effective deliveries, "

@@ -12,6 +12,9 @@ namespace herald::tools {
 /// {"target","provider","events","channels","pass",
 ///  "ingest":{…,"latency_ms":{"count","p50","p99","max"},"accepted_per_s"},
 ///  "late":{…},"drain":{"complete","rounds","pending_at_end","duration_s","retry_queue_depth"},
+///  "settle":{same}|null,"receipts":{"herald":{"receipts_total","receipts_rejected_total",
+///  "reconciled_total"},"provider":{"requests","without_receipt","dropped",…}|null},
+///  "stats":{"available":true,"from","total":{…},"channels":{…}}|{"available":false,"reason"},
 ///  "delivered_tasks","delivered_per_s","states":{STATE:n},"counts":{…},
 ///  "provider_summary":{…}|null,"invariants":[{"name","pass","detail"}]}
 std::string report_json(const load_options& options, const load_run& run,

@@ -1,5 +1,6 @@
 #include "tools/load_runner.hpp"
 
+#include "domain/time.hpp"
 #include "tools/api_answers.hpp"
 #include "tools/http_client.hpp"
 #include "tools/metrics_text.hpp"
@@ -189,12 +190,40 @@ std::optional<double> read_metric(http_client& client, const char* name) {
   return std::nullopt;
 }
 
-/// Polls every accepted message until all its tasks are terminal or the drain timeout passed.
-drain_stats drain(const load_options& options, std::map<std::string, observed_message>& messages,
-                  std::ostream& progress) {
+/// Reads each message in `ids` once into `messages` (one GET each, `concurrency` at a time);
+/// a message that cannot be read keeps its last look.
+void read_messages(const load_options& options, const std::vector<std::string>& ids,
+                   std::map<std::string, observed_message>& messages, steady::time_point deadline) {
+  std::vector<std::optional<observed_message>> seen(ids.size());
+  std::vector<std::unique_ptr<http_client>> clients;
+  for (unsigned w = 0; w < options.concurrency; ++w)
+    clients.push_back(std::make_unique<http_client>(options.target, options.request_timeout));
+  parallel_for(ids.size(), options.concurrency, [&](std::size_t w, std::size_t i) {
+    if (steady::now() >= deadline)
+      return;
+    try {
+      auto reply = clients[w]->request("GET", "/v1/messages/" + ids[i]);
+      if (reply.status == 200)
+        seen[i] = parse_message_view(reply.body);
+    } catch (const connection_error&) {
+      // herald may be restarting: keep the message pending
+    }
+  });
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (seen[i])
+      messages[ids[i]] = std::move(*seen[i]);
+}
+
+/// Polls every message until `finished(task)` holds for all its tasks or `timeout` passed.
+/// `phase` names the wait in progress lines ("drain", "settle").
+template <typename Finished>
+drain_stats wait_for_messages(const load_options& options,
+                              std::map<std::string, observed_message>& messages, Finished finished,
+                              std::chrono::seconds timeout, const char* phase,
+                              std::ostream& progress) {
   drain_stats stats;
   auto started = steady::now();
-  auto deadline = started + options.drain_timeout;
+  auto deadline = started + timeout;
   auto next_progress = started + progress_every;
   http_client metrics_client(options.target, options.request_timeout);
 
@@ -204,32 +233,14 @@ drain_stats drain(const load_options& options, std::map<std::string, observed_me
 
   while (!pending.empty() && steady::now() < deadline && stats.rounds < max_drain_rounds) {
     ++stats.rounds;
-    std::vector<std::optional<observed_message>> seen(pending.size());
-    std::vector<std::unique_ptr<http_client>> clients;
-    for (unsigned w = 0; w < options.concurrency; ++w)
-      clients.push_back(std::make_unique<http_client>(options.target, options.request_timeout));
-    parallel_for(pending.size(), options.concurrency, [&](std::size_t w, std::size_t i) {
-      if (steady::now() >= deadline)
-        return;
-      try {
-        auto reply = clients[w]->request("GET", "/v1/messages/" + pending[i]);
-        if (reply.status == 200)
-          seen[i] = parse_message_view(reply.body);
-      } catch (const connection_error&) {
-        // herald may be restarting: keep the message pending
-      }
-    });
-
+    read_messages(options, pending, messages, deadline);
     std::vector<std::string> still_pending;
-    for (std::size_t i = 0; i < pending.size(); ++i) {
-      if (seen[i])
-        messages[pending[i]] = std::move(*seen[i]);
-      const auto& message = messages[pending[i]];
-      bool done = message.found &&
-                  std::all_of(message.tasks.begin(), message.tasks.end(),
-                              [](const observed_task& t) { return is_terminal_status(t.status); });
+    for (const auto& id : pending) {
+      const auto& message = messages[id];
+      bool done =
+          message.found && std::all_of(message.tasks.begin(), message.tasks.end(), finished);
       if (!done)
-        still_pending.push_back(pending[i]);
+        still_pending.push_back(id);
     }
     pending = std::move(still_pending);
     if (pending.empty())
@@ -237,7 +248,8 @@ drain_stats drain(const load_options& options, std::map<std::string, observed_me
 
     stats.retry_queue_depth = read_metric(metrics_client, "herald_retry_queue_depth");
     if (steady::now() >= next_progress) {
-      progress << "herald load: drain: " << pending.size() << " messages not finished, retry queue "
+      progress << "herald load: " << phase << ": " << pending.size()
+               << " messages not finished, retry queue "
                << (stats.retry_queue_depth
                        ? std::to_string(static_cast<long long>(*stats.retry_queue_depth))
                        : std::string("?"))
@@ -253,6 +265,50 @@ drain_stats drain(const load_options& options, std::map<std::string, observed_me
   if (!stats.retry_queue_depth)
     stats.retry_queue_depth = read_metric(metrics_client, "herald_retry_queue_depth");
   return stats;
+}
+
+/// GET /v1/stats over [from, to]; sets record.stats or record.stats_unavailable.
+void read_stats(http_client& herald, const std::string& from, const std::string& to,
+                run_record& record) {
+  record.stats.reset();
+  try {
+    auto reply = herald.request("GET", "/v1/stats?from=" + from + "&to=" + to);
+    if (reply.status == 404) {
+      record.stats_unavailable = "not available";
+      return;
+    }
+    if (reply.status != 200) {
+      record.stats_unavailable = "GET /v1/stats answered " + std::to_string(reply.status);
+      return;
+    }
+    record.stats = parse_stats_answer(reply.body);
+    record.stats_unavailable = record.stats ? "" : "GET /v1/stats answered an unknown shape";
+  } catch (const connection_error& e) {
+    record.stats_unavailable = e.what();
+  }
+}
+
+/// Reads /v1/stats and the messages as one consistent picture: a late receipt (READ after
+/// DELIVERED) may move a task between the two readings, so they are taken again until two
+/// stats readings around one pass over the messages agree (a few times at most).
+void read_stats_and_messages(const load_options& options, const std::string& from,
+                             run_record& record) {
+  constexpr int max_tries = 4;
+  http_client herald(options.target, options.request_timeout);
+  std::vector<std::string> ids;
+  for (const auto& [id, message] : record.messages)
+    ids.push_back(id);
+  for (int attempt = 0; attempt < max_tries; ++attempt) {
+    auto to = domain::format_rfc3339(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    read_stats(herald, from, to, record);
+    if (!record.stats)
+      return;
+    auto before = *record.stats;
+    read_messages(options, ids, record.messages, steady::now() + options.drain_timeout);
+    read_stats(herald, from, to, record);
+    if (record.stats && *record.stats == before)
+      return;
+  }
 }
 
 /// GET a provider record; "" when it cannot be read.
@@ -292,6 +348,10 @@ load_run run_load_test(const load_options& options, const load_plan& plan, std::
   record.provider_expected = options.provider.has_value();
   record.provider_channels.insert(options.provider_channels.begin(),
                                   options.provider_channels.end());
+  record.receipt_channels.insert(options.receipt_channels.begin(), options.receipt_channels.end());
+  record.fallbacks = options.fallbacks;
+  // The stats window starts before the first task can be created.
+  run.stats_from = domain::format_rfc3339(std::chrono::system_clock::now());
 
   std::vector<std::size_t> live_events;
   live_events.reserve(plan.live.size());
@@ -308,7 +368,9 @@ load_run run_load_test(const load_options& options, const load_plan& plan, std::
 
   for (const auto& answer : record.answers)
     record.messages.emplace(answer.message_id, observed_message{});
-  run.drain = drain(options, record.messages, progress);
+  run.drain = wait_for_messages(
+      options, record.messages, [](const observed_task& t) { return is_terminal_status(t.status); },
+      options.drain_timeout, "drain", progress);
   run.elapsed_to_drain_s = seconds_since(started);
 
   std::set<std::size_t> accepted_events;
@@ -326,8 +388,22 @@ load_run run_load_test(const load_options& options, const load_plan& plan, std::
                           std::make_move_iterator(late_answers.end()));
   }
 
+  if (!record.receipt_channels.empty()) {
+    progress << "herald load: settling: waiting for receipts and the reconciler\n";
+    run.settle = wait_for_messages(
+        options, record.messages,
+        [&](const observed_task& t) {
+          return is_end_status(t.status, t.channel, record.receipt_channels);
+        },
+        options.settle_timeout, "settle", progress);
+  }
+  read_stats_and_messages(options, run.stats_from, record);
+
   http_client herald(options.target, options.request_timeout);
   run.ambiguous_resends = read_metric(herald, "herald_ambiguous_resends_total");
+  run.receipts_total = read_metric(herald, "herald_receipts_total");
+  run.receipts_rejected = read_metric(herald, "herald_receipts_rejected_total");
+  run.reconciled_total = read_metric(herald, "herald_reconciled_total");
 
   if (options.provider) {
     http_client provider(*options.provider, options.request_timeout);
@@ -336,6 +412,7 @@ load_run run_load_test(const load_options& options, const load_plan& plan, std::
     record.provider = parse_provider_records(run.provider_summary_json, ids);
     if (!record.provider)
       run.provider_summary_json.clear();
+    run.provider_receipts = parse_provider_stats(provider_get(provider, "/stats"));
   }
   run.total_duration_s = seconds_since(started);
   return run;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "tools/api_answers.hpp"
 #include "tools/invariant_checker.hpp"
 #include "tools/load_config.hpp"
 #include "tools/load_plan.hpp"
@@ -46,14 +47,22 @@ struct load_run {
   submit_stats live;
   submit_stats late;
   drain_stats drain;
+  std::optional<drain_stats> settle;       ///< only with receipt channels
+  std::string stats_from;                  ///< start of the /v1/stats window (RFC 3339)
   std::string provider_summary_json;       ///< the provider's /calls/summary, verbatim ("" if none)
   std::optional<double> ambiguous_resends; ///< herald_ambiguous_resends_total at the end
-  double elapsed_to_drain_s = 0;           ///< from the first POST until the drain ended
+  std::optional<double> receipts_total;    ///< herald_receipts_total (all labels) at the end
+  std::optional<double> receipts_rejected; ///< herald_receipts_rejected_total at the end
+  std::optional<double> reconciled_total;  ///< herald_reconciled_total at the end
+  /// The provider's GET /stats (nullopt for an older sim-provider or none).
+  std::optional<provider_receipt_stats> provider_receipts;
+  double elapsed_to_drain_s = 0; ///< from the first POST until the drain ended
   double total_duration_s = 0;
 };
 
 /// Runs the plan against herald: live submissions with `concurrency` keep-alive connections,
-/// the drain, the late resubmissions, then reads the provider. Progress lines go to
+/// the drain, the late resubmissions, the settle (with receipt channels), then reads
+/// /v1/stats, herald's receipt metrics and the provider. Progress lines go to
 /// `progress`. Every loop is bounded by count and by options.drain_timeout.
 load_run run_load_test(const load_options& options, const load_plan& plan, std::ostream& progress);
 

@@ -42,25 +42,36 @@ int run_sim_provider(const std::vector<std::string>& args,
   }
   namespace json = boost::json;
   const auto& f = options.faults;
-  std::cout << json::serialize(json::object{{"event", "sim_provider.listening"},
-                                            {"host", options.listen.host},
-                                            {"port", server.port()},
-                                            {"fail_rate", f.fail_rate},
-                                            {"timeout_rate", f.timeout_rate},
-                                            {"permanent_rate", f.permanent_rate},
-                                            {"latency_ms", options.latency.count()},
-                                            {"dedupe_by_id", options.dedupe_by_id},
-                                            {"seed", options.seed}})
+  const auto& r = options.receipts;
+  std::cout << json::serialize(json::object{
+                   {"event", "sim_provider.listening"},
+                   {"host", options.listen.host},
+                   {"port", server.port()},
+                   {"fail_rate", f.fail_rate},
+                   {"timeout_rate", f.timeout_rate},
+                   {"permanent_rate", f.permanent_rate},
+                   {"latency_ms", options.latency.count()},
+                   {"dedupe_by_id", options.dedupe_by_id},
+                   {"seed", options.seed},
+                   {"undelivered_rate", r.undelivered_rate},
+                   {"read_rate", r.read_rate},
+                   {"receipt_to", r.to ? json::value(r.to->to_string()) : json::value(nullptr)},
+                   {"receipt_delay_ms", r.delay.count()},
+                   {"reorder_ms", r.reorder.count()},
+                   {"drop_receipts", r.drop_rate},
+                   {"duplicate_receipts", r.duplicate_rate}})
             << std::endl;
 
   auto received = wait_for_stop();
 
   server.stop();
   service.shutdown();
+  // "summary" stays the call summary (scripts read it); "stats" adds requests and receipts.
   std::cout << json::serialize(
                    json::object{{"event", "sim_provider.stopped"},
                                 {"signal", received},
-                                {"summary", json::parse(to_json(service.calls().summary()))}})
+                                {"summary", json::parse(to_json(service.calls().summary()))},
+                                {"stats", json::parse(service.stats())}})
             << std::endl;
   return 0;
 }

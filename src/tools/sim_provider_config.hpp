@@ -4,7 +4,9 @@
 #include "tools/cli_args.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,12 +23,44 @@ struct fault_profile {
   call_outcome choose(double u) const;
 };
 
+/// Where herald takes receipts: `http://HOST:PORT[/prefix]`, loopback only. Receipts go to
+/// `{prefix}/v1/receipts/{channel}`.
+struct receipt_target {
+  host_port server;
+  std::string path_prefix; ///< "" or "/prefix" (no trailing slash)
+
+  std::string to_string() const;
+};
+
+/// Parses --receipt-to; throws usage_error for anything but a loopback http:// URL.
+receipt_target parse_receipt_target(std::string_view option, std::string_view text);
+
+/// How the simulated provider reports on what it accepted: what it decides happened to each
+/// message (delivered, undelivered, read) and how faithfully it tells herald. The outcome
+/// rates apply with or without receipts (status queries tell the same truth); the rest only
+/// matters with `to`.
+struct receipt_profile {
+  std::optional<receipt_target> to;        ///< nullopt: no receipts are posted
+  std::string secret;                      ///< "whsec_…", the channel's receipt_secret
+  std::chrono::milliseconds delay{100};    ///< from an accepted send to its delivered receipt
+  std::chrono::milliseconds reorder{0};    ///< each copy waits up to this much longer, at random
+  double drop_rate = 0;                    ///< share of receipts never sent
+  double duplicate_rate = 0;               ///< share of receipts sent 2 or 3 times
+  double undelivered_rate = 0;             ///< share of messages that did not arrive
+  double read_rate = 0;                    ///< share of delivered messages also read
+  unsigned attempts = 8;                   ///< POSTs of one copy at most (retries with backoff)
+  unsigned concurrency = 16;               ///< sender threads, one keep-alive connection each
+  std::size_t queue_limit = 1'000'000;     ///< copies waiting at most; more are counted, not sent
+  std::chrono::milliseconds timeout{5000}; ///< of one receipt POST
+};
+
 struct sim_provider_options {
   host_port listen;
   fault_profile faults;
   std::chrono::milliseconds latency{0};  ///< before every answer
   std::chrono::milliseconds hold{30000}; ///< a timed-out call's connection is dropped after this
   bool dedupe_by_id = false;
+  receipt_profile receipts;
   std::uint64_t seed = 1;
   bool help = false;
 };

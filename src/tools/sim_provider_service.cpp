@@ -1,5 +1,7 @@
 #include "tools/sim_provider_service.hpp"
 
+#include "tools/sim_provider_receipts.hpp"
+
 #include <cctype>
 #include <mutex>
 #include <optional>
@@ -22,6 +24,10 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::string_view control_prefix = "/calls/";
+constexpr std::string_view status_prefix = "/status/";
+/// Mixed into the seed of the receipt draws, so adding receipts never changes the fault draws
+/// of a seed.
+constexpr std::uint64_t receipt_seed_salt = 0x9e3779b97f4a7c15ULL;
 constexpr std::size_t default_recent = 100;
 constexpr std::size_t max_recent = 10000;
 
@@ -95,13 +101,40 @@ std::string entries_json(const std::vector<call_entry>& entries) {
   return json::serialize(json::object{{"calls", std::move(items)}});
 }
 
+/// data.channel of a herald.message webhook payload; "" when absent or not JSON.
+std::string payload_channel(std::string_view body) {
+  boost::system::error_code ec;
+  auto value = json::parse(body, ec);
+  if (ec || !value.is_object())
+    return {};
+  auto* data = value.get_object().if_contains("data");
+  if (!data || !data->is_object())
+    return {};
+  auto* channel = data->get_object().if_contains("channel");
+  return channel && channel->is_string() ? std::string(channel->get_string()) : std::string();
+}
+
 } // namespace
 
 struct sim_provider_service::impl {
   explicit impl(const sim_provider_options& opts)
-      : options(opts), calls(opts.dedupe_by_id), random(opts.seed),
-        work(asio::make_work_guard(timers)) {
+      : options(opts), calls(opts.dedupe_by_id, 1'000'000, message_id_prefix()), random(opts.seed),
+        receipt_random(opts.seed ^ receipt_seed_salt), work(asio::make_work_guard(timers)) {
+    if (options.receipts.to)
+      receipts = std::make_unique<receipt_sender>(options.receipts,
+                                                  [this](const std::string& id, bool acknowledged) {
+                                                    book.receipt_finished(id, acknowledged);
+                                                  });
     timer_thread = std::thread([this] { timers.run(); });
+  }
+
+  /// "sim-<start time>-": message ids stay unique when the provider restarts against the same
+  /// herald database.
+  static std::string message_id_prefix() {
+    auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    return "sim-" + std::to_string(now) + "-";
   }
 
   void handle(api::http_request request, api::respond_fn respond) {
@@ -113,6 +146,11 @@ struct sim_provider_service::impl {
 
     if (path == "/healthz")
       return respond(json_response(http::status::ok, R"({"status":"ok"})"));
+    if (path.substr(0, status_prefix.size()) == status_prefix &&
+        request.method() == http::verb::get)
+      return respond(status_query(percent_decode(path.substr(status_prefix.size()))));
+    if (path == "/stats" && request.method() == http::verb::get)
+      return respond(json_response(http::status::ok, stats_json()));
     if (path.substr(0, control_prefix.size()) == control_prefix)
       return control(request.method(), path, query, respond);
     if (request.method() != http::verb::post)
@@ -147,6 +185,9 @@ struct sim_provider_service::impl {
     }
     if (path == "/calls/reset" && method == http::verb::post) {
       calls.reset();
+      book.reset();
+      if (receipts)
+        receipts->reset();
       return respond(json_response(http::status::ok, R"({"reset":true})"));
     }
     return respond(error_response(http::status::not_found, "not_found"));
@@ -163,7 +204,11 @@ struct sim_provider_service::impl {
       std::lock_guard<std::mutex> lock(random_mutex);
       outcome = options.faults.choose(std::uniform_real_distribution<double>(0.0, 1.0)(random));
     }
-    auto decision = calls.record(endpoint, id, attempt, outcome, std::chrono::system_clock::now());
+    auto now = std::chrono::system_clock::now();
+    auto decision = calls.record(endpoint, id, attempt, outcome, now);
+    if (is_processed(outcome) && !id.empty() && !book.contains(id))
+      decide_fate(id, decision.provider_message_id, outcome == call_outcome::success,
+                  payload_channel(request.body()), now);
 
     if (outcome == call_outcome::timeout) {
       // Processed, answer lost: keep the responder without calling it; dropping it later
@@ -179,8 +224,9 @@ struct sim_provider_service::impl {
       response = error_response(http::status::bad_request, "rejected");
       break;
     default:
-      response = json_response(http::status::ok,
-                               json::serialize(json::object{{"id", decision.provider_message_id}}));
+      response = json_response(
+          http::status::ok,
+          json::serialize(json::object{{"message_id", decision.provider_message_id}}));
       if (decision.deduplicated)
         response.set("X-Sim-Deduplicated", "true");
       break;
@@ -191,6 +237,51 @@ struct sim_provider_service::impl {
           [respond = std::move(respond), response = std::move(response)]() mutable {
             respond(std::move(response));
           });
+  }
+
+  /// Decides, once per provider request id (its first processed call), what happened to the
+  /// message and queues its receipts. A later delivery of the same id without --dedupe-by-id
+  /// is counted by the call record but gets no receipts of its own.
+  void decide_fate(const std::string& id, const std::string& message_id, bool answer_sent,
+                   const std::string& channel, std::chrono::system_clock::time_point now) {
+    receipt_plan plan;
+    {
+      std::lock_guard<std::mutex> lock(random_mutex);
+      plan = plan_receipts(options.receipts, answer_sent, receipt_random);
+    }
+    const bool posting = receipts && !channel.empty();
+    delivery_truth truth;
+    truth.accepted_at = now;
+    truth.message_id = message_id;
+    truth.outcome = plan.outcome;
+    truth.outcome_at = now + plan.outcome_after;
+    if (plan.read)
+      truth.read_at = now + plan.read_after;
+    truth.receipts_outstanding = posting ? static_cast<unsigned>(plan.copies.size()) : 0;
+    if (!book.add(id, std::move(truth)) || !posting)
+      return; // a concurrent call of the same id decided first
+    receipts->submit(plan, channel, id, message_id, std::chrono::steady_clock::now(), now);
+  }
+
+  api::http_response status_query(const std::string& id) {
+    auto status = book.status_of(id, std::chrono::system_clock::now());
+    if (!status)
+      return error_response(http::status::not_found, "unknown_request_id");
+    return json_response(http::status::ok, json::serialize(json::object{{"status", *status}}));
+  }
+
+  std::string stats_json() {
+    auto tally = book.tally(std::chrono::system_clock::now());
+    json::object statuses;
+    for (const auto& [status, n] : tally.statuses)
+      statuses[status] = n;
+    json::object body{{"calls", json::parse(to_json(calls.summary()))},
+                      {"requests", json::object{{"accepted", tally.requests},
+                                                {"without_receipt", tally.without_receipt},
+                                                {"receipts_pending", tally.receipts_pending},
+                                                {"statuses", std::move(statuses)}}}};
+    body["receipts"] = receipts ? json::parse(to_json(receipts->counts())) : json::value(nullptr);
+    return json::serialize(body);
   }
 
   /// Runs `action` on the timer thread after `delay`; dropped unrun on shutdown.
@@ -208,6 +299,8 @@ struct sim_provider_service::impl {
     if (stopped)
       return;
     stopped = true;
+    if (receipts)
+      receipts->shutdown();
     work.reset();
     timers.stop();
     if (timer_thread.joinable())
@@ -218,6 +311,9 @@ struct sim_provider_service::impl {
   call_record calls;
   std::mutex random_mutex;
   std::mt19937_64 random;
+  std::mt19937_64 receipt_random;
+  delivery_book book;
+  std::unique_ptr<receipt_sender> receipts; ///< null without --receipt-to
   asio::io_context timers;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::thread timer_thread;
@@ -240,6 +336,10 @@ api::request_handler sim_provider_service::handler() {
 
 const call_record& sim_provider_service::calls() const {
   return impl_->calls;
+}
+
+std::string sim_provider_service::stats() const {
+  return impl_->stats_json();
 }
 
 void sim_provider_service::shutdown() {

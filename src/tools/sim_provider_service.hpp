@@ -10,7 +10,10 @@ namespace herald::tools {
 
 /// The simulated provider's request handling, independent of the process around it: decides
 /// each call's fate by the fault profile (seeded), records it, answers after the latency and
-/// holds timed-out calls on its own timer thread (never blocking an IO thread).
+/// holds timed-out calls on its own timer thread (never blocking an IO thread). For each
+/// provider request id it processes it decides once what became of the message (delivered,
+/// undelivered, read), answers status queries with that truth and, with receipts on, posts
+/// signed receipts to herald from its own sender threads.
 ///
 /// Timeout model: "processed, answer lost". The call is recorded as an effective delivery when
 /// it arrives; its answer is never sent and the connection is dropped after `hold`, by which
@@ -28,6 +31,10 @@ public:
   api::request_handler handler();
 
   const call_record& calls() const;
+
+  /// What GET /stats answers: {"calls":{…},"requests":{"accepted","without_receipt",
+  /// "receipts_pending","statuses":{…}},"receipts":{…}|null}.
+  std::string stats() const;
 
   /// Drops every held or delayed answer and stops the timer thread; idempotent.
   void shutdown();

@@ -46,6 +46,44 @@ BOOST_AUTO_TEST_CASE(provider_records) {
   BOOST_TEST(!parse_provider_records("{}", "{}"));
 }
 
+BOOST_AUTO_TEST_CASE(stats_answer) {
+  auto stats = parse_stats_answer(
+      R"({"from":null,"to":null,"channels":[{"channel":"sms","accepted":5,"sent":1,"delivered":2,"undelivered":1,"retry_wait":1,"delivery_rate":0.5}],"total":{"accepted":5,"sent":1,"delivered":2,"undelivered":1,"retry_wait":1,"delivery_rate":0.5}})");
+  BOOST_REQUIRE(stats);
+  BOOST_REQUIRE(stats->channels.count("sms"));
+  const auto& sms = stats->channels.at("sms");
+  BOOST_TEST(sms.accepted == 5u);
+  BOOST_TEST(sms.states.at("DELIVERED") == 2u);
+  BOOST_TEST(sms.states.at("RETRY_WAIT") == 1u);
+  BOOST_TEST(sms.states.at("READ") == 0u); // absent counts as 0
+  BOOST_TEST(sms.states.size() == all_task_states().size());
+  BOOST_CHECK(stats->total == sms);
+  for (auto bad : {"", "{}", R"({"channels":[],"total":{}})",
+                   R"({"channels":[{"accepted":1}],"total":{"accepted":1}})",
+                   R"({"channels":{},"total":{"accepted":1}})"})
+    BOOST_TEST(!parse_stats_answer(bad), bad);
+}
+
+BOOST_AUTO_TEST_CASE(provider_stats) {
+  auto stats = parse_provider_stats(
+      R"({"calls":{},"requests":{"accepted":10,"without_receipt":2,"receipts_pending":1,"statuses":{"delivered":8,"read":2}},"receipts":{"planned":12,"dropped":2,"duplicated":3,"acknowledged":13,"failed":1,"max_lag_ms":7}})");
+  BOOST_REQUIRE(stats);
+  BOOST_TEST(stats->posting);
+  BOOST_TEST(stats->requests == 10u);
+  BOOST_TEST(stats->without_receipt == 2u);
+  BOOST_TEST(stats->receipts_pending == 1u);
+  BOOST_TEST(stats->dropped == 2u);
+  BOOST_TEST(stats->duplicated == 3u);
+  BOOST_TEST(stats->acknowledged == 13u);
+  BOOST_TEST(stats->failed == 1u);
+  BOOST_TEST(stats->max_lag_ms == 7u);
+  BOOST_TEST(stats->statuses.at("read") == 2u);
+  auto quiet = parse_provider_stats(R"({"requests":{"accepted":1},"receipts":null})");
+  BOOST_REQUIRE(quiet);
+  BOOST_TEST(!quiet->posting);
+  BOOST_TEST(!parse_provider_stats(R"({"error":"not_found"})")); // an older sim-provider
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(metrics_text_tests)

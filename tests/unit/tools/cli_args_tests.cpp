@@ -175,6 +175,33 @@ BOOST_AUTO_TEST_CASE(usage_errors_name_the_problem) {
   BOOST_TEST(mentions(error({"--target", "127.0.0.1:80", "--biz-prefix", "a b"}), "--biz-prefix"));
 }
 
+BOOST_AUTO_TEST_CASE(receipt_and_fallback_options) {
+  auto defaults = parse_load_args({"--target", "127.0.0.1:8080"});
+  BOOST_TEST(defaults.receipt_channels.empty());
+  BOOST_TEST(defaults.fallbacks.empty());
+  BOOST_TEST(defaults.settle_timeout.count() == 300);
+
+  auto options = parse_load_args({"--target", "127.0.0.1:8080", "--receipt-channels", "sms,wechat",
+                                  "--fallbacks", "sms:app,wechat:sms", "--settle-s", "45"});
+  BOOST_TEST(options.receipt_channels == (args{"sms", "wechat"}));
+  BOOST_TEST(options.fallbacks.size() == 2u);
+  BOOST_TEST(options.fallbacks.at("sms") == "app");
+  BOOST_TEST(options.fallbacks.at("wechat") == "sms");
+  BOOST_TEST(options.settle_timeout.count() == 45);
+
+  auto error = [](args a) {
+    a.insert(a.begin(), {"--target", "127.0.0.1:80"});
+    return usage_message([&] { parse_load_args(a); });
+  };
+  BOOST_TEST(mentions(error({"--fallbacks", "sms"}), "CHANNEL:FALLBACK"));
+  BOOST_TEST(mentions(error({"--fallbacks", "sms:"}), "CHANNEL:FALLBACK"));
+  BOOST_TEST(mentions(error({"--fallbacks", "a:b:c"}), "CHANNEL:FALLBACK"));
+  BOOST_TEST(mentions(error({"--fallbacks", "sms:sms"}), "itself"));
+  BOOST_TEST(mentions(error({"--fallbacks", "sms:app,sms:email"}), "twice"));
+  BOOST_TEST(mentions(error({"--settle-s", "0"}), "--settle-s"));
+  BOOST_TEST(mentions(error({"--receipt-channels", ""}), "--receipt-channels"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(sim_provider_config_tests)
@@ -202,6 +229,79 @@ BOOST_AUTO_TEST_CASE(usage_errors) {
   BOOST_TEST(mentions(error({"--listen", "127.0.0.1:0", "--latency-ms", "x"}), "--latency-ms"));
   BOOST_TEST(mentions(error({"--listen", "127.0.0.1:0", "--dedupe-by-id=1"}), "takes no value"));
   BOOST_TEST(mentions(error({"--listen", "127.0.0.1:0", "--what"}), "--what"));
+}
+
+BOOST_AUTO_TEST_CASE(receipt_options_parse) {
+  auto options = parse_sim_provider_args({"--listen",
+                                          "127.0.0.1:0",
+                                          "--receipt-to",
+                                          "http://127.0.0.1:8080/",
+                                          "--receipt-secret",
+                                          "whsec_c2VjcmV0",
+                                          "--receipt-delay-ms",
+                                          "25",
+                                          "--reorder-ms",
+                                          "40",
+                                          "--drop-receipts",
+                                          "0.1",
+                                          "--duplicate-receipts",
+                                          "0.2",
+                                          "--undelivered-rate",
+                                          "0.05",
+                                          "--read-rate",
+                                          "0.5",
+                                          "--receipt-attempts",
+                                          "3",
+                                          "--receipt-concurrency",
+                                          "2",
+                                          "--receipt-queue",
+                                          "10"});
+  const auto& r = options.receipts;
+  BOOST_REQUIRE(r.to.has_value());
+  BOOST_TEST(r.to->server.host == "127.0.0.1");
+  BOOST_TEST(r.to->server.port == 8080);
+  BOOST_TEST(r.to->path_prefix == ""); // the trailing slash is dropped
+  BOOST_TEST(r.secret == "whsec_c2VjcmV0");
+  BOOST_TEST(r.delay.count() == 25);
+  BOOST_TEST(r.reorder.count() == 40);
+  BOOST_TEST(r.drop_rate == 0.1);
+  BOOST_TEST(r.duplicate_rate == 0.2);
+  BOOST_TEST(r.undelivered_rate == 0.05);
+  BOOST_TEST(r.read_rate == 0.5);
+  BOOST_TEST(r.attempts == 3u);
+  BOOST_TEST(r.concurrency == 2u);
+  BOOST_TEST(r.queue_limit == 10u);
+
+  auto defaults = parse_sim_provider_args({"--listen", "127.0.0.1:0"}).receipts;
+  BOOST_TEST(!defaults.to.has_value());
+  BOOST_TEST(defaults.delay.count() == 100);
+  BOOST_TEST(defaults.drop_rate == 0.0);
+  BOOST_TEST(defaults.attempts == 8u);
+
+  auto prefixed = parse_receipt_target("--receipt-to", "http://[::1]:9000/herald/");
+  BOOST_TEST(prefixed.server.host == "::1");
+  BOOST_TEST(prefixed.path_prefix == "/herald");
+  BOOST_TEST(prefixed.to_string() == "http://[::1]:9000/herald");
+}
+
+BOOST_AUTO_TEST_CASE(receipt_usage_errors) {
+  auto error = [](args a) {
+    a.insert(a.begin(), {"--listen", "127.0.0.1:0"});
+    return usage_message([&] { parse_sim_provider_args(a); });
+  };
+  BOOST_TEST(mentions(error({"--receipt-to", "http://127.0.0.1:8080"}), "--receipt-secret"));
+  BOOST_TEST(mentions(error({"--receipt-secret", "whsec_c2VjcmV0"}), "needs --receipt-to"));
+  BOOST_TEST(mentions(
+      error({"--receipt-to", "http://10.0.0.1:8080", "--receipt-secret", "whsec_c2VjcmV0"}),
+      "loopback"));
+  BOOST_TEST(mentions(error({"--receipt-to", "https://127.0.0.1:8080"}), "http://"));
+  BOOST_TEST(mentions(error({"--receipt-to", "http://127.0.0.1:8080/x?y=1"}), "--receipt-to"));
+  BOOST_TEST(mentions(error({"--receipt-to", "http://127.0.0.1"}), "--receipt-to"));
+  BOOST_TEST(mentions(
+      error({"--receipt-to", "http://127.0.0.1:8080", "--receipt-secret", "secret"}), "whsec_"));
+  BOOST_TEST(mentions(error({"--drop-receipts", "1.5"}), "--drop-receipts"));
+  BOOST_TEST(mentions(error({"--receipt-attempts", "0"}), "--receipt-attempts"));
+  BOOST_TEST(error({"--read-rate", "1", "--undelivered-rate", "0.2"}).empty());
 }
 
 BOOST_AUTO_TEST_CASE(fault_profile_slices_one_draw) {

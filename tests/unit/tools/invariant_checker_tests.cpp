@@ -216,6 +216,135 @@ BOOST_AUTO_TEST_CASE(nothing_accepted_is_a_failure) {
   BOOST_TEST(failed(check_invariants(run)) == std::vector<std::string>{"something_accepted"});
 }
 
+BOOST_AUTO_TEST_CASE(sent_on_a_receipt_channel_is_unresolved) {
+  auto run = clean_run();
+  run.receipt_channels = {"sms"};
+  auto report = check_invariants(run);
+  // Every sms task is still SENT: its receipt or the reconciler has yet to move it.
+  BOOST_TEST(failed(report) == std::vector<std::string>{"end_state"});
+  BOOST_TEST(report.unsettled_tasks == 3u);
+  BOOST_TEST(find(report, "end_state").detail.find("t0s(sms SENT)") != std::string::npos);
+
+  run.messages["m0"].tasks[0].status = "DELIVERED";
+  run.messages["m1"].tasks[0].status = "UNCONFIRMED";
+  run.messages["m2"].tasks[0].status = "READ";
+  report = check_invariants(run);
+  BOOST_TEST(report.all_pass());
+  BOOST_TEST(report.unsettled_tasks == 0u);
+  BOOST_TEST(report.invariants.size() == 11u);
+
+  // A fallback task no answer named must settle too.
+  run.messages["m1"].tasks.push_back({"t1-fallback", "sms", "PENDING", "pfb", 0});
+  BOOST_TEST(failed(check_invariants(run)) == std::vector<std::string>{"end_state"});
+}
+
+BOOST_AUTO_TEST_CASE(an_undelivered_task_must_leave_a_task_on_its_fallback) {
+  auto run = clean_run();
+  run.receipt_channels = {"sms", "app"};
+  run.messages["m1"].tasks[0].status = "UNDELIVERED";
+  run.fallbacks = {{"sms", "app"}}; // the event named app too: that task is the fallback's
+  auto report = check_invariants(run);
+  BOOST_TEST(failed(report) == std::vector<std::string>{"end_state"}); // the SENT ones only
+  BOOST_TEST(report.undelivered_without_fallback == 0u);
+
+  run.receipt_channels.clear();
+  run.fallbacks = {{"sms", "email"}};
+  report = check_invariants(run);
+  BOOST_TEST(failed(report) == std::vector<std::string>{"undelivered_fails_over"});
+  BOOST_TEST(report.undelivered_without_fallback == 1u);
+  BOOST_TEST(find(report, "undelivered_fails_over").detail.find("t1s") != std::string::npos);
+
+  run.messages["m1"].tasks.push_back({"t1e", "email", "SENT", "p1e", 1});
+  BOOST_TEST(check_invariants(run).all_pass());
+
+  // Without a fallback configured, UNDELIVERED is an end state of its own.
+  run.fallbacks = {{"app", "email"}};
+  run.messages["m1"].tasks.pop_back();
+  BOOST_TEST(check_invariants(run).all_pass());
+}
+
+namespace {
+
+/// /v1/stats as it would read for clean_run(): sms 3 SENT, app 3 DELIVERED.
+herald_stats clean_stats() {
+  herald_stats stats;
+  for (const auto& state : all_task_states()) {
+    stats.channels["sms"].states[state] = 0;
+    stats.channels["app"].states[state] = 0;
+    stats.total.states[state] = 0;
+  }
+  stats.channels["sms"].states["SENT"] = 3;
+  stats.channels["sms"].accepted = 3;
+  stats.channels["app"].states["DELIVERED"] = 3;
+  stats.channels["app"].accepted = 3;
+  stats.total.states["SENT"] = 3;
+  stats.total.states["DELIVERED"] = 3;
+  stats.total.accepted = 6;
+  return stats;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(stats_must_match_the_messages_exactly) {
+  auto run = clean_run();
+  run.stats = clean_stats();
+  auto report = check_invariants(run);
+  BOOST_TEST(report.all_pass());
+  BOOST_TEST(find(report, "stats_match").detail.find("accepted 6") != std::string::npos);
+
+  // One task counted in another state than its message shows.
+  run.stats->channels["app"].states["DELIVERED"] = 2;
+  run.stats->channels["app"].states["READ"] = 1;
+  report = check_invariants(run);
+  BOOST_TEST(failed(report) == std::vector<std::string>{"stats_match"});
+  BOOST_TEST(report.stats_mismatches == 2u);
+  BOOST_TEST(find(report, "stats_match").detail.find("app DELIVERED 2!=3") != std::string::npos);
+
+  // States that do not add up to accepted.
+  run.stats = clean_stats();
+  run.stats->total.accepted = 7;
+  report = check_invariants(run);
+  BOOST_TEST(report.stats_mismatches == 1u);
+  BOOST_TEST(find(report, "stats_match").detail.find("total accepted 7!=sum 6") !=
+             std::string::npos);
+
+  // Tasks on a channel the run never showed (another run in the window, or phantom rows).
+  run.stats = clean_stats();
+  run.stats->channels["email"].states["FAILED"] = 1;
+  run.stats->channels["email"].accepted = 1;
+  BOOST_TEST(check_invariants(run).stats_mismatches == 1u);
+
+  // A fallback task the messages show must be counted too.
+  run.stats = clean_stats();
+  run.messages["m0"].tasks.push_back({"t0e", "email", "SENT", "p0e", 1});
+  BOOST_TEST(failed(check_invariants(run)) == std::vector<std::string>{"stats_match"});
+}
+
+BOOST_AUTO_TEST_CASE(stats_a_herald_does_not_have_are_reported_not_failed) {
+  auto run = clean_run();
+  run.stats_unavailable = "not available";
+  auto report = check_invariants(run);
+  BOOST_TEST(report.all_pass());
+  BOOST_TEST(report.invariants.size() == 10u);
+
+  run.stats_unavailable = "GET /v1/stats answered 500";
+  report = check_invariants(run);
+  BOOST_TEST(failed(report) == std::vector<std::string>{"stats_match"});
+  BOOST_TEST(find(report, "stats_match").detail.find("500") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(end_states_depend_on_receipts) {
+  std::set<std::string> receipts{"sms"};
+  BOOST_TEST(is_end_status("SENT", "app", receipts));
+  BOOST_TEST(!is_end_status("SENT", "sms", receipts));
+  for (auto s : {"DELIVERED", "READ", "CLICKED", "UNDELIVERED", "UNCONFIRMED", "FAILED", "DEAD",
+                 "EXPIRED", "SUPPRESSED"})
+    BOOST_TEST(is_end_status(s, "sms", receipts), s);
+  for (auto s : {"PENDING", "SENDING", "RETRY_WAIT"})
+    BOOST_TEST(!is_end_status(s, "app", receipts), s);
+  BOOST_TEST(all_task_states().size() == 13u);
+}
+
 BOOST_AUTO_TEST_CASE(terminal_and_delivered_states) {
   for (auto s : {"SENT", "DELIVERED", "READ", "CLICKED", "FAILED", "DEAD", "EXPIRED", "SUPPRESSED",
                  "UNCONFIRMED"})
@@ -223,6 +352,7 @@ BOOST_AUTO_TEST_CASE(terminal_and_delivered_states) {
   for (auto s : {"PENDING", "SENDING", "RETRY_WAIT", "", "sent", "BOGUS"})
     BOOST_TEST(!is_terminal_status(s), s);
   BOOST_TEST(is_delivered_status("UNCONFIRMED"));
+  BOOST_TEST(is_delivered_status("UNDELIVERED")); // the provider processed it
   BOOST_TEST(!is_delivered_status("FAILED"));
 }
 
