@@ -172,11 +172,12 @@ inline void a_receipt_before_the_sent_commit_is_applied_by_it(store_backend& bac
   // failover): recorded again once the task is SENT, it applies.
   const auto& app = plan.tasks[1];
   BOOST_TEST(store->apply({take_lease(app.id, task_state::pending)}, {}).size() == 1u);
-  auto waiting = store->record_receipts({receipt(app, receipt_status::undelivered)},
-                                        no_fallbacks(), micros(t_receipt));
+  auto waiting = store->record_receipts({receipt(app, receipt_status::undelivered)}, no_fallbacks(),
+                                        micros(t_receipt));
   BOOST_TEST((waiting[0].result == receipt_outcome::outcome::waiting));
-  BOOST_TEST(store->apply({change(app.id, task_state::sending, task_state::sent, 1, t_sent)}, {})
-                 .size() == 1u);
+  BOOST_TEST(
+      store->apply({change(app.id, task_state::sending, task_state::sent, 1, t_sent)}, {}).size() ==
+      1u);
   BOOST_TEST(task_of(*store, plan, app.id).state == task_state::sent);
   auto again = store->record_receipts({receipt(app, receipt_status::undelivered)}, no_fallbacks(),
                                       micros(t_receipt));
@@ -231,9 +232,8 @@ inline void undelivered_fails_over_once(store_backend& backend) {
   const persistence::undelivered_failover to_email{{{"sms", "email"}}, test_id_secret};
   auto plan = make_plan("order-und", {"sms"});
   const auto& task = send_first(*store, plan);
-  auto outcomes =
-      store->record_receipts({receipt(task, receipt_status::undelivered)}, to_email,
-                             micros(t_receipt));
+  auto outcomes = store->record_receipts({receipt(task, receipt_status::undelivered)}, to_email,
+                                         micros(t_receipt));
   BOOST_TEST_REQUIRE(outcomes.size() == 1u);
   BOOST_TEST(outcomes[0].state == task_state::undelivered);
   BOOST_TEST_REQUIRE(outcomes[0].fallback.has_value());
@@ -252,9 +252,8 @@ inline void undelivered_fails_over_once(store_backend& backend) {
   // The fallback channel already had a task of its own: UNDELIVERED, and nothing new to send.
   auto both = make_plan("order-und2", {"sms", "email"});
   const auto& sms = send_first(*store, both);
-  auto outcome =
-      store->record_receipts({receipt(sms, receipt_status::undelivered)}, to_email,
-                             micros(t_receipt));
+  auto outcome = store->record_receipts({receipt(sms, receipt_status::undelivered)}, to_email,
+                                        micros(t_receipt));
   BOOST_TEST(outcome[0].state == task_state::undelivered);
   BOOST_TEST(!outcome[0].fallback.has_value());
 }
@@ -264,9 +263,9 @@ inline void late_receipts_confirm_unconfirmed_tasks_only(store_backend& backend)
   auto store = backend.open_store();
   auto plan = make_plan("order-late", {"sms", "app"});
   const auto& task = send_first(*store, plan);
-  BOOST_TEST(store->apply({change(task.id, task_state::sent, task_state::unconfirmed, 1, t_sent)},
-                          {})
-                 .size() == 1u);
+  BOOST_TEST(
+      store->apply({change(task.id, task_state::sent, task_state::unconfirmed, 1, t_sent)}, {})
+          .size() == 1u);
   auto late = store->record_receipts({receipt(task, receipt_status::delivered)}, no_fallbacks(),
                                      micros(t_receipt));
   BOOST_TEST(late[0].state == task_state::delivered);
@@ -321,7 +320,9 @@ inline void stats_count_by_channel_state_and_window(store_backend& backend) {
 } // namespace herald::test::receipt_contract
 
 #define HERALD_RECEIPT_CONTRACT_TEST(name)                                                         \
-  BOOST_AUTO_TEST_CASE(name) { ::herald::test::receipt_contract::name(*this); }
+  BOOST_AUTO_TEST_CASE(name) {                                                                     \
+    ::herald::test::receipt_contract::name(*this);                                                 \
+  }
 
 /// Expands every receipt contract test into the enclosing fixture suite (a store_backend).
 #define HERALD_RECEIPT_CONTRACT()                                                                  \
