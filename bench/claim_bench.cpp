@@ -160,7 +160,8 @@ int main(int argc, char** argv) {
         if (!apply)
           continue;
         // Half the tasks each way, alternating halves so neither side gets the warmer cache.
-        auto with_events = persistence::open_task_store(url, false, {domain::event_states_for({})});
+        auto with_events = persistence::open_task_store(
+          url, false, persistence::store_options::writing_events(domain::event_states_for({})));
         const auto half = static_cast<std::ptrdiff_t>(plans.size() / 2);
         const std::vector<domain::message_plan> first(plans.begin(), plans.begin() + half);
         const std::vector<domain::message_plan> second(plans.begin() + half, plans.end());

@@ -490,8 +490,8 @@ persistence::state_change outcome_change(channel_state& st, const channel_state:
   change.lease_token = call.take_token;
   switch (result.outcome) {
   case call_outcome::success:
-    if (!result.detail.empty())
-      change.provider_message_id = result.detail;
+    if (!result.detail.empty() && result.detail != task.provider_request_id)
+      change.provider_message_id = result.detail; // the provider's own id, when it gave one
     break;
   case call_outcome::permanent:
     change.to = task_state::failed;

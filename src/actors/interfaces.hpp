@@ -119,8 +119,8 @@ using ingest_actor = caf::typed_actor<
 using receipt_actor = caf::typed_actor<
     /// A verified receipt from a provider's callback; answered after COMMIT.
     caf::reacts_to<receipt_atom, persistence::receipt_input, receipt_callback>,
-    /// Records a held receipt again (sent to itself; the number counts the tries so far).
-    caf::reacts_to<rewrite_atom, persistence::receipt_input, std::uint32_t>>;
+    /// Looks a receipt's task up again (sent to itself; the number counts the tries so far).
+    caf::reacts_to<rewrite_atom, persistence::receipt_input, receipt_callback, std::uint32_t>>;
 /// Posts status events from the outbox to the calling system (docs/events.md), on a store
 /// connection of its own: a receiver that is down never holds up the store writer or a channel.
 using events_actor = caf::typed_actor<

@@ -5,24 +5,19 @@
 #include "observability/metrics.hpp"
 
 #include <chrono>
-#include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <string>
-#include <unordered_set>
 
 namespace herald::actors {
 
-/// How the receipt actor waits for the store, and holds receipts that came too early.
+/// How the receipt actor waits for the store.
 struct receipt_config {
   std::chrono::milliseconds store_timeout{10000};
-  /// An UNDELIVERED receipt whose task is not SENT yet is recorded again after this, doubling
-  /// up to hold_max, at most hold_tries times; past that the reconciler settles it (the
-  /// receipt is recorded, so nothing is lost, only later).
-  std::chrono::milliseconds hold_first{1000};
-  std::chrono::milliseconds hold_max{60000};
-  std::uint32_t hold_tries = 20;
-  std::size_t max_held = 10000; ///< receipts held at most; beyond, the reconciler settles them
+  /// A receipt naming only the provider's message id may come before the SENT commit that
+  /// stores that id: it is looked up again after this, doubling, `lookup_tries` times in all,
+  /// before the provider is answered 404.
+  std::chrono::milliseconds lookup_again_after{100};
+  std::uint32_t lookup_tries = 4;
 };
 
 struct receipt_peers {
@@ -34,14 +29,13 @@ struct receipt_peers {
 
 /// Takes providers' receipts (design.md §2): records each through the store writer's group
 /// commit and answers after COMMIT; hands the fallback task an UNDELIVERED receipt created to
-/// the dispatcher; an UNDELIVERED receipt whose task is not SENT yet (its SENT commit still on
-/// its way) is recorded again until it applies. Confirmations need no holding: the SENT
-/// commit applies them itself.
+/// the dispatcher. A receipt that comes before its task's SENT commit is recorded and applied
+/// by that commit (the store does it, in the same transaction), so nothing is held in memory
+/// but the short wait of a receipt that names only the provider's message id.
 struct receipt_state {
   static constexpr const char* name = "receipts";
   receipt_peers peers;
   receipt_config config;
-  std::unordered_set<std::string> held; ///< "<task id>" of receipts waiting to be recorded again
 };
 
 receipt_actor::behavior_type receipts(receipt_actor::stateful_pointer<receipt_state> self,

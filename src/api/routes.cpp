@@ -577,7 +577,34 @@ void routes::record_receipt(std::string_view channel, const http_request& reques
       }));
 }
 
+namespace {
+
+/// `text` with %XX escapes decoded ("+" stays: RFC 3339 offsets use it); nullopt when an
+/// escape is malformed. Times arrive encoded from URLSearchParams and urlencode ("%3A").
+std::optional<std::string> percent_decoded(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out.push_back(text[i]);
+      continue;
+    }
+    unsigned value = 0;
+    if (i + 2 >= text.size())
+      return std::nullopt;
+    auto [end, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16);
+    if (ec != std::errc{} || end != text.data() + i + 3)
+      return std::nullopt;
+    out.push_back(static_cast<char>(value));
+    i += 2;
+  }
+  return out;
+}
+
+} // namespace
+
 void routes::stats(std::string_view query, const caller& who, const exchange_ptr& ex) {
+  query = query.substr(0, query.find('#'));
   if (auto key = repeated_query_key(query))
     return ex->error(http::status::bad_request, "invalid_request",
                      "query parameter '" + std::string(*key) + "' given twice", std::string(*key));
@@ -591,7 +618,8 @@ void routes::stats(std::string_view query, const caller& who, const exchange_ptr
     auto text = query_value(query, name);
     if (!text)
       continue;
-    *bound = domain::parse_rfc3339(*text);
+    auto decoded = percent_decoded(*text);
+    *bound = decoded ? domain::parse_rfc3339(*decoded) : std::nullopt;
     if (!*bound)
       return ex->error(http::status::bad_request, "invalid_request",
                        std::string(name) + " must be an RFC 3339 time, e.g. 2026-12-03T00:00:00Z",

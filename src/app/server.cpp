@@ -23,6 +23,7 @@
 #include "persistence/task_store.hpp"
 #include "providers/webhook_signature.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -137,6 +138,24 @@ actors::supervised_component start_events(caf::actor_system& sys, const events_c
                               std::move(clock), config);
 }
 
+/// Where a task an UNDELIVERED receipt ends fails over to: its channel's fallback, as a
+/// permanent failure does.
+persistence::undelivered_failover undelivered_failover_of(const config& cfg,
+                                                          const domain::id_secret& secret) {
+  persistence::undelivered_failover failover{{}, secret};
+  for (auto& ch : cfg.channels)
+    if (!ch.settings.fallback.empty())
+      failover.fallback_of[ch.settings.name] = ch.settings.fallback;
+  return failover;
+}
+
+/// Whether any channel takes receipts (callbacks, or a window the reconciler settles).
+bool takes_receipts(const config& cfg) {
+  return std::any_of(cfg.channels.begin(), cfg.channels.end(), [](const channel_config& ch) {
+    return !ch.webhook.receipt_secret.empty() || ch.settings.receipt_window.count() > 0;
+  });
+}
+
 /// What the rest of the process talks to: the HTTP entry, the dispatcher (drain) and the
 /// supervisor that owns every actor of the node.
 struct node {
@@ -152,17 +171,15 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
                 std::shared_ptr<persistence::task_store> reader_store,
                 std::shared_ptr<persistence::task_store> events_store,
                 std::vector<actors::channel_spec> specs, std::shared_ptr<metrics> metrics,
-                std::shared_ptr<const domain::clock> clock, std::shared_ptr<health_board> health) {
+                std::shared_ptr<const domain::clock> clock, std::shared_ptr<health_board> health,
+                const persistence::undelivered_failover& undelivered_failover) {
   using actors::shutdown_stage;
   std::vector<actors::supervised_component> components;
   // Blocking database work runs on threads of its own, never on the scheduler's. The store
   // actors are not restartable: every other actor holds their handles, and a new connection
   // would not fix what killed the old one. Their death is reported on the health board.
   auto writer_config = cfg.store;
-  for (auto& spec : specs) { // an UNDELIVERED receipt fails over as a permanent failure does
-    writer_config.undelivered.fallback_of[spec.settings.name] = spec.settings.fallback;
-    writer_config.undelivered.secret = spec.settings.id_secret;
-  }
+  writer_config.undelivered = undelivered_failover;
   auto writer =
       sys.spawn<caf::detached>(actors::store_writer, std::move(writer_store), writer_config);
   auto reader = sys.spawn<caf::detached>(actors::store_reader, std::move(reader_store));
@@ -257,10 +274,16 @@ int serve(const config& cfg) {
   std::unique_ptr<api_access> access;
   try {
     // The writer puts the enabled events into the outbox with the changes they report.
+    // The writer puts the receipts that came before a SENT commit into that commit, failing
+    // over as configured: it needs the installation's secret, so the schema comes first.
+    persistence::migrate(url);
+    id_secret = persistence::installation_secret(url);
     persistence::store_options writer_options;
     if (!cfg.events.url.empty())
       writer_options.event_states = domain::event_states_for(cfg.events.types);
-    writer_store = persistence::open_task_store(url, true, writer_options);
+    writer_options.takes_receipts = takes_receipts(cfg);
+    writer_options.undelivered = undelivered_failover_of(cfg, id_secret);
+    writer_store = persistence::open_task_store(url, false, writer_options);
     if (cfg.store_faults.write_failure_rate > 0) {
       log::warn("herald.store_faults_injected",
                 {{"write_failure_rate", std::to_string(cfg.store_faults.write_failure_rate)}});
@@ -270,7 +293,6 @@ int serve(const config& cfg) {
     reader_store = persistence::open_task_store(url, false);
     if (!cfg.events.url.empty())
       events_store = persistence::open_task_store(url, false);
-    id_secret = persistence::installation_secret(url);
     access = std::make_unique<api_access>(cfg.auth, url);
   } catch (const std::exception& e) {
     log::error("herald.database_unavailable", {{"database", url.text}, {"error", e.what()}});
@@ -294,7 +316,8 @@ int serve(const config& cfg) {
     const auto node_id = lease_owner_of(name);
     auto n = spawn_node(sys, cfg, writer_store, reader_store, std::move(events_store),
                         make_channel_specs(cfg, node_id, id_secret, delays), metrics_registry,
-                        clock, std::make_shared<health_board>());
+                        clock, std::make_shared<health_board>(),
+                        undelivered_failover_of(cfg, id_secret));
     writer_store.reset(); // the actors own the connections now
     reader_store.reset();
 

@@ -2,6 +2,7 @@
 
 #include "domain/masking.hpp"
 #include "domain/status_event.hpp"
+#include "observability/log.hpp"
 #include "persistence/connection.hpp"
 #include "persistence/schema.hpp"
 #include "persistence/sql.hpp"
@@ -627,13 +628,6 @@ std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& 
   auto applied = in_transaction("apply", [&] {
     auto applied_in = run_changes(batch);
     run_attempts(batch);
-    std::vector<std::string> now_sent;
-    for (std::size_t i = 0; i < changes.size(); ++i)
-      if (changes[i].to == domain::task_state::sent &&
-          applied_in[batch.round_of[i]].count(changes[i].task_id) != 0)
-        now_sent.push_back(changes[i].task_id);
-    if (!now_sent.empty())
-      run_receipt_catch_up(now_sent, changes.front().at);
     if (!options_.event_states.empty()) {
       std::vector<store_detail::entered_state> entered;
       for (std::size_t i = 0; i < changes.size(); ++i)
@@ -641,6 +635,19 @@ std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& 
             applied_in[batch.round_of[i]].count(changes[i].task_id) != 0)
           entered.push_back({changes[i].task_id, changes[i].to, changes[i].at});
       run_events(entered);
+    }
+    // After the changes' own events, so a task's task.sent comes before the task.delivered
+    // its early receipts make.
+    if (options_.takes_receipts) {
+      std::vector<std::string> now_sent;
+      auto latest = changes.front().at;
+      for (std::size_t i = 0; i < changes.size(); ++i)
+        if (changes[i].to == domain::task_state::sent &&
+            applied_in[batch.round_of[i]].count(changes[i].task_id) != 0) {
+          now_sent.push_back(changes[i].task_id);
+          latest = std::max(latest, changes[i].at);
+        }
+      run_receipt_catch_up(now_sent, latest);
     }
     return applied_in;
   });
@@ -798,18 +805,25 @@ sql_task_store::record_receipts(const std::vector<receipt_input>& receipts,
   return in_transaction("record_receipts", [&] {
     std::vector<receipt_outcome> outcomes(receipts.size());
     std::vector<domain::task_state> read_state(receipts.size());
+    std::set<std::size_t> ambiguous;
     for (auto* lookup : {&by_request, &by_message}) {
       if (lookup->empty())
         continue;
       const auto& query = lookup == &by_request ? find_by_request : find_by_message;
       for (const auto& row : statements_->fetch(query, {lookup->finish()}, 3)) {
         auto slot = static_cast<std::size_t>(to_int(row[0]));
-        if (slot >= outcomes.size() || !outcomes[slot].task_id.empty())
-          continue; // a provider message id used twice: the first task found takes it
+        if (slot >= outcomes.size())
+          continue;
+        if (!outcomes[slot].task_id.empty()) {
+          ambiguous.insert(slot); // a provider message id two tasks got: it names neither
+          continue;
+        }
         outcomes[slot].task_id = text_of(row[1]);
         read_state[slot] = state_of(row[2]);
       }
     }
+    for (auto slot : ambiguous)
+      outcomes[slot].task_id.clear();
     json_batch rows(dialect_, receipt_row_columns);
     receipt_moves moves;
     std::vector<bool> moved_by(receipts.size(), false);
@@ -905,16 +919,15 @@ sql_task_store::claim_fallbacks(const std::vector<std::string>& undelivered,
 
 // Receipts that came before their task's SENT commit (a fast provider) were recorded and
 // left the task where it was: the commit that makes `sent_ids` SENT applies them, in the same
-// transaction. Only confirmations: an UNDELIVERED receipt needs a failover, which its sender
-// records again once the task is SENT.
+// transaction, in the order they came; an UNDELIVERED one claims the fallback's task there too
+// (left PENDING for the next sweep to dispatch: the channel committing SENT knows nothing of it).
 void sql_task_store::run_receipt_catch_up(const std::vector<std::string>& sent_ids,
                                           domain::timestamp at) {
   if (sent_ids.empty())
     return;
-  const std::string query =
-      "SELECT r.task_id, c.status FROM " + dialect_.json_rows("ids", id_columns) +
-      " JOIN receipts c ON c.task_id = r.task_id WHERE c.status <> '" +
-      std::string(domain::to_string(domain::receipt_status::undelivered)) + "'";
+  const std::string query = "SELECT r.task_id, c.status FROM " +
+                            dialect_.json_rows("ids", id_columns) +
+                            " JOIN receipts c ON c.task_id = r.task_id ORDER BY c.received_at";
   json_batch ids(dialect_, id_columns);
   for (const auto& id : sent_ids) {
     ids.add_row();
@@ -924,7 +937,15 @@ void sql_task_store::run_receipt_catch_up(const std::vector<std::string>& sent_i
   for (const auto& row : statements_->fetch(query, {ids.finish()}, 2))
     if (auto status = domain::parse_receipt_status(text_of(row[1])))
       moves.fold(text_of(row[0]), domain::task_state::sent, *status);
-  run_moves(moves, at);
+  std::vector<std::string> undelivered;
+  for (const auto& id : run_moves(moves, at))
+    if (moves.by_task.at(id).second == domain::task_state::undelivered)
+      undelivered.push_back(id);
+  auto created = claim_fallbacks(undelivered, options_.undelivered, at);
+  for (const auto& [failed, fallback] : created)
+    log::info("store.undelivered_failed_over", {{"task_id", failed},
+                                                {"trace_id", fallback.trace_id},
+                                                {"fallback_task_id", fallback.task_id}});
 }
 
 std::optional<message_view> sql_task_store::find_message(const std::string& tenant,
@@ -1176,7 +1197,8 @@ std::vector<status_event> sql_task_store::load_due_events(domain::timestamp now,
   if (limit == 0)
     return {};
   // A task's later events wait while an earlier one is PENDING (delivered or dead lets them
-  // go): index events (status, task_id, seq) answers the NOT EXISTS.
+  // go): the partial index of PENDING events by (task_id, seq) answers the NOT EXISTS,
+  // the one by seq the ORDER BY.
   const std::string query =
       "SELECT e.seq, e.id, e.type, e.occurred_at, e.attempts, e.task_id, t.message_id, e.tenant, "
       "t.biz_type, t.biz_id, t.user_id, t.channel FROM events e JOIN tasks t ON t.id = e.task_id "

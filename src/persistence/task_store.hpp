@@ -6,6 +6,7 @@
 #include "domain/time.hpp"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -125,11 +126,11 @@ struct replay_result {
   domain::task_state state = domain::task_state::pending; ///< state after the call
 };
 
-/// What a failover did.
 /// Length of the incarnation a process appends to its node name to form its lease owner
 /// (`<node name>/<16 hex digits>`), drawn at each start.
 inline constexpr std::size_t lease_incarnation_length = 16;
 
+/// What a failover did.
 struct failover_result {
   enum class outcome {
     failed_over,     ///< the change applied and `claim` created the fallback task (also when
@@ -236,6 +237,19 @@ struct store_options {
   /// as the change (domain::event_states_for). Empty: none, so a node that sends no events
   /// grows no table.
   std::vector<domain::task_state> event_states;
+  /// Whether any channel takes receipts: then the commit that makes tasks SENT applies the
+  /// receipts that came before it (a fast provider), in the same transaction. false skips that
+  /// read on every SENT batch.
+  bool takes_receipts = false;
+  /// Where a task that an early UNDELIVERED receipt ends fails over to, at that SENT commit.
+  undelivered_failover undelivered;
+
+  /// Options writing the events of `states` and nothing else beyond the defaults.
+  static store_options writing_events(std::vector<domain::task_state> states) {
+    store_options options;
+    options.event_states = std::move(states);
+    return options;
+  }
 };
 
 /// Which unfinished tasks a recovery read wants; by default every one.

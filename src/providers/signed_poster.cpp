@@ -85,10 +85,11 @@ struct transfer {
 size_t on_body(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<transfer*>(user);
   const auto bytes = size * count;
-  // Only an excerpt is kept (for failure details); a little more than max_body_excerpt so the
-  // classifier can tell it was cut.
-  const auto room = max_body_excerpt + 1 > t->response_excerpt.size()
-                        ? max_body_excerpt + 1 - t->response_excerpt.size()
+  // Only the start is kept: enough for a success's JSON naming the provider's message id (a
+  // real provider's answer runs to a kilobyte or two) and for failure details, which the
+  // classifier cuts to max_body_excerpt itself.
+  const auto room = max_kept_answer > t->response_excerpt.size()
+                        ? max_kept_answer - t->response_excerpt.size()
                         : 0;
   t->response_excerpt.append(data, bytes < room ? bytes : room);
   return bytes;

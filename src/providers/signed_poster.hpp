@@ -34,12 +34,15 @@ struct signed_post {
 };
 
 /// How one POST ended.
+/// How much of an answer's body a post keeps.
+inline constexpr std::size_t max_kept_answer = 8192;
+
 struct post_answer {
   /// classify_http() of a final answer, else classify_transport(); nothing is filled into a
   /// success's detail.
   provider_result result;
   long status = 0;              ///< HTTP status; 0 when none came
-  std::string response_excerpt; ///< the start of the answer's body (max_body_excerpt + 1)
+  std::string response_excerpt; ///< the start of the answer's body (max_kept_answer bytes)
 };
 
 /// Called exactly once per post(), on the poster's thread (or inline when refused).

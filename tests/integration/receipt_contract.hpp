@@ -4,6 +4,7 @@
 // once and expanded by HERALD_RECEIPT_CONTRACT() into a SQLite and a PostgreSQL suite.
 
 #include "domain/receipt.hpp"
+#include "domain/status_event.hpp"
 #include "task_store_contract.hpp"
 
 #include <algorithm>
@@ -152,8 +153,11 @@ inline void read_before_delivered_stays_read(store_backend& backend) {
 // A fast provider's receipt arrives before the SENT commit: it is recorded, the task waits,
 // and the SENT commit applies it in the same transaction.
 inline void a_receipt_before_the_sent_commit_is_applied_by_it(store_backend& backend) {
-  auto store = backend.open_store();
-  auto plan = make_plan("order-early", {"sms", "app"});
+  backend.open_store(); // migrates
+  persistence::store_options options;
+  options.takes_receipts = true;
+  auto store = persistence::open_task_store(backend.url(), false, options);
+  auto plan = make_plan("order-early", {"sms"});
   const auto& task = send_first(*store, plan, true);
   auto early = store->record_receipts({receipt(task, receipt_status::delivered)}, no_fallbacks(),
                                       micros(t_receipt));
@@ -167,23 +171,6 @@ inline void a_receipt_before_the_sent_commit_is_applied_by_it(store_backend& bac
   auto view = task_of(*store, plan, task.id);
   BOOST_TEST(view.state == task_state::delivered);
   BOOST_TEST(view.receipts.size() == 1u);
-
-  // "Did not arrive" before SENT waits too, and is not applied by the commit (it needs a
-  // failover): recorded again once the task is SENT, it applies.
-  const auto& app = plan.tasks[1];
-  BOOST_TEST(store->apply({take_lease(app.id, task_state::pending)}, {}).size() == 1u);
-  auto waiting = store->record_receipts({receipt(app, receipt_status::undelivered)}, no_fallbacks(),
-                                        micros(t_receipt));
-  BOOST_TEST((waiting[0].result == receipt_outcome::outcome::waiting));
-  BOOST_TEST(
-      store->apply({change(app.id, task_state::sending, task_state::sent, 1, t_sent)}, {}).size() ==
-      1u);
-  BOOST_TEST(task_of(*store, plan, app.id).state == task_state::sent);
-  auto again = store->record_receipts({receipt(app, receipt_status::undelivered)}, no_fallbacks(),
-                                      micros(t_receipt));
-  BOOST_TEST((again[0].result == receipt_outcome::outcome::applied));
-  BOOST_TEST(!again[0].first_time);
-  BOOST_TEST(task_of(*store, plan, app.id).state == task_state::undelivered);
 }
 
 // Unknown ids, or a known id on another channel, name no task: nothing is recorded.
@@ -317,6 +304,69 @@ inline void stats_count_by_channel_state_and_window(store_backend& backend) {
   BOOST_TEST(store->stats(window).size() == 2u);
 }
 
+
+// The outbox posts a task's events in the order they happened: an early receipt applied by the
+// SENT commit writes task.delivered after that commit's task.sent.
+inline void early_receipt_events_keep_task_order(store_backend& backend) {
+  backend.open_store(); // migrates
+  auto store = persistence::open_task_store(
+      backend.url(), false, [] {
+        auto options = persistence::store_options::writing_events(domain::event_states_for({}));
+        options.takes_receipts = true;
+        return options;
+      }());
+  auto plan = make_plan("order-early-events", {"sms"});
+  const auto& task = send_first(*store, plan, true);
+  store->record_receipts({receipt(task, receipt_status::delivered)}, no_fallbacks(),
+                         micros(t_receipt));
+  BOOST_TEST_REQUIRE(
+      store->apply({change(task.id, task_state::sending, task_state::sent, 1, t_sent)}, {})
+          .size() == 1u);
+  BOOST_TEST(task_of(*store, plan, task.id).state == task_state::delivered);
+  auto due = store->load_due_events(micros(t_receipt + 10'000'000), 10);
+  BOOST_TEST_REQUIRE(due.size() == 1u); // one per task at a time
+  BOOST_TEST(due[0].type == "task.sent");
+}
+
+// An UNDELIVERED receipt before the SENT commit is acknowledged, so it must not depend on
+// memory: that commit applies it and claims the fallback's task in the same transaction.
+inline void an_early_undelivered_is_applied_by_the_sent_commit(store_backend& backend) {
+  backend.open_store(); // migrates
+  persistence::store_options options;
+  options.takes_receipts = true;
+  options.undelivered = {{{"sms", "email"}}, test_id_secret};
+  auto store = persistence::open_task_store(backend.url(), false, options);
+  auto plan = make_plan("order-early-und", {"sms"});
+  const auto& task = send_first(*store, plan, true);
+  store->record_receipts({receipt(task, receipt_status::undelivered)}, options.undelivered,
+                         micros(t_receipt));
+  BOOST_TEST(store->apply({change(task.id, task_state::sending, task_state::sent, 1, t_sent)}, {})
+                 .size() == 1u);
+  auto view = store->find_message("", plan.message.id);
+  BOOST_TEST_REQUIRE(view.has_value());
+  BOOST_TEST_REQUIRE(view->tasks.size() == 2u); // the fallback task, PENDING for the sweep
+  for (const auto& t : view->tasks)
+    BOOST_TEST((t.channel == "email" ? t.state == task_state::pending
+                                     : t.state == task_state::undelivered));
+}
+
+// Two tasks whose provider gave the same message id: a receipt naming only that id cannot tell
+// them apart, so it is refused and changes neither.
+inline void an_ambiguous_provider_message_id_changes_nothing(store_backend& backend) {
+  auto store = backend.open_store();
+  auto alice = make_plan("order-amb-1", {"sms"}, "alice");
+  auto bob = make_plan("order-amb-2", {"sms"}, "bob");
+  send_first(*store, alice, false, "accepted");
+  send_first(*store, bob, false, "accepted");
+  auto by_message_id = receipt(alice.tasks[0], receipt_status::undelivered);
+  by_message_id.provider_request_id.clear();
+  by_message_id.provider_message_id = "accepted";
+  auto outcomes = store->record_receipts({by_message_id}, no_fallbacks(), micros(t_receipt));
+  BOOST_TEST((outcomes[0].result == receipt_outcome::outcome::unknown_task));
+  BOOST_TEST(task_of(*store, alice, alice.tasks[0].id).state == task_state::sent);
+  BOOST_TEST(task_of(*store, bob, bob.tasks[0].id).state == task_state::sent);
+}
+
 } // namespace herald::test::receipt_contract
 
 #define HERALD_RECEIPT_CONTRACT_TEST(name)                                                         \
@@ -333,4 +383,7 @@ inline void stats_count_by_channel_state_and_window(store_backend& backend) {
   HERALD_RECEIPT_CONTRACT_TEST(the_provider_message_id_finds_the_task)                             \
   HERALD_RECEIPT_CONTRACT_TEST(undelivered_fails_over_once)                                        \
   HERALD_RECEIPT_CONTRACT_TEST(late_receipts_confirm_unconfirmed_tasks_only)                       \
-  HERALD_RECEIPT_CONTRACT_TEST(stats_count_by_channel_state_and_window)
+  HERALD_RECEIPT_CONTRACT_TEST(stats_count_by_channel_state_and_window)                           \
+  HERALD_RECEIPT_CONTRACT_TEST(early_receipt_events_keep_task_order)                              \
+  HERALD_RECEIPT_CONTRACT_TEST(an_early_undelivered_is_applied_by_the_sent_commit)                \
+  HERALD_RECEIPT_CONTRACT_TEST(an_ambiguous_provider_message_id_changes_nothing)

@@ -1237,6 +1237,10 @@ BOOST_AUTO_TEST_CASE(malformed_signed_receipts_are_400_naming_the_field) {
        "data.provider_request_id"},
       {R"({"type":"herald.receipt","data":{"provider_request_id":"hrq_sent","status":"read","occurred_at":"2026-12-01T09:59:58Z","extra":1}})",
        "data.extra"},
+      {R"({"type":"herald.receipt","data":{"provider_request_id":"hrq_sent\u0000x","status":"read","occurred_at":"2026-12-01T09:59:58Z"}})",
+       "data.provider_request_id"},
+      {R"({"type":"herald.receipt","data":{"provider_message_id":"SM 1","status":"read","occurred_at":"2026-12-01T09:59:58Z"}})",
+       "data.provider_message_id"},
   };
   for (const auto& [body, field] : cases) {
     auto response = f.request("POST", "/v1/receipts/sms", body, signed_headers(body));
@@ -1279,6 +1283,16 @@ BOOST_AUTO_TEST_CASE(stats_add_up_and_give_the_delivery_rate) {
   BOOST_REQUIRE(f.service.stats_asked.size() == 1u);
   BOOST_TEST(f.service.stats_asked.front().channel == "sms");
   BOOST_TEST(f.service.stats_asked.front().from.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(stats_take_percent_encoded_times) {
+  server_fixture f;
+  auto response = f.get("/v1/stats?from=2026-12-01T08%3A00%3A00%2B08%3A00#top");
+  BOOST_TEST(response.status == 200);
+  BOOST_REQUIRE(f.service.stats_asked.size() == 1u);
+  BOOST_TEST(domain::format_rfc3339(*f.service.stats_asked.front().from) ==
+             "2026-12-01T00:00:00.000000Z");
+  BOOST_TEST(f.get("/v1/stats?from=2026-12-01T08%3").status == 400);
 }
 
 BOOST_AUTO_TEST_CASE(stats_refuse_bad_windows) {
