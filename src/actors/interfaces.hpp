@@ -9,6 +9,7 @@
 #include <caf/typed_actor.hpp>
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::providers::provider_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::providers::status_answer)
 
 namespace herald::actors {
 
@@ -42,6 +43,10 @@ using store_reader_actor = caf::typed_actor<
                     persistence::unfinished_filter>::with<deliveries>,
     /// Task counts per state.
     caf::replies_to<count_atom>::with<state_counts>,
+    /// SENT tasks of a channel sent by a time, oldest first after a cursor, at most a limit,
+    /// with their recorded receipts (the reconciler's page).
+    caf::replies_to<awaiting_atom, std::string, domain::timestamp, persistence::awaiting_cursor,
+                    std::uint64_t>::with<awaiting_receipts>,
     /// Dead letters of a tenant and a channel (empty: all) after a task id, at most a limit.
     caf::replies_to<letters_atom, std::string, std::string, std::string,
                     std::uint64_t>::with<dead_letters>,
