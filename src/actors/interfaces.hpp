@@ -76,6 +76,9 @@ using channel_actor = caf::typed_actor<
     caf::reacts_to<dispatch_atom, deliveries>,
     /// A provider call finished (sent by the adapter's callback).
     caf::reacts_to<result_atom, std::string, providers::provider_result>,
+    /// The provider answered whether it has a recovered SENDING task (sent by the adapter's
+    /// callback).
+    caf::reacts_to<status_atom, std::string, providers::status_answer>,
     /// The rate limiter may have tokens again (sent to itself).
     caf::reacts_to<tick_atom>,
     /// Sends the writes that failed again, as they were (sent to itself after a backoff).
