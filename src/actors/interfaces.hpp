@@ -86,6 +86,17 @@ using channel_actor = caf::typed_actor<
     /// Stops starting calls; answers once every call in flight is recorded.
     caf::replies_to<drain_atom>::with<bool>>;
 
+/// Settles SENT tasks whose channel's receipt window passed without a final receipt: asks the
+/// provider where it can and records its word as a receipt, else marks them UNCONFIRMED.
+using reconciler_actor = caf::typed_actor<
+    /// Starts a pass over every channel not in one already (sent to itself every interval).
+    caf::reacts_to<tick_atom>,
+    /// A channel's rate limit may allow more status queries (sent to itself).
+    caf::reacts_to<tick_atom, std::string>,
+    /// A status query of a channel's task finished (sent by the adapter's callback): channel,
+    /// task id, answer.
+    caf::reacts_to<status_atom, std::string, std::string, providers::status_answer>>;
+
 /// Routes tasks to channel actors (or to the retry timer until they are due) and recovers
 /// unfinished tasks; the node supervisor tells it which actors to route to.
 using dispatcher_actor = caf::typed_actor<

@@ -13,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -64,6 +65,11 @@ public:
   void script_status(std::vector<providers::status_answer> answers) {
     for (auto& answer : answers)
       status_script_.push_back(std::move(answer));
+  }
+
+  /// Answers every status query for this provider request id so (after the script).
+  void answer_status_for(const std::string& provider_request_id, providers::status_answer answer) {
+    status_by_id_[provider_request_id] = std::move(answer);
   }
 
   /// While holding, status queries wait for release_status() instead of being answered inline.
@@ -154,6 +160,8 @@ private:
       status_script_.pop_front();
       return answer;
     }
+    if (auto it = status_by_id_.find(query.provider_request_id); it != status_by_id_.end())
+      return it->second;
     return remembered_.count(query.provider_request_id) != 0
                ? found(providers::provider_status::accepted)
                : not_found();
@@ -172,6 +180,7 @@ private:
   bool holding_ = false;
   std::set<std::string> remembered_; ///< request ids of every call: the status API's memory
   std::deque<providers::status_answer> status_script_;
+  std::map<std::string, providers::status_answer> status_by_id_;
   std::deque<std::function<void()>> held_status_;
   bool holding_status_ = false;
 };
