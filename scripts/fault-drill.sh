@@ -3,7 +3,7 @@
 #
 #   scripts/fault-drill.sh [--db sqlite|postgresql] [--events N] [--kills K] [--outage-s S]
 #                          [--fail-rate F] [--permanent-rate F] [--duplicate-ratio R]
-#                          [--store-fail-rate F] [--herald PATH] [--keep]
+#                          [--store-fail-rate F] [--status-queries] [--herald PATH] [--keep]
 #
 # Runs `herald sim-provider --dedupe-by-id` (failing at the given rates), `herald serve` with
 # three webhook channels (sms -> app fallback) and `herald load`; meanwhile SIGKILLs herald
@@ -14,12 +14,17 @@
 # record: every accepted task terminal, none lost, at most one effective delivery per
 # provider request id, accounting adds up. The drill itself checks that ambiguous resends
 # (summed over every herald process) stay within what could have been in flight at the kills.
+# With --status-queries the provider does NOT deduplicate (no --dedupe-by-id) and every channel
+# has a status_url (the provider's GET /status/{id}; the wechat outage closes only its send
+# URL): a task found SENDING after a kill is resent only when the provider never got it, so
+# "at most one effective delivery per request id" must hold without the provider's help. The
+# drill then also reports how the ambiguous tasks were resolved (found/not_found/unknown).
 # PostgreSQL: uses HERALD_TEST_POSTGRES_URL's server (scripts/with-postgres.sh provides one)
 # and a fresh database on it. Exit 0 when every check passes.
 set -euo pipefail
 
 db=sqlite events=2000 kills=5 outage_s=4 fail_rate=0.2 permanent_rate=0.02 duplicate_ratio=0.3
-store_fail_rate=0
+store_fail_rate=0 status_queries=no
 herald="${HERALD_BINARY:-$(cd "$(dirname "$0")/.." && pwd)/build/herald}"
 keep=no
 while [ $# -gt 0 ]; do
@@ -32,6 +37,7 @@ while [ $# -gt 0 ]; do
     --permanent-rate) permanent_rate=$2; shift 2 ;;
     --duplicate-ratio) duplicate_ratio=$2; shift 2 ;;
     --store-fail-rate) store_fail_rate=$2; shift 2 ;;
+    --status-queries) status_queries=yes; shift ;;
     --herald) herald=$2; shift 2 ;;
     --keep) keep=yes; shift ;;
     *) echo "fault-drill: unknown option '$1'" >&2; exit 2 ;;
@@ -71,9 +77,12 @@ case "$db" in
   *) echo "fault-drill: --db must be sqlite or postgresql" >&2; exit 2 ;;
 esac
 
-# The provider: port 0, the bound port read from its first stdout line.
+# The provider: port 0, the bound port read from its first stdout line. It deduplicates by
+# request id unless the drill is about asking it instead.
+dedupe=--dedupe-by-id
+[ "$status_queries" = yes ] && dedupe=""
 "$herald" sim-provider --listen 127.0.0.1:0 --fail-rate "$fail_rate" \
-  --permanent-rate "$permanent_rate" --dedupe-by-id --hold-ms 3000 >"$work/sim.out" 2>"$work/sim.log" &
+  --permanent-rate "$permanent_rate" $dedupe --hold-ms 3000 >"$work/sim.out" 2>"$work/sim.log" &
 sim_pid=$!
 for _ in $(seq 1 500); do
   provider_port=$(grep -o '"port":[0-9]*' "$work/sim.out" 2>/dev/null | head -n1 | cut -d: -f2 || true)
@@ -90,6 +99,9 @@ write_config() {
   local common='"timeout_ms": 1000, "rate_per_sec": 4000, "burst": 400, "window": 64, "lease_ms": 2000,
       "retry": {"schedule_ms": [200, 400, 800, 1600], "max_attempts": 10},
       "circuit": {"failure_threshold": 20, "cool_down_ms": 2000}'
+  if [ "$status_queries" = yes ]; then
+    common="$common, \"status_url\": \"http://127.0.0.1:$provider_port/status\""
+  fi
   cat >"$1" <<EOF
 {
   "listen": "127.0.0.1:$herald_port",
@@ -113,7 +125,7 @@ write_config "$work/herald.json" "$provider_port"
 write_config "$work/outage.json" "$closed_port"
 
 runs=0
-ambiguous_total=0
+ambiguous_total=0 resolved_found=0 resolved_not_found=0 resolved_unknown=0
 start_herald() { # CONFIG
   runs=$((runs + 1))
   "$herald" serve --config "$1" >>"$work/herald.log" 2>&1 &
@@ -125,12 +137,19 @@ start_herald() { # CONFIG
   done
   say "herald did not come up"; tail -n 20 "$work/herald.log" >&2; exit 1
 }
-# Adds this process's ambiguous resends (its metrics die with it) to the running total.
+# Adds this process's ambiguous resends and resolutions (its metrics die with it) to the
+# running totals.
 collect_ambiguous() {
-  local n
-  n=$(curl -sf "http://127.0.0.1:$herald_port/metrics" 2>/dev/null |
-    awk '/^herald_ambiguous_resends_total/ {s += $2} END {print s + 0}') || n=0
-  ambiguous_total=$((ambiguous_total + ${n:-0}))
+  local text n
+  text=$(curl -sf "http://127.0.0.1:$herald_port/metrics" 2>/dev/null) || text=""
+  sum() { printf '%s\n' "$text" | awk -v m="$1" 'index($0, m) == 1 {s += $2} END {print s + 0}'; }
+  n=$(sum 'herald_ambiguous_resends_total')
+  ambiguous_total=$((ambiguous_total + n))
+  for outcome in found not_found unknown; do
+    n=$(printf '%s\n' "$text" | awk -v o="outcome=\"$outcome\"" \
+      '/^herald_ambiguous_resolved_total/ && index($0, o) {s += $2} END {print s + 0}')
+    eval "resolved_$outcome=\$((resolved_$outcome + n))"
+  done
 }
 stop_herald() { # SIGNAL
   collect_ambiguous
@@ -172,10 +191,15 @@ collect_ambiguous
 # Tasks possibly in flight at one kill: every channel's window full.
 in_flight_bound=$(( (kills + 1) * 3 * 64 ))
 status=0
-python3 - "$work/load.json" "$ambiguous_total" "$in_flight_bound" "$load_status" <<'EOF' || status=$?
+python3 - "$work/load.json" "$ambiguous_total" "$in_flight_bound" "$load_status" \
+  "$resolved_found" "$resolved_not_found" "$resolved_unknown" "$status_queries" "$kills" <<'EOF' || status=$?
 import json, sys
 report = json.load(open(sys.argv[1]))
 ambiguous, bound, load_status = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+found, not_found, unknown = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+if sys.argv[8] == "yes":
+    print(f"  ambiguous SENDING tasks after {sys.argv[9]} kills + the outage: asked {found + not_found + unknown}: "
+          f"found {found} (recorded, not resent), not_found {not_found}, unknown {unknown} (resent)")
 for check in report["invariants"]:
     print(f"  {'PASS' if check['pass'] else 'FAIL'} {check['name']}: {check['detail']}")
 ok_ambiguous = ambiguous <= bound

@@ -47,6 +47,8 @@ CAF_ADD_ATOM(herald, herald::atoms, shutdown_atom, "shutdown")
 CAF_ADD_ATOM(herald, herald::atoms, deadline_atom, "deadline")
 CAF_ADD_ATOM(herald, herald::atoms, receipt_atom, "receipt")
 CAF_ADD_ATOM(herald, herald::atoms, stats_atom, "stats")
+CAF_ADD_ATOM(herald, herald::atoms, awaiting_atom, "awaiting")
+CAF_ADD_ATOM(herald, herald::atoms, status_atom, "status")
 
 namespace herald::actors {
 
@@ -82,6 +84,7 @@ using receipt_outcomes = std::vector<persistence::receipt_outcome>;
 /// Answer to a provider's receipt callback.
 using receipt_callback =
     std::function<void(std::variant<persistence::receipt_outcome, api::service_error>)>;
+using awaiting_receipts = std::vector<persistence::awaiting_receipt>;
 
 /// herald's error codes inside CAF errors (category "herald", registered by
 /// CAF_ERROR_CODE_ENUM below): `caf::make_error(errc::overloaded, "context")`.
@@ -129,3 +132,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::stats_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::stats_callback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::receipt_outcomes)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::receipt_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::awaiting_receipts)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::awaiting_cursor)

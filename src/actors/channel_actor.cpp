@@ -76,6 +76,7 @@ constexpr std::chrono::milliseconds max_rewrite_delay{5000};
 void forget(channel_state& st, const std::string& task_id) {
   st.known.erase(task_id);
   st.no_failover.erase(task_id);
+  st.asked.erase(task_id);
 }
 
 std::string component_name(const channel_state& st) {
@@ -140,8 +141,37 @@ void queue_tick(self_pointer self, std::chrono::microseconds after) {
   self->delayed_send(self, std::max(after, std::chrono::microseconds{1000}), tick_atom_v);
 }
 
+// A recovered SENDING task whose provider can be asked: asks whether the provider got the
+// earlier call, holding the take (lease, token) and a place in the window meanwhile.
+void ask_provider(self_pointer self, domain::delivery task, std::string take_token) {
+  auto& st = self->state;
+  providers::provider_status_query query{task.task_id, task.channel, task.provider_request_id,
+                                         task.trace_id};
+  auto task_id = task.task_id;
+  st.calls.emplace(
+      task_id, channel_state::call{std::move(task), st.clock->now(), std::move(take_token), true});
+  auto handle = caf::actor_cast<channel_actor>(self);
+  auto done = [handle, task_id](providers::status_answer answer) {
+    caf::anon_send(handle, status_atom_v, task_id, std::move(answer));
+  };
+  try {
+    st.provider->query_status(std::move(query), done);
+  } catch (const std::exception& e) { // adapters must not throw; if one does, it cannot say
+    done({providers::status_answer::kind::unknown,
+          providers::provider_status::accepted,
+          {},
+          std::string{"adapter threw: "} + e.what()});
+  }
+}
+
 void start_call(self_pointer self, domain::delivery task, std::string take_token) {
   auto& st = self->state;
+  if (task.state == task_state::sending && st.asked.count(task.task_id) == 0 &&
+      st.provider->can_query_status()) {
+    ask_provider(self, std::move(task), std::move(take_token));
+    return;
+  }
+  st.asked.erase(task.task_id);
   if (task.state ==
       task_state::sending) { // recovered SENDING: the earlier call's outcome is unknown
     st.metrics->ambiguous_resend(st.settings.name);
@@ -253,8 +283,9 @@ void after_recorded(self_pointer self, domain::delivery task, bool applied) {
 
 // Commits one change with its attempts, until the store answers; afterwards a RETRY_WAIT task
 // goes to the timer. The task stays known meanwhile, so a sweep cannot send it again.
+// `then` runs once the change applied (e.g. recording a receipt that needs the task SENT).
 void record(self_pointer self, domain::delivery task, persistence::state_change change,
-            attempt_records attempts, bool was_failing = false) {
+            attempt_records attempts, bool was_failing = false, std::function<void()> then = {}) {
   self->state.writing += 1;
   task.state = change.to;
   task.attempts = change.attempts;
@@ -262,14 +293,16 @@ void record(self_pointer self, domain::delivery task, persistence::state_change 
   self->request(self->state.store, self->state.settings.store_timeout, apply_atom_v,
                 state_changes{change}, attempts)
       .then(
-          [self, task, was_failing](task_ids& applied) mutable {
+          [self, task, was_failing, then](task_ids& applied) mutable {
             auto& st = self->state;
             st.writing -= 1;
             after_recorded(self, std::move(task), !applied.empty());
+            if (!applied.empty() && then)
+              then();
             write_answered(self, was_failing);
             answer_drain_if_idle(st);
           },
-          [self, task, change, attempts, was_failing](caf::error& err) mutable {
+          [self, task, change, attempts, was_failing, then](caf::error& err) mutable {
             // The outcome is known only here: keep it until it is recorded.
             auto& st = self->state;
             st.writing -= 1;
@@ -280,8 +313,9 @@ void record(self_pointer self, domain::delivery task, persistence::state_change 
             rewrite_later(
                 self,
                 [self, task = std::move(task), change = std::move(change),
-                 attempts = std::move(attempts)]() mutable {
-                  record(self, std::move(task), std::move(change), std::move(attempts), true);
+                 attempts = std::move(attempts), then = std::move(then)]() mutable {
+                  record(self, std::move(task), std::move(change), std::move(attempts), true,
+                         std::move(then));
                 },
                 err, was_failing);
           });
@@ -579,6 +613,103 @@ void on_result(self_pointer self, const std::string& task_id,
   pump(self);
 }
 
+// Records a final status the provider named when asked (source query), once the task is SENT;
+// an UNDELIVERED one fails over in the same transaction, and the fallback task is dispatched.
+void record_query_receipt(self_pointer self, domain::delivery task, domain::receipt_status status,
+                          domain::timestamp at, bool was_failing = false) {
+  self->state.writing += 1;
+  persistence::receipt_input input;
+  input.channel = task.channel;
+  input.provider_request_id = task.provider_request_id;
+  input.receipt = {status, domain::receipt_source::query, at, at, "status query after a restart"};
+  self->request(self->state.store, self->state.settings.store_timeout, receipt_atom_v,
+                receipt_inputs{input}, at)
+      .then(
+          [self, task, was_failing](receipt_outcomes& outcomes) {
+            auto& st = self->state;
+            st.writing -= 1;
+            for (const auto& outcome : outcomes) {
+              if (!outcome.fallback)
+                continue;
+              // Failed over in the receipt's transaction: the fallback task is new, send it.
+              st.metrics->failover(st.settings.name, outcome.fallback->channel);
+              st.metrics->task_created(outcome.fallback->channel);
+              self->send(st.dispatcher, dispatch_atom_v, deliveries{*outcome.fallback});
+            }
+            write_answered(self, was_failing);
+            answer_drain_if_idle(st);
+          },
+          [self, task, status, at, was_failing](caf::error& err) mutable {
+            auto& st = self->state;
+            st.writing -= 1;
+            log::error("channel.receipt_failed", {{"channel", st.settings.name},
+                                                  {"task_id", task.task_id},
+                                                  {"trace_id", task.trace_id},
+                                                  {"error", describe(err)}});
+            rewrite_later(
+                self,
+                [self, task = std::move(task), status, at]() mutable {
+                  record_query_receipt(self, std::move(task), status, at, true);
+                },
+                err, was_failing);
+          });
+}
+
+// The provider has the message an ambiguous task was sent with: the earlier call reached it.
+// Records it SENT under the take's token (no call), and a final status as its receipt.
+void record_found(self_pointer self, channel_state::call asked,
+                  const providers::status_answer& answer) {
+  auto& st = self->state;
+  const auto now = st.clock->now();
+  auto& task = asked.task;
+  auto change = change_of(task, task_state::sent, task.attempts + 1, now);
+  change.lease_token = asked.take_token;
+  if (!answer.message_id.empty())
+    change.provider_message_id = answer.message_id;
+  attempt_records attempts{{task.task_id, change.attempts, task.provider_request_id,
+                            std::string{to_string(call_outcome::success)},
+                            "found by status query: " + std::string{to_string(answer.status)},
+                            asked.started_at, now}};
+  std::function<void()> then;
+  if (auto receipt = providers::receipt_of(answer.status))
+    then = [self, task, status = *receipt, now] { record_query_receipt(self, task, status, now); };
+  record(self, std::move(task), std::move(change), std::move(attempts), false, std::move(then));
+}
+
+void on_status(self_pointer self, const std::string& task_id,
+               const providers::status_answer& answer) {
+  auto& st = self->state;
+  auto found = st.calls.find(task_id);
+  if (found == st.calls.end() || !found->second.asking)
+    return;
+  auto asked = std::move(found->second);
+  st.calls.erase(found);
+  if (task_id == st.probe_task_id) { // a query proves little about sending: let a send probe
+    st.breaker->abandon_probe();
+    st.probe_task_id.clear();
+  }
+  const auto outcome = to_string(answer.result);
+  st.metrics->ambiguous_resolved(st.settings.name, outcome);
+  const bool has_it = answer.result == providers::status_answer::kind::found;
+  log::info("channel.ambiguous_resolved",
+            {{"channel", st.settings.name},
+             {"task_id", task_id},
+             {"provider_request_id", asked.task.provider_request_id},
+             {"trace_id", asked.task.trace_id},
+             {"outcome", std::string{outcome}},
+             {"status", has_it ? std::string{to_string(answer.status)} : std::string{}},
+             {"detail", answer.detail}});
+  if (has_it) {
+    record_found(self, std::move(asked), answer);
+  } else {
+    // Never got it, or cannot say: taken again (a fresh lease for the call) and resent.
+    st.asked.insert(task_id);
+    requeue(self, std::move(asked.task));
+  }
+  answer_drain_if_idle(st);
+  pump(self);
+}
+
 } // namespace
 
 channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_state> self,
@@ -624,6 +755,9 @@ channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_sta
       },
       [self](result_atom, const std::string& task_id, const providers::provider_result& result) {
         on_result(self, task_id, result);
+      },
+      [self](status_atom, const std::string& task_id, const providers::status_answer& answer) {
+        on_status(self, task_id, answer);
       },
       [self](tick_atom) {
         self->state.tick_queued = false;

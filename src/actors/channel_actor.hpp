@@ -57,6 +57,12 @@ struct channel_settings {
 /// is open, tasks never tried fail over to the fallback channel — unless that channel has its
 /// own task for the message already: then they wait for this channel.
 ///
+/// A task found SENDING by recovery is ambiguous: the crashed process may have called the
+/// provider. Where the provider can be asked (status API), the channel asks it first, holding
+/// the take's lease and a place in the window: if the provider has the message, the task is
+/// recorded SENT (and a final status it names as a receipt) without a call; if it never got
+/// the call, or cannot say, the task is taken again and resent with the same request id.
+///
 /// A write whose answer is an error may still have committed (a lost acknowledgement), and a
 /// provider's answer is known nowhere else: so a failed write is never dropped nor guessed at.
 /// It is sent again, as it was, after a backoff, until the store answers; each SENDING commit
@@ -69,6 +75,7 @@ struct channel_state {
     domain::delivery task;
     domain::timestamp started_at;
     std::string take_token; ///< of the SENDING commit; the outcome's change carries it too
+    bool asking = false;    ///< a status query of a recovered SENDING task, not a send
   };
 
   channel_settings settings;
@@ -86,6 +93,9 @@ struct channel_state {
   std::size_t queued = 0;                            ///< tasks in the lanes
   std::unordered_set<std::string> known; ///< queued, being marked, in flight or being recorded
   std::unordered_set<std::string> no_failover; ///< their fallback has its own task already
+  /// Recovered SENDING tasks the provider said it never got (or could not say): resent without
+  /// asking again.
+  std::unordered_set<std::string> asked;
   std::unordered_map<std::string, call> calls; ///< in flight, by task id
   std::size_t marking = 0;                     ///< waiting for the SENDING commit
   std::size_t writing = 0;                     ///< results waiting for their commit

@@ -9,6 +9,7 @@
 #include <caf/typed_actor.hpp>
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::providers::provider_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::providers::status_answer)
 
 namespace herald::actors {
 
@@ -42,6 +43,10 @@ using store_reader_actor = caf::typed_actor<
                     persistence::unfinished_filter>::with<deliveries>,
     /// Task counts per state.
     caf::replies_to<count_atom>::with<state_counts>,
+    /// SENT tasks of a channel sent by a time, oldest first after a cursor, at most a limit,
+    /// with their recorded receipts (the reconciler's page).
+    caf::replies_to<awaiting_atom, std::string, domain::timestamp, persistence::awaiting_cursor,
+                    std::uint64_t>::with<awaiting_receipts>,
     /// Dead letters of a tenant and a channel (empty: all) after a task id, at most a limit.
     caf::replies_to<letters_atom, std::string, std::string, std::string,
                     std::uint64_t>::with<dead_letters>,
@@ -71,12 +76,26 @@ using channel_actor = caf::typed_actor<
     caf::reacts_to<dispatch_atom, deliveries>,
     /// A provider call finished (sent by the adapter's callback).
     caf::reacts_to<result_atom, std::string, providers::provider_result>,
+    /// The provider answered whether it has a recovered SENDING task (sent by the adapter's
+    /// callback).
+    caf::reacts_to<status_atom, std::string, providers::status_answer>,
     /// The rate limiter may have tokens again (sent to itself).
     caf::reacts_to<tick_atom>,
     /// Sends the writes that failed again, as they were (sent to itself after a backoff).
     caf::reacts_to<rewrite_atom>,
     /// Stops starting calls; answers once every call in flight is recorded.
     caf::replies_to<drain_atom>::with<bool>>;
+
+/// Settles SENT tasks whose channel's receipt window passed without a final receipt: asks the
+/// provider where it can and records its word as a receipt, else marks them UNCONFIRMED.
+using reconciler_actor = caf::typed_actor<
+    /// Starts a pass over every channel not in one already (sent to itself every interval).
+    caf::reacts_to<tick_atom>,
+    /// A channel's rate limit may allow more status queries (sent to itself).
+    caf::reacts_to<tick_atom, std::string>,
+    /// A status query of a channel's task finished (sent by the adapter's callback): channel,
+    /// task id, answer.
+    caf::reacts_to<status_atom, std::string, std::string, providers::status_answer>>;
 
 /// Routes tasks to channel actors (or to the retry timer until they are due) and recovers
 /// unfinished tasks; the node supervisor tells it which actors to route to.

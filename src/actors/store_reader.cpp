@@ -44,6 +44,13 @@ store_reader(store_reader_actor::stateful_pointer<store_reader_state> self,
                                                       static_cast<std::size_t>(limit));
         });
       },
+      [self](awaiting_atom, const std::string& channel, domain::timestamp sent_before,
+             const persistence::awaiting_cursor& after, std::uint64_t limit) {
+        return guarded<awaiting_receipts>([&] {
+          return self->state.store->load_awaiting_receipt(channel, sent_before, after,
+                                                          static_cast<std::size_t>(limit));
+        });
+      },
       [self](count_atom) {
         return guarded<state_counts>([&] { return self->state.store->count_by_state(); });
       },

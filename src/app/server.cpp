@@ -6,6 +6,7 @@
 #include "actors/ingest.hpp"
 #include "actors/node_supervisor.hpp"
 #include "actors/receipt_actor.hpp"
+#include "actors/reconciler.hpp"
 #include "actors/store_reader.hpp"
 #include "actors/store_writer.hpp"
 #include "api/http_server.hpp"
@@ -188,8 +189,12 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
   components.push_back(
       {"store_reader", shutdown_stage::reader, caf::actor_cast<caf::actor>(reader), {}});
   std::vector<actors::channel_settings> channels;
-  for (auto& spec : specs)
+  std::vector<actors::reconciled_channel> with_receipts;
+  for (auto& spec : specs) {
     channels.push_back(spec.settings);
+    if (spec.settings.receipt_window.count() > 0)
+      with_receipts.push_back({spec.settings, spec.provider});
+  }
   node n;
   n.dispatcher = sys.spawn(actors::dispatcher, std::move(channels), reader, clock, cfg.dispatcher);
   components.push_back(
@@ -198,6 +203,14 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
       actors::start_retry_timer(sys, n.dispatcher, metrics, clock, cfg.retry_timer));
   if (events_store) // only with an events url
     components.push_back(start_events(sys, cfg.events, std::move(events_store), metrics, clock));
+  if (!with_receipts.empty()) {
+    actors::reconciler_config reconcile;
+    reconcile.interval = cfg.receipts.reconcile_interval;
+    reconcile.batch = cfg.receipts.reconcile_batch;
+    components.push_back(actors::start_reconciler(
+        sys, std::move(with_receipts),
+        actors::reconciler_peers{writer, reader, n.dispatcher, metrics, clock}, reconcile));
+  }
   for (auto& spec : specs)
     components.push_back(actors::start_channel(
         sys, std::move(spec), actors::channel_peers{writer, n.dispatcher, metrics, clock, health}));

@@ -102,6 +102,12 @@ std::vector<domain::delivery> faulty_task_store::load_unfinished(const std::stri
   return real_->load_unfinished(after_task_id, limit, now, which);
 }
 
+std::vector<awaiting_receipt>
+faulty_task_store::load_awaiting_receipt(const std::string& channel, domain::timestamp sent_before,
+                                         const awaiting_cursor& after, std::size_t limit) {
+  return real_->load_awaiting_receipt(channel, sent_before, after, limit);
+}
+
 std::vector<dead_letter> faulty_task_store::list_dead_letters(const std::string& tenant,
                                                               const std::string& channel,
                                                               const std::string& after_task_id,

@@ -58,6 +58,10 @@ public:
   std::vector<domain::delivery> load_unfinished(const std::string& after_task_id, std::size_t limit,
                                                 domain::timestamp now,
                                                 const unfinished_filter& which) override;
+  std::vector<awaiting_receipt> load_awaiting_receipt(const std::string& channel,
+                                                      domain::timestamp sent_before,
+                                                      const awaiting_cursor& after,
+                                                      std::size_t limit) override;
   std::vector<dead_letter> list_dead_letters(const std::string& tenant, const std::string& channel,
                                              const std::string& after_task_id,
                                              std::size_t limit) override;

@@ -948,6 +948,61 @@ void sql_task_store::run_receipt_catch_up(const std::vector<std::string>& sent_i
                                                 {"fallback_task_id", fallback.task_id}});
 }
 
+// --- The reconciler's reads: SENT tasks past their receipt window ---------------------------
+
+std::vector<awaiting_receipt> sql_task_store::load_awaiting_receipt(const std::string& channel,
+                                                                    domain::timestamp sent_before,
+                                                                    const awaiting_cursor& after,
+                                                                    std::size_t limit) {
+  if (limit == 0)
+    return {};
+  // A range of index tasks(status, channel, updated_at), resumed after the cursor's
+  // (updated_at, id): a page costs the same however many tasks were settled before.
+  const std::string query =
+      "SELECT " + delivery_columns +
+      ", t.provider_message_id, t.updated_at FROM tasks t JOIN messages m ON m.id = t.message_id "
+      "WHERE t.status = '" +
+      state_text(domain::task_state::sent) +
+      "' AND t.channel = :channel AND t.updated_at <= CAST(:before AS BIGINT) AND "
+      "(t.updated_at > CAST(:after_at AS BIGINT) OR (t.updated_at = CAST(:same_at AS BIGINT) "
+      "AND t.id > :after_id)) ORDER BY t.updated_at, t.id LIMIT " +
+      std::to_string(limit);
+  const std::string receipts_query =
+      "SELECT c.task_id, c.status, c.source, c.occurred_at, c.received_at, c.detail FROM " +
+      dialect_.json_rows("ids", id_columns) + " JOIN receipts c ON c.task_id = r.task_id";
+  return outside_transaction("load_awaiting_receipt", [&] {
+    std::vector<awaiting_receipt> page;
+    std::unordered_map<std::string, std::size_t> index;
+    json_batch ids(dialect_, id_columns);
+    const auto after_at = micros_text(after.sent_at);
+    for (const auto& row : statements_->fetch(
+             query, {channel, micros_text(sent_before), after_at, after_at, after.task_id},
+             delivery_column_count + 2)) {
+      awaiting_receipt awaiting;
+      awaiting.task = delivery_of(row);
+      awaiting.provider_message_id = text_of(row[delivery_column_count]);
+      awaiting.sent_at = domain::from_unix_micros(to_int(row[delivery_column_count + 1]));
+      index.emplace(awaiting.task.task_id, page.size());
+      ids.add_row();
+      ids.text(awaiting.task.task_id);
+      page.push_back(std::move(awaiting));
+    }
+    if (page.empty())
+      return page;
+    for (const auto& row : statements_->fetch(receipts_query, {ids.finish()}, 6)) {
+      auto status = domain::parse_receipt_status(text_of(row[1]));
+      auto source = domain::parse_receipt_source(text_of(row[2]));
+      auto owner = index.find(text_of(row[0]));
+      if (!status || !source || owner == index.end())
+        continue; // a receipt this herald cannot read is not one it can settle by
+      page[owner->second].receipts.push_back(
+          {*status, *source, domain::from_unix_micros(to_int(row[3])),
+           domain::from_unix_micros(to_int(row[4])), text_of(row[5])});
+    }
+    return page;
+  });
+}
+
 std::optional<message_view> sql_task_store::find_message(const std::string& tenant,
                                                          const std::string& message_id) {
   return outside_transaction("find_message", [&]() -> std::optional<message_view> {

@@ -179,6 +179,23 @@ struct receipt_outcome {
   std::optional<domain::delivery> fallback;
 };
 
+/// A SENT task past its channel's receipt window, as the reconciler reads it.
+struct awaiting_receipt {
+  domain::delivery task;           ///< as recovery would read it; state SENT
+  std::string provider_message_id; ///< empty: the provider named none
+  domain::timestamp sent_at;       ///< when it became SENT (its last change)
+  /// Receipts recorded for it and not applied: an UNDELIVERED that came before the SENT commit
+  /// (receipt_outcome::waiting). Recording them again settles the task.
+  std::vector<receipt_record> receipts;
+};
+
+/// Where a page of awaiting tasks starts: after this (sent_at, task id). The default starts
+/// at the oldest.
+struct awaiting_cursor {
+  domain::timestamp sent_at{};
+  std::string task_id;
+};
+
 /// Counts of tasks per state, for accounting checks.
 struct state_count {
   domain::task_state state = domain::task_state::pending;
@@ -305,6 +322,14 @@ public:
   virtual std::vector<domain::delivery> load_unfinished(const std::string& after_task_id,
                                                         std::size_t limit, domain::timestamp now,
                                                         const unfinished_filter& which = {}) = 0;
+
+  /// SENT tasks of `channel` that became SENT at or before `sent_before`, oldest first (by
+  /// that time, then id), after `after`, at most `limit`, each with the receipts recorded for it;
+  /// for the reconciler (index tasks(status, channel, updated_at)).
+  virtual std::vector<awaiting_receipt> load_awaiting_receipt(const std::string& channel,
+                                                              domain::timestamp sent_before,
+                                                              const awaiting_cursor& after,
+                                                              std::size_t limit) = 0;
 
   /// DEAD, FAILED and SUPPRESSED tasks of `tenant` (empty: any tenant), optionally of one
   /// channel (empty: all), after `after_task_id` in task-id order (paging).

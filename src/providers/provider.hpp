@@ -1,5 +1,6 @@
 #pragma once
 
+#include "domain/receipt.hpp"
 #include "observability/metrics.hpp"
 
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace herald::providers {
 
@@ -35,6 +37,43 @@ struct provider_result {
 /// Called exactly once per send(), on any thread.
 using provider_callback = std::function<void(provider_result)>;
 
+/// Asks a provider what became of an earlier call, by the provider request id it was sent with.
+struct provider_status_query {
+  std::string task_id;
+  std::string channel;
+  std::string provider_request_id;
+  std::string trace_id;
+};
+
+/// Where a provider says a message stands: it got the call (accepted), handed it on (sent),
+/// or has a final word on it (the receipt statuses).
+enum class provider_status { accepted, sent, delivered, read, clicked, undelivered };
+
+/// Lower-case wire name ("accepted", …).
+std::string_view to_string(provider_status status);
+/// Inverse of to_string; nullopt for anything else.
+std::optional<provider_status> parse_provider_status(std::string_view text);
+/// The receipt a status is, or nullopt while the provider has no final word (accepted, sent).
+std::optional<domain::receipt_status> receipt_of(provider_status status);
+
+/// What a status query answered.
+struct status_answer {
+  enum class kind {
+    found,     ///< the provider has the message; `status` says where it stands
+    not_found, ///< the provider says it never got the call
+    unknown,   ///< no answer to rely on: an error, a timeout, or this provider cannot be asked
+  };
+  kind result = kind::unknown;
+  provider_status status = provider_status::accepted; ///< with found
+  std::string message_id; ///< with found: the provider's id for the message, if it named one
+  std::string detail;     ///< why unknown, for logs
+};
+
+std::string_view to_string(status_answer::kind result);
+
+/// Called exactly once per query_status(), on any thread.
+using status_callback = std::function<void(status_answer)>;
+
 /// What a channel calls. Implementations never block the caller and never throw from send():
 /// every failure comes back through the callback as a classified result.
 class provider_adapter {
@@ -43,6 +82,13 @@ public:
 
   /// Starts one call; `done` gets its result.
   virtual void send(provider_request request, provider_callback done) = 0;
+
+  /// Whether query_status() can ask this provider at all (it has a status API).
+  virtual bool can_query_status() const { return false; }
+
+  /// Asks where an earlier call stands; `done` gets the answer. Never blocks, never throws.
+  /// By default the provider cannot be asked: the answer is unknown at once.
+  virtual void query_status(provider_status_query query, status_callback done);
 };
 
 } // namespace herald::providers

@@ -76,9 +76,24 @@ std::string webhook_payload(const provider_request& request, std::int64_t unix_s
 
 webhook_provider::webhook_provider(webhook_config config,
                                    std::function<std::int64_t()> unix_seconds)
-    : poster_(poster_of(config), std::move(unix_seconds)) {}
+    : poster_(poster_of(config), std::move(unix_seconds)) {
+  if (!config.status_url.empty())
+    status_ = std::make_unique<status_client>(
+        status_client_config{config.status_url, config.timeout, config.max_connections});
+}
 
 webhook_provider::~webhook_provider() = default;
+
+bool webhook_provider::can_query_status() const {
+  return status_ != nullptr;
+}
+
+void webhook_provider::query_status(provider_status_query query, status_callback done) {
+  if (status_)
+    status_->query(query, std::move(done));
+  else
+    provider_adapter::query_status(std::move(query), std::move(done));
+}
 
 void webhook_provider::send(provider_request request, provider_callback done) {
   if (!done)

@@ -2,6 +2,7 @@
 
 #include "providers/provider.hpp"
 #include "providers/signed_poster.hpp"
+#include "providers/status_client.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -70,8 +71,14 @@ public:
 
   void send(provider_request request, provider_callback done) override;
 
+  /// With a status_url: GET {status_url}/{provider_request_id} (status_client), bounded by
+  /// the same timeout as a send.
+  bool can_query_status() const override;
+  void query_status(provider_status_query query, status_callback done) override;
+
 private:
   signed_poster poster_;
+  std::unique_ptr<status_client> status_; ///< null without a status_url
 };
 
 } // namespace herald::providers

@@ -267,24 +267,31 @@ drain_stats wait_for_messages(const load_options& options,
   return stats;
 }
 
-/// GET /v1/stats over [from, to]; sets record.stats or record.stats_unavailable.
+/// GET /v1/stats over [from, to]; sets record.stats or record.stats_unavailable. A refused
+/// connection is asked again until `deadline`: herald may be restarting (a drill kills it).
 void read_stats(http_client& herald, const std::string& from, const std::string& to,
-                run_record& record) {
+                run_record& record, steady::time_point deadline) {
   record.stats.reset();
-  try {
-    auto reply = herald.request("GET", "/v1/stats?from=" + from + "&to=" + to);
-    if (reply.status == 404) {
-      record.stats_unavailable = "not available";
+  for (;;) {
+    try {
+      auto reply = herald.request("GET", "/v1/stats?from=" + from + "&to=" + to);
+      if (reply.status == 404) {
+        record.stats_unavailable = "not available";
+        return;
+      }
+      if (reply.status != 200) {
+        record.stats_unavailable = "GET /v1/stats answered " + std::to_string(reply.status);
+        return;
+      }
+      record.stats = parse_stats_answer(reply.body);
+      record.stats_unavailable = record.stats ? "" : "GET /v1/stats answered an unknown shape";
       return;
+    } catch (const connection_error& e) {
+      record.stats_unavailable = e.what();
+      if (steady::now() >= deadline)
+        return;
+      sleep_until_at_most(drain_pause_idle, deadline);
     }
-    if (reply.status != 200) {
-      record.stats_unavailable = "GET /v1/stats answered " + std::to_string(reply.status);
-      return;
-    }
-    record.stats = parse_stats_answer(reply.body);
-    record.stats_unavailable = record.stats ? "" : "GET /v1/stats answered an unknown shape";
-  } catch (const connection_error& e) {
-    record.stats_unavailable = e.what();
   }
 }
 
@@ -300,12 +307,12 @@ void read_stats_and_messages(const load_options& options, const std::string& fro
     ids.push_back(id);
   for (int attempt = 0; attempt < max_tries; ++attempt) {
     auto to = domain::format_rfc3339(std::chrono::system_clock::now() + std::chrono::seconds(1));
-    read_stats(herald, from, to, record);
+    read_stats(herald, from, to, record, steady::now() + options.drain_timeout);
     if (!record.stats)
       return;
     auto before = *record.stats;
     read_messages(options, ids, record.messages, steady::now() + options.drain_timeout);
-    read_stats(herald, from, to, record);
+    read_stats(herald, from, to, record, steady::now() + options.drain_timeout);
     if (record.stats && *record.stats == before)
       return;
   }

@@ -22,6 +22,9 @@ public:
   std::size_t apply_batches = 0;                  ///< apply() calls, i.e. apply transactions
   std::vector<persistence::state_change> changes; ///< every change asked for, in order
   std::vector<std::string> recovery_reads;        ///< channel of each load_unfinished (empty: all)
+  std::vector<std::string> awaiting_reads;        ///< channel of each load_awaiting_receipt
+  std::size_t receipt_batches = 0; ///< record_receipts() calls, i.e. receipt transactions
+  std::vector<persistence::receipt_input> receipts; ///< every receipt recorded, in order
 
   std::vector<persistence::claim_result>
   claim(const std::vector<domain::message_plan>& plans) override {
@@ -58,6 +61,13 @@ public:
     return real_->load_unfinished(after_task_id, limit, now, which);
   }
 
+  std::vector<persistence::awaiting_receipt>
+  load_awaiting_receipt(const std::string& channel, domain::timestamp sent_before,
+                        const persistence::awaiting_cursor& after, std::size_t limit) override {
+    awaiting_reads.push_back(channel);
+    return real_->load_awaiting_receipt(channel, sent_before, after, limit);
+  }
+
   std::vector<persistence::dead_letter> list_dead_letters(const std::string& tenant,
                                                           const std::string& channel,
                                                           const std::string& after_task_id,
@@ -75,10 +85,12 @@ public:
   }
 
   std::vector<persistence::receipt_outcome>
-  record_receipts(const std::vector<persistence::receipt_input>& receipts,
+  record_receipts(const std::vector<persistence::receipt_input>& receipts_in,
                   const persistence::undelivered_failover& failover,
                   domain::timestamp now) override {
-    return real_->record_receipts(receipts, failover, now);
+    ++receipt_batches;
+    receipts.insert(receipts.end(), receipts_in.begin(), receipts_in.end());
+    return real_->record_receipts(receipts_in, failover, now);
   }
 
   std::vector<persistence::channel_stats> stats(const persistence::stats_query& which) override {

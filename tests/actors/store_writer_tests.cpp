@@ -219,4 +219,93 @@ BOOST_AUTO_TEST_CASE(apply_records_attempts_in_the_same_transaction) {
   BOOST_TEST(row.attempt_log[0].outcome == "success");
 }
 
+// Receipts group-commit like applies: requests queued together are one transaction, each
+// requester gets the outcomes of its own receipts in order, and an UNDELIVERED one claims its
+// fallback (the writer's `undelivered` map) in that same transaction.
+BOOST_AUTO_TEST_CASE(receipts_queued_together_commit_in_one_transaction) {
+  actors::store_writer_config config;
+  config.undelivered.fallback_of = {{"sms", "email"}};
+  auto writer = spawn_writer(config);
+  auto first = plan("order-r1", {"sms"});
+  auto second = plan("order-r2", {"sms"});
+  second.message.recipients["email"] = "u-1@example.com"; // where it can fail over to
+  auto ids = seed({first, second});
+  for (const auto& id : ids) {
+    move_task(id, task_state::pending, task_state::sending);
+    move_task(id, task_state::sending, task_state::sent, 1);
+  }
+  auto receipt = [&](const domain::message_plan& p, domain::receipt_status status) {
+    persistence::receipt_input input;
+    input.channel = "sms";
+    input.provider_request_id = p.tasks[0].provider_request_id;
+    input.receipt = {status, domain::receipt_source::query, clock->now(), clock->now(), ""};
+    return input;
+  };
+  requesters askers{sys, 2};
+  auto one =
+      askers[0]->request(writer, caf::infinite, actors::receipt_atom_v,
+                         actors::receipt_inputs{receipt(first, domain::receipt_status::read),
+                                                receipt(first, domain::receipt_status::delivered)},
+                         clock->now());
+  auto two = askers[1]->request(
+      writer, caf::infinite, actors::receipt_atom_v,
+      actors::receipt_inputs{receipt(second, domain::receipt_status::undelivered)}, clock->now());
+  run();
+  BOOST_TEST(writer_store->receipt_batches == 1u);
+  using outcome = persistence::receipt_outcome::outcome;
+  bool answered = false;
+  BOOST_REQUIRE(askers[0]->has_next_message());
+  one.receive(
+      [&](actors::receipt_outcomes& outcomes) {
+        answered = true;
+        BOOST_REQUIRE_EQUAL(outcomes.size(), 2u);
+        for (const auto& o : outcomes) {
+          BOOST_TEST(o.task_id == ids[0]);
+          BOOST_TEST(to_string(o.state) == "READ");
+        }
+        BOOST_TEST((outcomes[0].result == outcome::applied));
+      },
+      [&](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+  BOOST_TEST(answered);
+  answered = false;
+  BOOST_REQUIRE(askers[1]->has_next_message());
+  two.receive(
+      [&](actors::receipt_outcomes& outcomes) {
+        answered = true;
+        BOOST_REQUIRE_EQUAL(outcomes.size(), 1u);
+        BOOST_TEST((outcomes[0].result == outcome::applied));
+        BOOST_TEST(to_string(outcomes[0].state) == "UNDELIVERED");
+        BOOST_REQUIRE(outcomes[0].fallback.has_value());
+        BOOST_TEST(outcomes[0].fallback->channel == "email");
+        BOOST_TEST(outcomes[0].fallback->recipient == "u-1@example.com");
+      },
+      [&](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+  BOOST_TEST(answered);
+  // Answered after COMMIT: another connection sees the states and the fallback task.
+  BOOST_TEST(to_string(task(ids[0]).state) == "READ");
+  BOOST_TEST(to_string(task(ids[1]).state) == "UNDELIVERED");
+  BOOST_TEST(tasks_in(task_state::pending) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_receipt_batch_answers_every_requester_with_an_error) {
+  auto writer = spawn_writer();
+  auto message = plan("order-r3", {"sms"});
+  auto ids = seed({message});
+  persistence::receipt_input input;
+  input.channel = "sms";
+  input.provider_request_id = message.tasks[0].provider_request_id;
+  input.receipt.received_at = clock->now();
+  faulty_store->script(1, persistence::faulty_task_store::fault::fail);
+  auto pending = self->request(writer, caf::infinite, actors::receipt_atom_v,
+                               actors::receipt_inputs{input}, clock->now());
+  run();
+  BOOST_REQUIRE(self->has_next_message());
+  bool failed = false;
+  pending.receive(
+      [&](actors::receipt_outcomes&) { BOOST_ERROR("answered despite the failure"); },
+      [&](caf::error& err) { failed = actors::has_code(err, actors::errc::store_unavailable); });
+  BOOST_TEST(failed);
+  BOOST_TEST(writer_store->receipt_batches == 0u); // nothing reached the database
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -310,4 +310,48 @@ BOOST_AUTO_TEST_CASE(stray_and_replayed_receipts_change_nothing) {
   BOOST_TEST(herald.log().find("receipts.unknown_task") == std::string::npos); // not at info
 }
 
+// Receipts the provider never sends: past the receipt window the reconciler asks the provider
+// that has a status API and records its word (source query); a channel without one ends
+// UNCONFIRMED. Counted in herald_reconciled_total.
+BOOST_AUTO_TEST_CASE(receipts_the_provider_drops_are_reconciled) {
+  temp_dir dir{"herald-reconcile"};
+  const auto port = free_port();
+  sim_provider sim(dir, "http://127.0.0.1:" + std::to_string(port),
+                   {"--receipt-delay-ms", "20", "--drop-receipts", "1"});
+  auto config = json::parse(receipts_config(sim, {"sms", "app"}, 500)).as_object();
+  config["channels"].as_array()[1].as_object().erase("status_url"); // app cannot be asked
+  config["receipts"] = json::object{{"reconcile_interval_ms", 100}};
+  write_file(dir.file("herald.json"), json::serialize(config));
+  herald_process herald({"serve", "--listen", host + ":" + std::to_string(port), "--db",
+                         "sqlite:" + dir.file("herald.db"), "--config", dir.file("herald.json")},
+                        dir.file("herald.log"));
+  BOOST_REQUIRE(herald.wait_ready(host, port));
+
+  auto ids = submit(port, 10, {"sms", "app"}, "reconcile-");
+  BOOST_TEST(wait_for_tasks(
+                 port, ids,
+                 [](const json::object& t) {
+                   auto s = status_of(t);
+                   return t.at("channel").as_string() == "sms"
+                              ? s == "DELIVERED" || s == "READ" || s == "UNDELIVERED"
+                              : s == "UNCONFIRMED";
+                 },
+                 30s),
+             herald.log());
+  for (const auto& task : tasks_of(port, ids.front())) {
+    const auto& receipts = task.at("receipts").as_array();
+    if (task.at("channel").as_string() == "sms") {
+      BOOST_REQUIRE(!receipts.empty());
+      BOOST_TEST(receipts[0].at("source").as_string() == "query");
+    } else {
+      BOOST_TEST(receipts.empty());
+    }
+  }
+  auto metrics = request(host, port, "GET", "/metrics").body;
+  BOOST_TEST(metric_sum(metrics, "herald_reconciled_total", {"channel=\"sms\""}) == 10.0);
+  BOOST_TEST(metric_sum(metrics, "herald_reconciled_total",
+                        {"channel=\"app\"", "outcome=\"unconfirmed\""}) == 10.0);
+  BOOST_TEST(metric_sum(metrics, "herald_receipts_total") == 0.0); // none came by callback
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1123,6 +1123,99 @@ inline void reads_and_replays_are_scoped_to_a_tenant(store_backend& backend) {
               persistence::replay_result::outcome::replayed));
 }
 
+// The reconciler's read: a channel's SENT tasks whose last change is at or before the window's
+// edge, oldest first (ties by id), paged by (sent_at, id), each with the receipts recorded for
+// it — e.g. an UNDELIVERED that came while the task was still SENDING and waits to be applied.
+inline void sent_tasks_past_their_window_are_read_oldest_first(store_backend& backend) {
+  auto store = backend.open_store();
+  std::vector<domain::message_plan> plans;
+  for (const auto* biz_id : {"order-r1", "order-r2", "order-r3", "order-r4", "order-r5"})
+    plans.push_back(make_plan(biz_id, {"sms", "app"}));
+  store->claim(plans);
+  auto sms = [&](std::size_t i) { return plans[i].tasks[0].id; };
+  auto app = [&](std::size_t i) { return plans[i].tasks[1].id; };
+  constexpr std::int64_t t0 = 1'790'000'100'000'000;
+  auto send_at = [&](const std::string& task_id, std::int64_t at) {
+    BOOST_REQUIRE_EQUAL(
+        store
+            ->apply({change(task_id, task_state::pending, task_state::sending, 0, at - 1),
+                     change(task_id, task_state::sending, task_state::sent, 1, at)},
+                    {})
+            .size(),
+        2u);
+  };
+  // r1 sent first; r2 and r3 at the same moment; r4 after the edge; r5 still SENDING.
+  send_at(sms(0), t0 + 10);
+  BOOST_REQUIRE_EQUAL(
+      store->apply({change(sms(1), task_state::pending, task_state::sending, 0, t0 + 19)}, {})
+          .size(),
+      1u);
+  persistence::receipt_input early;
+  early.channel = "sms";
+  early.provider_request_id = plans[1].tasks[0].provider_request_id;
+  early.receipt = {domain::receipt_status::undelivered, domain::receipt_source::callback,
+                   micros(t0 + 19), micros(t0 + 19), "handset off"};
+  const auto waiting = store->record_receipts({early}, {}, micros(t0 + 19));
+  BOOST_REQUIRE_EQUAL(waiting.size(), 1u);
+  BOOST_TEST((waiting[0].result == persistence::receipt_outcome::outcome::waiting));
+  BOOST_REQUIRE_EQUAL(
+      store->apply({change(sms(1), task_state::sending, task_state::sent, 1, t0 + 20)}, {}).size(),
+      1u);
+  send_at(sms(2), t0 + 20);
+  send_at(sms(3), t0 + 40);
+  BOOST_REQUIRE_EQUAL(
+      store->apply({change(sms(4), task_state::pending, task_state::sending, 0, t0 + 5)}, {})
+          .size(),
+      1u);
+  send_at(app(0), t0 + 5); // another channel's
+
+  const auto edge = micros(t0 + 30);
+  const auto all = store->load_awaiting_receipt("sms", edge, {}, 10);
+  std::vector<std::string> ids;
+  for (const auto& a : all)
+    ids.push_back(a.task.task_id);
+  const std::pair<std::string, std::string> tied = std::minmax(sms(1), sms(2));
+  const std::vector<std::string> expected{sms(0), tied.first, tied.second};
+  BOOST_TEST(ids == expected, boost::test_tools::per_element());
+  for (const auto& a : all) {
+    BOOST_TEST((a.task.state == task_state::sent));
+    BOOST_TEST(a.task.channel == "sms");
+    BOOST_TEST(a.task.attempts == 1u);
+    BOOST_TEST(a.task.trace_id.rfind("trace-order-r", 0) == 0u);
+    BOOST_TEST(!a.task.provider_request_id.empty());
+    if (a.task.task_id == sms(1)) {
+      BOOST_REQUIRE_EQUAL(a.receipts.size(), 1u);
+      BOOST_TEST((a.receipts[0].status == domain::receipt_status::undelivered));
+      BOOST_TEST((a.receipts[0].source == domain::receipt_source::callback));
+      BOOST_TEST((a.receipts[0].occurred_at == micros(t0 + 19)));
+      BOOST_TEST(a.receipts[0].detail == "handset off");
+      BOOST_TEST((a.sent_at == micros(t0 + 20)));
+    } else {
+      BOOST_TEST(a.receipts.empty());
+    }
+  }
+  BOOST_TEST((all[0].sent_at == micros(t0 + 10)));
+
+  // Paged: the cursor resumes after the last (sent_at, id) read, also inside a tie.
+  auto first = store->load_awaiting_receipt("sms", edge, {}, 2);
+  BOOST_REQUIRE_EQUAL(first.size(), 2u);
+  auto rest = store->load_awaiting_receipt("sms", edge,
+                                           {first.back().sent_at, first.back().task.task_id}, 2);
+  BOOST_REQUIRE_EQUAL(rest.size(), 1u);
+  BOOST_TEST(rest[0].task.task_id == tied.second);
+  BOOST_TEST(store->load_awaiting_receipt("sms", edge, {}, 0).empty());
+  BOOST_TEST(store->load_awaiting_receipt("wechat", edge, {}, 10).empty());
+
+  // Settled tasks are no longer read.
+  BOOST_REQUIRE_EQUAL(
+      store->apply({change(sms(0), task_state::sent, task_state::unconfirmed, 1, t0 + 50)}, {})
+          .size(),
+      1u);
+  const auto later = store->load_awaiting_receipt("sms", micros(t0 + 60), {}, 10);
+  BOOST_REQUIRE_EQUAL(later.size(), 3u);
+  BOOST_TEST(later.back().task.task_id == sms(3));
+}
+
 } // namespace herald::test::task_store_contract
 
 /// Expands every contract test into the enclosing fixture suite (fixture: a store_backend).
@@ -1157,4 +1250,5 @@ inline void reads_and_replays_are_scoped_to_a_tenant(store_backend& backend) {
   HERALD_TASK_STORE_CONTRACT_TEST(a_failover_sent_again_is_recognised)                             \
   HERALD_TASK_STORE_CONTRACT_TEST(released_leases_come_back_at_once)                               \
   HERALD_TASK_STORE_CONTRACT_TEST(suppressed_tasks_are_listed_and_replayable)                      \
-  HERALD_TASK_STORE_CONTRACT_TEST(concurrent_claims_create_each_key_once)
+  HERALD_TASK_STORE_CONTRACT_TEST(concurrent_claims_create_each_key_once)                          \
+  HERALD_TASK_STORE_CONTRACT_TEST(sent_tasks_past_their_window_are_read_oldest_first)

@@ -21,6 +21,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
+#include <curl/curl.h>
 
 using namespace herald;
 using namespace herald::providers;
@@ -374,6 +375,168 @@ BOOST_AUTO_TEST_CASE(payload_shape) {
       R"({"type":"herald.message","timestamp":"2021-02-25T15:02:10.000000Z","data":{)"
       R"("task_id":"task-p-1","channel":"webhook","recipient":"https://example.test/hooks/u-123",)"
       R"("title":"Order shipped","body":"line\nbreak","trace_id":"trace-p-1","attempt":3}})");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+/// Collects status answers by tag; waits for them with a bounded wait.
+class status_answers {
+public:
+  status_callback callback(std::string tag) {
+    return [this, tag = std::move(tag)](status_answer answer) {
+      {
+        std::lock_guard<std::mutex> guard{mutex_};
+        BOOST_TEST(got_.count(tag) == 0u, "answered twice: " << tag);
+        got_[tag] = std::move(answer);
+      }
+      changed_.notify_all();
+    };
+  }
+
+  std::map<std::string, status_answer> wait(std::size_t count) {
+    std::unique_lock<std::mutex> lock{mutex_};
+    changed_.wait_for(lock, bounded_wait, [&] { return got_.size() >= count; });
+    BOOST_REQUIRE_EQUAL(got_.size(), count);
+    return got_;
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::string, status_answer> got_;
+};
+
+provider_status_query status_query(const std::string& provider_request_id) {
+  return {"task-" + provider_request_id, "webhook", provider_request_id,
+          "trace-" + provider_request_id};
+}
+
+webhook_config asking_config(const std::string& status_url,
+                             std::chrono::milliseconds timeout = 2000ms) {
+  auto config = config_for("http://127.0.0.1:1/hook", timeout); // sends are not used here
+  config.status_url = status_url;
+  return config;
+}
+
+std::string kind_of(const status_answer& answer) {
+  return std::string{to_string(answer.result)};
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(webhook_status_query_tests)
+
+BOOST_AUTO_TEST_CASE(asks_get_status_url_slash_escaped_id_and_reads_the_answer) {
+  const std::map<std::string, reply> script = {
+      {"/status/hrq_delivered", {200, {}, R"({"status":"delivered","message_id":"pm-7"})"}},
+      {"/status/hrq_accepted", {200, {}, R"({"status":"accepted"})"}},
+      {"/status/hrq%20a%2Fb%3Fc", {200, {}, R"({"status":"undelivered"})"}},
+      {"/status/hrq_never", {404, {}, R"({"error":"not_found"})"}},
+      {"/status/hrq_broken", {500, {}, "oops"}},
+      {"/status/hrq_garbled", {200, {}, "not json"}},
+      {"/status/hrq_strange", {200, {}, R"({"status":"lost in space"})"}},
+  };
+  test_server server{[&](const recorded_request& seen) {
+    auto found = script.find(seen.target);
+    return found != script.end() ? found->second : reply{418, {}, "unexpected"};
+  }};
+  webhook_provider provider{asking_config(server.url("/status/"))}; // a trailing '/' is fine
+  BOOST_TEST(provider.can_query_status());
+  status_answers got;
+  for (const auto* id : {"hrq_delivered", "hrq_accepted", "hrq a/b?c", "hrq_never", "hrq_broken",
+                         "hrq_garbled", "hrq_strange"})
+    provider.query_status(status_query(id), got.callback(id));
+  auto answers = got.wait(7);
+
+  BOOST_TEST(kind_of(answers["hrq_delivered"]) == "found");
+  BOOST_TEST(to_string(answers["hrq_delivered"].status) == "delivered");
+  BOOST_TEST(answers["hrq_delivered"].message_id == "pm-7");
+  BOOST_TEST(kind_of(answers["hrq_accepted"]) == "found");
+  BOOST_TEST(to_string(answers["hrq_accepted"].status) == "accepted");
+  BOOST_TEST(answers["hrq_accepted"].message_id == "");
+  BOOST_TEST(kind_of(answers["hrq a/b?c"]) == "found");
+  BOOST_TEST(to_string(answers["hrq a/b?c"].status) == "undelivered");
+  BOOST_TEST(kind_of(answers["hrq_never"]) == "not_found");
+  for (const auto* id : {"hrq_broken", "hrq_garbled", "hrq_strange"})
+    BOOST_TEST(kind_of(answers[id]) == "unknown", id << ": " << answers[id].detail);
+  BOOST_TEST(answers["hrq_broken"].detail.find("500") != std::string::npos);
+
+  for (const auto& seen : server.requests()) {
+    BOOST_TEST(seen.method == "GET");
+    BOOST_TEST(seen.body.empty());
+  }
+  BOOST_TEST(server.requests().size() == 7u);
+}
+
+BOOST_AUTO_TEST_CASE(a_silent_or_refusing_status_api_is_unknown) {
+  test_server silent{[](const recorded_request&) {
+    reply answer;
+    answer.hang = true;
+    return answer;
+  }};
+  webhook_provider slow{asking_config(silent.url("/status"), 300ms)};
+  webhook_provider closed{
+      asking_config("http://127.0.0.1:" + std::to_string(closed_port()) + "/status", 300ms)};
+  status_answers got;
+  const auto started = std::chrono::steady_clock::now();
+  slow.query_status(status_query("hrq_1"), got.callback("silent"));
+  closed.query_status(status_query("hrq_1"), got.callback("refused"));
+  auto answers = got.wait(2);
+  BOOST_TEST(kind_of(answers["silent"]) == "unknown");
+  BOOST_TEST(kind_of(answers["refused"]) == "unknown");
+  BOOST_TEST((std::chrono::steady_clock::now() - started < 5s));
+  BOOST_TEST(silent.requests().size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(without_a_status_url_the_provider_cannot_be_asked) {
+  test_server server{[](const recorded_request&) { return reply{}; }};
+  webhook_provider provider{config_for(server.url())};
+  BOOST_TEST(!provider.can_query_status());
+  status_answers got;
+  provider.query_status(status_query("hrq_1"), got.callback("inline"));
+  BOOST_TEST(kind_of(got.wait(1)["inline"]) == "unknown");
+  BOOST_TEST(server.requests().empty());
+}
+
+BOOST_AUTO_TEST_CASE(stopping_answers_every_pending_query) {
+  test_server server{[](const recorded_request&) {
+    reply answer;
+    answer.hang = true;
+    return answer;
+  }};
+  status_answers got;
+  {
+    webhook_provider provider{asking_config(server.url("/status"), 60000ms)};
+    provider.query_status(status_query("hrq_1"), got.callback("a"));
+    provider.query_status(status_query("hrq_2"), got.callback("b"));
+    BOOST_REQUIRE(server.wait_for_requests(2));
+  }
+  for (const auto& [tag, answer] : got.wait(2))
+    BOOST_TEST(kind_of(answer) == "unknown", tag);
+}
+
+BOOST_AUTO_TEST_CASE(status_answers_are_classified) {
+  const auto found = classify_status_answer(CURLE_OK, 200, R"({"status":"read"})", "");
+  BOOST_TEST(kind_of(found) == "found");
+  BOOST_TEST(to_string(found.status) == "read");
+  BOOST_TEST(kind_of(classify_status_answer(CURLE_OK, 204, "", "")) == "unknown");
+  BOOST_TEST(kind_of(classify_status_answer(CURLE_OK, 404, "", "")) == "not_found");
+  BOOST_TEST(kind_of(classify_status_answer(CURLE_OK, 410, "", "")) == "unknown");
+  BOOST_TEST(kind_of(classify_status_answer(CURLE_OK, 302, "", "")) == "unknown");
+  BOOST_TEST(kind_of(classify_status_answer(CURLE_OPERATION_TIMEDOUT, 0, "", "")) == "unknown");
+  // A 404 seen before the connection broke is still the provider's word.
+  BOOST_TEST(kind_of(classify_status_answer(CURLE_RECV_ERROR, 404, "", "")) == "not_found");
+  BOOST_TEST(kind_of(classify_status_answer(CURLE_RECV_ERROR, 200, R"({"status":"sent"})", "")) ==
+             "unknown");
+  BOOST_TEST(escape_path_segment("hrq_Az09-._~") == "hrq_Az09-._~");
+  BOOST_TEST(escape_path_segment("a b/%\xc3\xa9") == "a%20b%2F%25%C3%A9");
+  for (const auto* status : {"accepted", "sent", "delivered", "read", "clicked", "undelivered"})
+    BOOST_TEST(to_string(*parse_provider_status(status)) == status);
+  BOOST_TEST(!receipt_of(provider_status::accepted).has_value());
+  BOOST_TEST(!receipt_of(provider_status::sent).has_value());
+  BOOST_TEST(domain::to_string(*receipt_of(provider_status::clicked)) == "clicked");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

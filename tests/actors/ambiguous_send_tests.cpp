@@ -1,0 +1,211 @@
+// Ask before resending: a task recovery finds SENDING may have reached the provider before the
+// crash. Where the provider has a status API the channel asks it first, under the take's lease,
+// and resends only when the provider never got the call or cannot say.
+
+#include "channel_fixture.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace herald;
+using domain::task_state;
+using persistence::faulty_task_store;
+using providers::provider_status;
+using test::channel_fixture;
+using test::recording_provider;
+
+namespace {
+
+struct ambiguous_fixture : channel_fixture {
+  ambiguous_fixture() { provider->answers_status = true; }
+
+  /// One sms task left SENDING by a crashed process, as recovery reads it.
+  domain::delivery crashed_mid_call(const std::string& biz_id = "order-1") {
+    auto message = plan(biz_id, {"sms"});
+    message.message.recipients["email"] = "u-1@example.com"; // a fallback address
+    auto id = seed({message}).at(0);
+    move_task(id, task_state::pending, task_state::sending);
+    auto d = delivery_of(id);
+    BOOST_REQUIRE(d.state == task_state::sending);
+    return d;
+  }
+
+  /// The earlier process's call, as the provider remembers it.
+  void provider_got(const domain::delivery& d) {
+    providers::provider_request earlier;
+    earlier.task_id = d.task_id;
+    earlier.provider_request_id = d.provider_request_id;
+    provider->send(earlier, [](providers::provider_result) {});
+    provider->calls.clear(); // only this process's calls count below; the provider remembers
+  }
+
+  std::string metric_line(const std::string& name) {
+    const auto text = metrics->render();
+    const auto at = text.find(name + " ");
+    return at == std::string::npos ? "" : text.substr(at, text.find('\n', at) - at);
+  }
+
+  /// SENDING -> SENDING changes the writer was asked for: each is a take of the lease.
+  std::vector<persistence::state_change> takes() const {
+    std::vector<persistence::state_change> out;
+    for (const auto& change : writer_store->changes)
+      if (change.from == task_state::sending && change.to == task_state::sending)
+        out.push_back(change);
+    return out;
+  }
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(ambiguous_send_tests, ambiguous_fixture)
+
+BOOST_AUTO_TEST_CASE(a_provider_that_has_the_message_is_not_called_again) {
+  auto d = crashed_mid_call();
+  provider_got(d); // memory: found "accepted"
+  auto channel = spawn_channel();
+  dispatch(channel, {d});
+  BOOST_TEST(provider->calls.empty());
+  BOOST_REQUIRE_EQUAL(provider->queries.size(), 1u);
+  BOOST_TEST(provider->queries[0].provider_request_id == d.provider_request_id);
+  BOOST_TEST(provider->queries[0].task_id == d.task_id);
+  const auto row = task(d.task_id);
+  BOOST_TEST(state(d.task_id) == "SENT");
+  BOOST_TEST(row.attempts == 1u); // the crashed process's call counts
+  BOOST_REQUIRE_EQUAL(row.attempt_log.size(), 1u);
+  BOOST_TEST(row.attempt_log[0].outcome == "success");
+  BOOST_TEST(row.attempt_log[0].detail == "found by status query: accepted");
+  // Asked under a take of the lease, and recorded under that take's token.
+  const auto taken = takes();
+  BOOST_REQUIRE_EQUAL(taken.size(), 1u);
+  bool recorded = false;
+  for (const auto& change : writer_store->changes)
+    if (change.to == task_state::sent) {
+      recorded = true;
+      BOOST_TEST((change.from == task_state::sending));
+      BOOST_TEST((change.lease_token == taken[0].lease_token));
+    }
+  BOOST_TEST(recorded);
+  BOOST_TEST(metric_line("herald_ambiguous_resolved_total{channel=\"sms\",outcome=\"found\"}") ==
+             "herald_ambiguous_resolved_total{channel=\"sms\",outcome=\"found\"} 1");
+  BOOST_TEST(metric_line("herald_ambiguous_resends_total{channel=\"sms\"}") == "");
+  BOOST_TEST(writer_store->receipts.empty()); // "accepted" is no receipt
+}
+
+BOOST_AUTO_TEST_CASE(a_final_status_found_is_recorded_as_a_query_receipt) {
+  auto d = crashed_mid_call();
+  provider->script_status({recording_provider::found(provider_status::delivered, "pm-77")});
+  auto channel = spawn_channel();
+  dispatch(channel, {d});
+  BOOST_TEST(provider->calls.empty());
+  BOOST_TEST(state(d.task_id) == "DELIVERED");
+  bool kept_message_id = false; // the task keeps the id the provider named
+  for (const auto& change : writer_store->changes)
+    kept_message_id |= change.to == task_state::sent && change.provider_message_id == "pm-77";
+  BOOST_TEST(kept_message_id);
+  BOOST_REQUIRE_EQUAL(writer_store->receipts.size(), 1u);
+  const auto& receipt = writer_store->receipts[0];
+  BOOST_TEST(receipt.provider_request_id == d.provider_request_id);
+  BOOST_TEST((receipt.receipt.status == domain::receipt_status::delivered));
+  BOOST_TEST((receipt.receipt.source == domain::receipt_source::query));
+}
+
+BOOST_AUTO_TEST_CASE(an_undelivered_status_found_fails_over_like_a_receipt) {
+  actors::store_writer_config config;
+  config.undelivered.fallback_of = {{"sms", "email"}};
+  auto failing_over_writer = spawn_writer(config);
+  auto s = settings();
+  s.fallback = "email";
+  auto d = crashed_mid_call();
+  provider->script_status({recording_provider::found(provider_status::undelivered)});
+  actors::channel_spec spec{s, std::shared_ptr<providers::provider_adapter>{provider}};
+  auto channel = spawn_dispatch_node({spec}, failing_over_writer, reader).dispatcher;
+  dispatch(channel, {d});
+  BOOST_TEST(provider->calls.empty());
+  BOOST_TEST(state(d.task_id) == "UNDELIVERED");
+  BOOST_TEST(tasks_in(task_state::pending) == 1u); // the email task, claimed with the receipt
+  BOOST_TEST(metric_line("herald_failovers_total{from=\"sms\",to=\"email\"}") ==
+             "herald_failovers_total{from=\"sms\",to=\"email\"} 1");
+  BOOST_TEST(metric_line("herald_tasks_created_total{channel=\"email\"}") ==
+             "herald_tasks_created_total{channel=\"email\"} 1");
+}
+
+BOOST_AUTO_TEST_CASE(a_provider_that_never_got_the_call_gets_it_under_a_fresh_take) {
+  auto d = crashed_mid_call(); // the provider remembers nothing: not_found
+  auto channel = spawn_channel();
+  dispatch(channel, {d});
+  BOOST_REQUIRE_EQUAL(provider->queries.size(), 1u);
+  BOOST_REQUIRE_EQUAL(provider->calls.size(), 1u);
+  BOOST_TEST(provider->calls[0].provider_request_id == d.provider_request_id);
+  BOOST_TEST(state(d.task_id) == "SENT");
+  const auto taken = takes();
+  BOOST_REQUIRE_EQUAL(taken.size(), 2u); // one to ask, a fresh one (new lease) for the call
+  BOOST_TEST((taken[0].lease_token != taken[1].lease_token));
+  BOOST_TEST(
+      metric_line("herald_ambiguous_resolved_total{channel=\"sms\",outcome=\"not_found\"}") ==
+      "herald_ambiguous_resolved_total{channel=\"sms\",outcome=\"not_found\"} 1");
+  BOOST_TEST(metric_line("herald_ambiguous_resends_total{channel=\"sms\"}") ==
+             "herald_ambiguous_resends_total{channel=\"sms\"} 1");
+}
+
+BOOST_AUTO_TEST_CASE(a_provider_that_cannot_say_is_called_again) {
+  auto d = crashed_mid_call();
+  provider_got(d); // even though it has it: an unknown answer proves nothing
+  provider->script_status({recording_provider::unknown()});
+  auto channel = spawn_channel();
+  dispatch(channel, {d});
+  BOOST_TEST(provider->queries.size() == 1u); // asked once, not again before the resend
+  BOOST_TEST(provider->calls.size() == 1u);
+  BOOST_TEST(state(d.task_id) == "SENT");
+  BOOST_TEST(metric_line("herald_ambiguous_resolved_total{channel=\"sms\",outcome=\"unknown\"}") ==
+             "herald_ambiguous_resolved_total{channel=\"sms\",outcome=\"unknown\"} 1");
+}
+
+BOOST_AUTO_TEST_CASE(a_question_holds_a_place_in_the_window_and_the_drain_waits_for_it) {
+  auto d = crashed_mid_call();
+  provider_got(d);
+  auto fresh = seed_sms(1, domain::priority::normal, "fresh-").at(0);
+  auto s = settings();
+  s.window = 1;
+  s.queue_limit = 10;
+  provider->hold_status(true);
+  auto channel = spawn_channel(s);
+  dispatch(channel, {d, delivery_of(fresh)});
+  BOOST_TEST(provider->held_status() == 1u);
+  BOOST_TEST(provider->calls.empty()); // the window is the question's
+  provider->release_status();
+  run();
+  BOOST_TEST(state(d.task_id) == "SENT");
+  BOOST_REQUIRE_EQUAL(provider->calls.size(), 1u);
+  BOOST_TEST(provider->calls[0].task_id == fresh);
+
+  auto again = crashed_mid_call("order-2");
+  provider_got(again);
+  dispatch(channel, {again});
+  BOOST_REQUIRE_EQUAL(provider->held_status(), 1u);
+  auto pending = self->request(channel, caf::infinite, actors::drain_atom_v);
+  run();
+  BOOST_TEST(!self->has_next_message()); // the question is still out
+  provider->release_status();
+  run();
+  BOOST_REQUIRE(self->has_next_message());
+  pending.receive([](bool idle) { BOOST_TEST(idle); },
+                  [](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+  BOOST_TEST(state(again.task_id) == "SENT");
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_write_of_what_the_provider_said_is_kept_and_rewritten) {
+  auto d = crashed_mid_call();
+  provider->script_status({recording_provider::found(provider_status::read)});
+  faulty_store->script(2, faulty_task_store::fault::lose_answer); // 1: the take, 2: SENT
+  faulty_store->script(3, faulty_task_store::fault::fail);        // 3: its first rewrite
+  auto channel = spawn_channel();
+  dispatch(channel, {d});
+  BOOST_TEST(provider->calls.empty());
+  advance_both(std::chrono::milliseconds{100});
+  advance_both(std::chrono::milliseconds{200});
+  BOOST_TEST(state(d.task_id) == "READ");
+  BOOST_TEST(provider->calls.empty());
+  BOOST_TEST(provider->queries.size() == 1u);
+  BOOST_TEST(health->problems().empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
