@@ -956,7 +956,7 @@ std::vector<awaiting_receipt> sql_task_store::load_awaiting_receipt(const std::s
                                                                     std::size_t limit) {
   if (limit == 0)
     return {};
-  // A range of index tasks(status, channel, updated_at), resumed after the cursor's
+  // A range of the partial index of SENT tasks by (channel, updated_at), resumed after the cursor's
   // (updated_at, id): a page costs the same however many tasks were settled before.
   const std::string query =
       "SELECT " + delivery_columns +

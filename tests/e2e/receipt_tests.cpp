@@ -150,6 +150,17 @@ std::vector<std::string> submit(std::uint16_t port, int count,
   return ids;
 }
 
+/// `herald serve` on `port` with dir's herald.db and herald.json.
+std::vector<std::string> serve_on_sqlite(std::uint16_t port, const temp_dir& dir) {
+  return {"serve",
+          "--listen",
+          host + ":" + std::to_string(port),
+          "--db",
+          "sqlite:" + dir.file("herald.db"),
+          "--config",
+          dir.file("herald.json")};
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(receipt_tests)
@@ -201,13 +212,7 @@ BOOST_AUTO_TEST_CASE(a_sigkill_loses_no_acknowledged_receipt) {
   const auto port = free_port();
   sim_provider sim(dir, "");
   write_file(dir.file("herald.json"), receipts_config(sim, {"sms"}, 0));
-  const std::vector<std::string> serve{"serve",
-                                       "--listen",
-                                       host + ":" + std::to_string(port),
-                                       "--db",
-                                       "sqlite:" + dir.file("herald.db"),
-                                       "--config",
-                                       dir.file("herald.json")};
+  const auto serve = serve_on_sqlite(port, dir);
   constexpr int messages = 300;
   std::vector<std::string> ids;
   std::vector<std::string> request_ids;
@@ -352,6 +357,59 @@ BOOST_AUTO_TEST_CASE(receipts_the_provider_drops_are_reconciled) {
   BOOST_TEST(metric_sum(metrics, "herald_reconciled_total",
                         {"channel=\"app\"", "outcome=\"unconfirmed\""}) == 10.0);
   BOOST_TEST(metric_sum(metrics, "herald_receipts_total") == 0.0); // none came by callback
+}
+
+// An UNDELIVERED receipt for a task still SENDING is answered 200 "waiting": committed, so a
+// SIGKILL before the SENT commit loses nothing — the SENT commit after the restart applies it
+// and claims the fallback task (a review found it once lived only in the receipt actor's memory).
+BOOST_AUTO_TEST_CASE(an_acknowledged_undelivered_receipt_survives_a_sigkill_before_sent) {
+  temp_dir dir{"herald-receipt-undelivered-kill"};
+  const auto port = free_port();
+  // The provider answers after 1.5 s (within the 2 s call timeout), so the task sits in
+  // SENDING long enough for the receipt to come first; it reports nothing by itself.
+  sim_provider sim(dir, "", {"--latency-ms", "1500", "--undelivered-rate", "1"});
+  std::string channels;
+  for (const auto& [name, fallback] : {std::pair{"sms", "app"}, std::pair{"app", ""}})
+    channels += std::string(channels.empty() ? "" : ",") + R"({"name":")" + name +
+                R"(","type":"webhook","url":")" + sim.url("/" + std::string(name)) +
+                R"(","secret":")" + send_secret + R"(","receipt_secret":")" + receipt_secret +
+                R"(","receipt_window_ms":600000,"fallback":")" + fallback + "\"}";
+  write_file(dir.file("herald.json"),
+             R"({"channels":[)" + channels + R"(],"default_route":["sms"]})");
+  const auto serve = serve_on_sqlite(port, dir);
+  std::vector<std::string> ids;
+  {
+    herald_process first(serve, dir.file("first.log"));
+    BOOST_REQUIRE(first.wait_ready(host, port));
+    // Sent on sms only, with an address on app for the fallback.
+    auto body = json::parse(message_body("undelivered-kill-10000", {"sms", "app"})).as_object();
+    body["channels"] = json::array{"sms"};
+    auto accepted =
+        request(host, port, "POST", "/v1/messages", json::serialize(body), json_headers());
+    BOOST_REQUIRE_EQUAL(accepted.status, 202);
+    ids.emplace_back(json::parse(accepted.body).at("message_id").as_string());
+    BOOST_REQUIRE(wait_for_tasks(
+        port, ids, [](const json::object& t) { return status_of(t) == "SENDING"; }, 10s));
+    std::string request_id(tasks_of(port, ids[0]).at(0).at("provider_request_id").as_string());
+    auto answer = post_receipt(port, "sms", request_id, "undelivered", "msg_undelivered");
+    BOOST_REQUIRE_EQUAL(answer.status, 200);
+    BOOST_REQUIRE(json::parse(answer.body).at("result").as_string() == "waiting");
+    first.signal(SIGKILL);
+    BOOST_REQUIRE(first.wait_exit(10s).has_value());
+  }
+  herald_process second(serve, dir.file("second.log"));
+  BOOST_REQUIRE(second.wait_ready(host, port));
+  // The lease runs out, the call is made again (the provider dedupes it), the task is SENT:
+  // the acknowledged UNDELIVERED must then take it on to its fallback channel.
+  bool failed_over = wait_for_tasks(
+      port, ids,
+      [](const json::object& t) {
+        return t.at("channel").as_string() != "sms" || status_of(t) == "UNDELIVERED";
+      },
+      30s);
+  auto tasks = tasks_of(port, ids[0]);
+  BOOST_TEST(failed_over, json::serialize(tasks));
+  BOOST_TEST(tasks.size() == 2u, "no fallback task on app: " << json::serialize(tasks));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
