@@ -1,6 +1,7 @@
 #include "api/json_codec.hpp"
 
 #include "domain/masking.hpp"
+#include "domain/receipt.hpp"
 #include "domain/task_state.hpp"
 #include "domain/time.hpp"
 
@@ -428,24 +429,15 @@ std::variant<receipt_callback_body, domain::validation_error> decode_receipt(std
     if (error)
       return *error;
   }
-  constexpr std::size_t max_id_length = 200;
   if (receipt.provider_request_id.empty() && receipt.provider_message_id.empty())
     return invalid("data.provider_request_id or data.provider_message_id is required",
                    "data.provider_request_id");
   // Ids are printable ASCII, as herald writes them and providers name theirs: anything else
   // (a NUL cuts a SQLite string, PostgreSQL refuses it in JSON) cannot name a task.
-  auto printable = [](const std::string& id) {
-    return std::all_of(id.begin(), id.end(), [](char c) {
-      return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
-    });
-  };
   for (auto [field, id] : {std::pair{"data.provider_request_id", &receipt.provider_request_id},
-                           std::pair{"data.provider_message_id", &receipt.provider_message_id}}) {
-    if (id->size() > max_id_length)
-      return invalid(std::string(field) + " is longer than 200 characters", field);
-    if (!printable(*id))
-      return invalid(std::string(field) + " must be printable ASCII without spaces", field);
-  }
+                           std::pair{"data.provider_message_id", &receipt.provider_message_id}})
+    if (!id->empty() && !domain::is_plausible_provider_id(*id))
+      return invalid(std::string(field) + " must be 1 to 200 printable ASCII characters", field);
   auto parsed_status = domain::parse_receipt_status(status);
   if (!parsed_status)
     return invalid("data.status must be one of delivered, read, clicked, undelivered",

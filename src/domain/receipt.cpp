@@ -1,5 +1,6 @@
 #include "domain/receipt.hpp"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -94,6 +95,13 @@ std::optional<task_state> state_after_receipt(task_state current, receipt_status
   if (from < 0 || confirmation_rank(target) <= from)
     return std::nullopt;
   return target;
+}
+
+bool is_plausible_provider_id(std::string_view id) {
+  constexpr std::size_t max_length = 200;
+  return !id.empty() && id.size() <= max_length && std::all_of(id.begin(), id.end(), [](char c) {
+    return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
+  });
 }
 
 bool awaits_receipt(task_state state) {

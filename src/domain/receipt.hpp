@@ -34,6 +34,10 @@ task_state state_of(receipt_status status);
 /// that commit lands.
 std::optional<task_state> state_after_receipt(task_state current, receipt_status status);
 
+/// Whether `id` could be a provider's id for a message: 1 to 200 printable ASCII characters,
+/// no space. herald's own ids are; anything else (a NUL, a line break) names no task.
+bool is_plausible_provider_id(std::string_view id);
+
 /// Whether a task in `state` still waits for a receipt (its channel has a receipt window).
 bool awaits_receipt(task_state state);
 

@@ -783,11 +783,12 @@ sql_task_store::record_receipts(const std::vector<receipt_input>& receipts,
   json_batch by_message(dialect_, receipt_lookup_columns);
   for (std::size_t i = 0; i < receipts.size(); ++i) {
     const auto& r = receipts[i];
+    const auto& id = r.provider_request_id.empty() ? r.provider_message_id : r.provider_request_id;
+    if (!domain::is_plausible_provider_id(id))
+      continue; // names no task (and a NUL would fail the whole batch on PostgreSQL)
     auto& lookup = r.provider_request_id.empty() ? by_message : by_request;
     lookup.add_row();
-    lookup.number(static_cast<std::int64_t>(i))
-        .text(r.channel)
-        .text(r.provider_request_id.empty() ? r.provider_message_id : r.provider_request_id);
+    lookup.number(static_cast<std::int64_t>(i)).text(r.channel).text(id);
   }
   const std::string find_prefix = "SELECT r.slot, t.id, t.status FROM " +
                                   dialect_.json_rows("rows", receipt_lookup_columns) +

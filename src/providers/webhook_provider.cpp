@@ -1,5 +1,6 @@
 #include "providers/webhook_provider.hpp"
 
+#include "domain/receipt.hpp"
 #include "domain/time.hpp"
 #include "providers/webhook_signature.hpp"
 
@@ -33,11 +34,7 @@ std::string message_id_in(std::string_view body) {
   if (id == nullptr || !id->is_string())
     return {};
   std::string text{id->as_string()};
-  constexpr std::size_t max_length = 200;
-  const bool printable = std::all_of(text.begin(), text.end(), [](char c) {
-    return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
-  });
-  return !text.empty() && text.size() <= max_length && printable ? text : std::string{};
+  return domain::is_plausible_provider_id(text) ? text : std::string{};
 }
 
 std::string webhook_config::validate() const {
