@@ -1,5 +1,6 @@
 #include "providers/failure_class.hpp"
 
+#include "domain/masking.hpp"
 #include "domain/time.hpp"
 
 #include <array>
@@ -37,15 +38,6 @@ std::string transport_detail(std::string_view what, CURLcode code, std::string_v
   detail += error_text.empty() ? std::string_view{curl_easy_strerror(code)} : error_text;
   detail += ")";
   return detail;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-    text.remove_prefix(1);
-  while (!text.empty() &&
-         (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' || text.back() == '\n'))
-    text.remove_suffix(1);
-  return text;
 }
 
 bool all_digits(std::string_view text) {
@@ -135,6 +127,7 @@ provider_result classify_transport(CURLcode code, std::string_view error_text) {
   case CURLE_SEND_ERROR:
   case CURLE_OUT_OF_MEMORY:
   case CURLE_INTERFACE_FAILED:
+  case CURLE_FAILED_INIT: // http_client: the call was never handed to curl
     return {call_outcome::retryable, transport_detail("not delivered", code, error_text),
             std::nullopt};
   // The request went out; whether it was processed is unknown.
@@ -160,7 +153,7 @@ provider_result classify_transport(CURLcode code, std::string_view error_text) {
 
 std::optional<std::chrono::milliseconds>
 parse_retry_after(std::string_view value, std::chrono::system_clock::time_point now) {
-  value = trim(value);
+  value = trim_http_whitespace(value);
   if (all_digits(value)) {
     // More digits than any sane pause: cap instead of overflowing.
     if (value.size() > 9)
@@ -176,6 +169,21 @@ parse_retry_after(std::string_view value, std::chrono::system_clock::time_point 
     return std::chrono::milliseconds{0};
   const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(*at - now);
   return wait < max_retry_after ? wait : max_retry_after;
+}
+
+provider_result classify_outbound(const outbound_answer& answer) {
+  if (answer.stopped)
+    return {call_outcome::timeout, "adapter stopped", std::nullopt};
+  // A final status seen means the endpoint decided, even if the rest of the answer was lost.
+  if (answer.code == CURLE_OK || answer.status >= 200) {
+    const auto header = answer.header("retry-after");
+    const auto retry_after =
+        header ? parse_retry_after(*header, std::chrono::system_clock::now()) : std::nullopt;
+    return classify_http(answer.status, retry_after, answer.body);
+  }
+  // curl may quote the URL
+  return classify_transport(static_cast<CURLcode>(answer.code),
+                            domain::mask_free_text(answer.error));
 }
 
 } // namespace herald::providers

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "providers/http_client.hpp"
 #include "providers/provider.hpp"
 
 #include <chrono>
@@ -43,6 +44,11 @@ provider_result classify_http(long status, std::optional<std::chrono::millisecon
 ///   - any other code is timeout: not knowing, herald must assume it may have been delivered.
 /// `error_text` (curl's error buffer, may be empty) is appended to the detail.
 provider_result classify_transport(CURLcode code, std::string_view error_text = {});
+
+/// Classifies how an http_client call ended: a stopped client is timeout ("adapter stopped":
+/// the call may have arrived), a final HTTP status goes to classify_http() with its Retry-After
+/// read against the system clock, anything else to classify_transport() (the error text masked).
+provider_result classify_outbound(const outbound_answer& answer);
 
 /// Parses a Retry-After header value (RFC 7231 §7.1.3): delta-seconds, or an IMF-fixdate
 /// ("Sun, 06 Nov 1994 08:49:37 GMT") read relative to `now` (a date in the past is 0 ms).

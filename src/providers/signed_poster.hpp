@@ -1,5 +1,6 @@
 #pragma once
 
+#include "providers/http_client.hpp"
 #include "providers/provider.hpp"
 
 #include <chrono>
@@ -33,10 +34,12 @@ struct signed_post {
   std::vector<std::string> headers;              ///< further header lines, "Name: value"
 };
 
-/// How one POST ended.
-/// How much of an answer's body a post keeps.
+/// How much of an answer's body a post keeps: enough for a success's JSON naming the
+/// provider's message id (a real provider's answer runs to a kilobyte or two) and for failure
+/// details, which the classifier cuts to max_body_excerpt itself.
 inline constexpr std::size_t max_kept_answer = 8192;
 
+/// How one POST ended.
 struct post_answer {
   /// classify_http() of a final answer, else classify_transport(); nothing is filled into a
   /// success's detail.
@@ -52,10 +55,10 @@ using post_callback = std::function<void(post_answer)>;
 /// Content-Type, webhook-id, webhook-timestamp and webhook-signature ("v1,<base64 HMAC-SHA256>")
 /// plus the caller's. Redirects are not followed.
 ///
-/// All I/O runs on one background thread (libcurl multi interface, connections kept alive and
-/// reused); post() only queues, so it never blocks on the network and never throws. Callbacks
-/// run on that thread, outside any lock; they may call post() again but must not destroy the
-/// poster. Shared by the webhook channel and the status-event sender.
+/// All I/O runs on the background thread of its http_client (libcurl multi interface,
+/// connections kept alive and reused); post() only queues, so it never blocks on the network
+/// and never throws. Callbacks run on that thread, outside any lock; they may call post() again
+/// but must not destroy the poster. Shared by the webhook channel and the status-event sender.
 class signed_poster {
 public:
   /// Throws std::runtime_error when libcurl cannot be set up. `unix_seconds` is the clock of
@@ -65,7 +68,7 @@ public:
 
   /// Stops the thread. Posts still pending are answered with outcome timeout ("adapter
   /// stopped"): they may or may not have reached the endpoint.
-  ~signed_poster();
+  ~signed_poster() = default;
 
   signed_poster(const signed_poster&) = delete;
   signed_poster& operator=(const signed_poster&) = delete;
@@ -73,15 +76,9 @@ public:
   void post(signed_post request, post_callback done);
 
 private:
-  struct impl;
-  std::unique_ptr<impl> impl_;
+  poster_config config_;
+  std::function<std::int64_t()> unix_seconds_;
+  http_client client_;
 };
-
-/// Empty when `url` is an http:// or https:// URL with a host; otherwise a one-line reason
-/// starting with `what` (the field's name).
-std::string http_url_problem(const std::string& url, const std::string& what);
-
-/// Makes libcurl's global state ready (once per process); throws std::runtime_error if not.
-void ensure_curl_global();
 
 } // namespace herald::providers

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "providers/http_client.hpp"
 #include "providers/provider.hpp"
 
 #include <chrono>
@@ -25,9 +26,6 @@ struct status_client_config {
 status_answer classify_status_answer(int code, long http_status, std::string_view body,
                                      std::string_view error_text);
 
-/// `id` as one URL path segment: every byte but RFC 3986 unreserved ones percent-encoded.
-std::string escape_path_segment(std::string_view id);
-
 /// Asks a provider's status API, `GET {status_url}/{provider_request_id}`, for webhook channels
 /// (docs/receipts.md). Like the webhook sender it never blocks the caller: queries run on one
 /// background thread of its own (libcurl multi, connections kept alive); the callback runs on
@@ -37,16 +35,13 @@ public:
   /// Throws std::invalid_argument for a status_url that is not http(s) with a host,
   /// std::runtime_error when libcurl cannot be set up.
   explicit status_client(status_client_config config);
-  ~status_client();
-
-  status_client(const status_client&) = delete;
-  status_client& operator=(const status_client&) = delete;
 
   void query(const provider_status_query& query, status_callback done);
 
 private:
-  struct impl;
-  std::unique_ptr<impl> impl_;
+  http_client client_;
+  std::string base_; ///< status_url without a trailing '/'
+  std::chrono::milliseconds timeout_;
 };
 
 } // namespace herald::providers
