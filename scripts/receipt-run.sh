@@ -3,7 +3,8 @@
 # (docs/receipts.md), while the provider drops and duplicates receipts.
 #
 #   scripts/receipt-run.sh [--db sqlite|postgresql] [--events N] [--drop F] [--duplicate F]
-#                          [--undelivered F] [--read F] [--window-ms N] [--herald PATH] [--keep]
+#                          [--undelivered F] [--read F] [--window-ms N] [--receipt-concurrency N]
+#                          [--herald PATH] [--keep]
 #
 # Runs `herald sim-provider --dedupe-by-id` posting signed receipts back to herald (dropping and
 # duplicating the given shares, reordered), `herald serve` with three webhook channels (sms ->
@@ -15,6 +16,10 @@
 set -euo pipefail
 
 db=sqlite events=2000 drop=0.1 duplicate=0.1 undelivered=0.02 read=0.2 window_ms=5000
+# Connections the provider posts receipts on: herald answers each after its COMMIT, so too few
+# make receipts queue at the provider and arrive after the window, where the reconciler asks
+# for them instead (a real provider's callback fleet is wide).
+receipt_concurrency=64
 herald="${HERALD_BINARY:-$(cd "$(dirname "$0")/.." && pwd)/build/herald}"
 keep=no
 while [ $# -gt 0 ]; do
@@ -26,6 +31,7 @@ while [ $# -gt 0 ]; do
     --undelivered) undelivered=$2; shift 2 ;;
     --read) read=$2; shift 2 ;;
     --window-ms) window_ms=$2; shift 2 ;;
+    --receipt-concurrency) receipt_concurrency=$2; shift 2 ;;
     --herald) herald=$2; shift 2 ;;
     --keep) keep=yes; shift ;;
     *) echo "receipt-run: unknown option '$1'" >&2; exit 2 ;;
@@ -70,7 +76,7 @@ receipt_secret="whsec_cmVjZWlwdC1zZWNyZXQtb2YtdGhlLXJ1bg=="
 
 "$herald" sim-provider --listen "127.0.0.1:$provider_port" --dedupe-by-id \
   --receipt-to "http://127.0.0.1:$herald_port" --receipt-secret "$receipt_secret" \
-  --receipt-delay-ms 50 --reorder-ms 200 --drop-receipts "$drop" \
+  --receipt-concurrency "$receipt_concurrency" --receipt-delay-ms 50 --reorder-ms 200 --drop-receipts "$drop" \
   --duplicate-receipts "$duplicate" --undelivered-rate "$undelivered" --read-rate "$read" \
   >"$work/sim.out" 2>"$work/sim.log" &
 sim_pid=$!
