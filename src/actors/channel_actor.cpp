@@ -537,6 +537,10 @@ persistence::state_change outcome_change(channel_state& st, const channel_state:
     change.last_error = result.detail;
     auto unit = std::uniform_real_distribution<double>{0.0, 1.0}(st.jitter_rng);
     auto delay = st.settings.retry.next_delay(change.attempts, unit);
+    if (!delay && result.outcome == call_outcome::throttled)
+      // The provider refused before doing anything (a daily quota, a rate limit): the task
+      // waits out the pause instead of dying with its budget; expire_at still bounds it.
+      delay = result.retry_after.value_or(st.settings.throttle_pause);
     if (!delay) {
       change.to = task_state::dead;
     } else {

@@ -194,6 +194,21 @@ BOOST_AUTO_TEST_CASE(a_throttled_call_pauses_the_channel_for_retry_after) {
   BOOST_TEST(state(ids[0]) == "SENT");
 }
 
+BOOST_AUTO_TEST_CASE(a_throttled_task_waits_past_its_retry_budget_instead_of_dying) {
+  auto id = seed_sms(1).at(0);
+  const providers::provider_result quota{call_outcome::throttled, "daily quota",
+                                         std::chrono::milliseconds{60000}};
+  provider->script({quota, quota, quota, quota}); // more than the budget of 3 calls
+  channel = spawn_channel();
+  dispatch(channel, {delivery_of(id)});
+  for (int pause = 0; pause < 4; ++pause) {
+    BOOST_TEST(state(id) == "RETRY_WAIT");
+    advance_both(std::chrono::milliseconds{60000});
+  }
+  BOOST_TEST(provider->calls_for(id) == 5u);
+  BOOST_TEST(state(id) == "SENT"); // the quota came back: sent, not dead
+}
+
 BOOST_AUTO_TEST_CASE(half_open_lets_one_probe_through_and_closes_on_success) {
   auto ids = seed_sms(4);
   auto s = settings();
