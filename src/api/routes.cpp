@@ -83,8 +83,13 @@ public:
 
   /// `level` overrides the log level the status would choose (e.g. an expected 503).
   void json(http::status status, std::string body, std::optional<log::level> level = {}) {
+    text(status, "application/json", std::move(body), level);
+  }
+
+  void text(http::status status, std::string_view content_type, std::string body,
+            std::optional<log::level> level = {}) {
     http_response response{status, 11};
-    response.set(http::field::content_type, "application/json");
+    response.set(http::field::content_type, content_type);
     response.body() = std::move(body);
     send(std::move(response), {}, true, level);
   }
@@ -349,7 +354,10 @@ void routes::handle(http_request request, respond_fn respond) {
     ex = start_exchange(request, respond, path, ingest ? &metrics_ : nullptr);
     if (!route || (route->kind == route_kind::metrics && !options_.metrics_on_api_listener))
       return ex->error(http::status::not_found, "not_found", "no such resource");
-    if (request.method() != route->method)
+    // Providers' own callbacks also come as GET (WeChat's URL handshake).
+    const bool callback_get =
+        route->kind == route_kind::record_receipt && request.method() == http::verb::get;
+    if (request.method() != route->method && !callback_get)
       return ex->method_not_allowed(route->method == http::verb::post ? "POST" : "GET");
     std::optional<caller> who;
     if (route->needs) {
@@ -515,6 +523,11 @@ std::optional<std::int64_t> parse_webhook_timestamp(std::string_view text) {
 
 void routes::record_receipt(std::string_view channel, const http_request& request,
                             const exchange_ptr& ex) {
+  if (auto adapter = options_.callback_adapters.find(std::string(channel));
+      adapter != options_.callback_adapters.end())
+    return read_provider_callback(adapter->first, *adapter->second, request, ex);
+  if (request.method() != http::verb::post)
+    return ex->method_not_allowed("POST");
   auto key = options_.receipt_keys.find(std::string(channel));
   // Unknown names are not counted: a metric label per name a caller invents would grow without
   // bound.
@@ -553,26 +566,72 @@ void routes::record_receipt(std::string_view channel, const http_request& reques
     return ex->error(*failure);
   }
   auto& body = std::get<receipt_callback_body>(decoded);
+  providers::callback_reading reading;
+  reading.result = providers::callback_reading::kind::receipt;
+  reading.provider_request_id = std::move(body.provider_request_id);
+  reading.provider_message_id = std::move(body.provider_message_id);
+  reading.status = body.status;
+  reading.occurred_at = body.occurred_at;
+  reading.detail = std::move(body.detail);
+  record_reading(channel_name, std::move(reading), ex);
+}
+
+void routes::read_provider_callback(const std::string& channel,
+                                    const providers::provider_adapter& adapter,
+                                    const http_request& request, const exchange_ptr& ex) {
+  providers::callback_request callback;
+  callback.method = request.method() == http::verb::get ? "GET" : "POST";
+  const std::string_view target = request.target();
+  if (auto mark = target.find('?'); mark != std::string_view::npos)
+    callback.query = std::string{target.substr(mark + 1)};
+  for (const auto& field : request) {
+    std::string name{field.name_string()};
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    callback.headers.emplace_back(std::move(name), std::string{field.value()});
+  }
+  callback.body = request.body();
+  callback.now = clock_.now();
+  auto reading = adapter.read_callback(callback);
+  using kind = providers::callback_reading::kind;
+  if (reading.result == kind::refused) {
+    metrics_.receipt_rejected(channel, reading.error);
+    return ex->error(error_status(static_cast<int>(reading.http_status)), reading.error,
+                     reading.message);
+  }
+  if (reading.result == kind::reply)
+    return ex->text(http::status::ok, reading.reply_content_type, std::move(reading.reply_body));
+  record_reading(channel, std::move(reading), ex);
+}
+
+void routes::record_reading(const std::string& channel, providers::callback_reading reading,
+                            const exchange_ptr& ex) {
   persistence::receipt_input input;
-  input.channel = channel_name;
-  input.provider_request_id = std::move(body.provider_request_id);
-  input.provider_message_id = std::move(body.provider_message_id);
-  input.receipt.status = body.status;
+  input.channel = channel;
+  input.provider_request_id = std::move(reading.provider_request_id);
+  input.provider_message_id = std::move(reading.provider_message_id);
+  input.receipt.status = reading.status;
   input.receipt.source = domain::receipt_source::callback;
-  input.receipt.occurred_at = body.occurred_at;
-  input.receipt.detail = std::move(body.detail);
+  input.receipt.occurred_at = reading.occurred_at;
+  input.receipt.detail = std::move(reading.detail);
   service_.record_receipt(
       std::move(input),
-      guarded(ex, [](const exchange_ptr& exchange,
-                     std::variant<persistence::receipt_outcome, service_error>& result) {
+      guarded(ex, [content_type = std::move(reading.reply_content_type),
+                   reply = std::move(reading.reply_body),
+                   acknowledge_unknown = reading.acknowledge_unknown](
+                      const exchange_ptr& exchange,
+                      std::variant<persistence::receipt_outcome, service_error>& result) {
         if (auto* failure = std::get_if<service_error>(&result))
           return exchange->error(*failure);
         const auto& outcome = std::get<persistence::receipt_outcome>(result);
-        if (outcome.result == persistence::receipt_outcome::outcome::unknown_task)
+        const bool unknown = outcome.result == persistence::receipt_outcome::outcome::unknown_task;
+        if (unknown && !acknowledge_unknown)
           return exchange->json(
               http::status::not_found,
               encode_error("unknown_task", "no task of this channel has that id"),
               log::level::debug); // counted in herald_receipts_rejected_total, not logged
+        if (!reply.empty())
+          return exchange->text(http::status::ok, content_type, reply);
         exchange->json(http::status::ok, encode_receipt_outcome(outcome));
       }));
 }

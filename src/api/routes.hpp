@@ -6,6 +6,7 @@
 #include "api/service.hpp"
 #include "domain/time.hpp"
 #include "observability/metrics.hpp"
+#include "providers/provider.hpp"
 
 #include <chrono>
 #include <map>
@@ -27,14 +28,18 @@ struct routes_options {
   std::map<std::string, std::string> receipt_keys;
   /// How far a receipt's webhook-timestamp may be from now, either way (replay window).
   std::chrono::seconds receipt_timestamp_tolerance{300};
+  /// Channel -> its adapter, for channels whose provider calls back in a format of its own
+  /// (WeChat, Twilio): GET and POST /v1/receipts/{channel} go to its read_callback().
+  std::map<std::string, std::shared_ptr<const providers::provider_adapter>> callback_adapters;
 };
 
 /// The HTTP API v1 (design.md §7): maps requests onto the service and its answers onto JSON.
 /// Every error body is {"error":{"code","message","field"?}}; an unexpected exception becomes
 /// the only 500 (internal_error), and is logged. Every /v1 route needs a caller the
 /// authenticator accepts (else 401) holding the route's scope (else 403), and sees only the
-/// caller's tenant — except POST /v1/receipts/{channel}, which a provider calls and proves by
-/// the channel's Standard Webhooks signature; /healthz and /readyz are open.
+/// caller's tenant — except /v1/receipts/{channel}, which a provider calls and proves by the
+/// channel's signature (Standard Webhooks, or the provider's own scheme); /healthz and /readyz
+/// are open.
 class routes {
 public:
   /// All references must outlive the routes and every request still in flight.
@@ -59,6 +64,12 @@ private:
   void list_dead_letters(std::string_view query, const caller& who, const exchange_ptr& ex);
   void replay_dead_letter(std::string_view id, const caller& who, const exchange_ptr& ex);
   void record_receipt(std::string_view channel, const http_request& request,
+                      const exchange_ptr& ex);
+  void read_provider_callback(const std::string& channel,
+                              const providers::provider_adapter& adapter,
+                              const http_request& request, const exchange_ptr& ex);
+  /// Records a read receipt; answers after COMMIT (the reading's reply, or herald's JSON).
+  void record_reading(const std::string& channel, providers::callback_reading reading,
                       const exchange_ptr& ex);
   void stats(std::string_view query, const caller& who, const exchange_ptr& ex);
   void readyz(const exchange_ptr& ex);

@@ -109,7 +109,8 @@ make_channel_specs(const config& cfg, const std::string& node_id, const domain::
   return specs;
 }
 
-api::routes_options routes_options_of(const config& cfg) {
+api::routes_options routes_options_of(const config& cfg,
+                                      const std::vector<actors::channel_spec>& specs) {
   api::routes_options options;
   options.max_json_depth = cfg.http.max_json_depth;
   options.metrics_on_api_listener = cfg.metrics_listen.empty();
@@ -119,6 +120,9 @@ api::routes_options routes_options_of(const config& cfg) {
     if (!ch.webhook.receipt_secret.empty())
       if (auto key = providers::decode_webhook_secret(ch.webhook.receipt_secret))
         options.receipt_keys[ch.settings.name] = *key;
+  for (const auto& spec : specs)
+    if (spec.provider->takes_callbacks())
+      options.callback_adapters[spec.settings.name] = spec.provider;
   return options;
 }
 
@@ -327,16 +331,17 @@ int serve(const config& cfg) {
   {
     caf::actor_system sys{caf_cfg};
     const auto node_id = lease_owner_of(name);
+    auto specs = make_channel_specs(cfg, node_id, id_secret, delays);
+    auto options = routes_options_of(cfg, specs);
     auto n = spawn_node(sys, cfg, writer_store, reader_store, std::move(events_store),
-                        make_channel_specs(cfg, node_id, id_secret, delays), metrics_registry,
-                        clock, std::make_shared<health_board>(),
+                        std::move(specs), metrics_registry, clock, std::make_shared<health_board>(),
                         undelivered_failover_of(cfg, id_secret));
     writer_store.reset(); // the actors own the connections now
     reader_store.reset();
 
     actor_service service{n.ingest, n.receipts, cfg.rules, id_secret};
     api::routes routes{service, *metrics_registry, *clock, access->authenticator(),
-                       routes_options_of(cfg)};
+                       std::move(options)};
     api::http_server server{cfg.http, routes.handler()};
     std::unique_ptr<api::http_server> metrics_server;
     if (!cfg.metrics_listen.empty()) {

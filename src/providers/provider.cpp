@@ -68,4 +68,23 @@ void provider_adapter::query_status(provider_status_query, status_callback done)
           "this provider cannot be asked"});
 }
 
+std::string_view callback_request::header(std::string_view name) const {
+  for (const auto& [key, value] : headers)
+    if (key == name)
+      return value;
+  return {};
+}
+
+callback_reading callback_reading::refuse(unsigned status, std::string error, std::string message) {
+  callback_reading reading;
+  reading.http_status = status;
+  reading.error = std::move(error);
+  reading.message = std::move(message);
+  return reading;
+}
+
+callback_reading provider_adapter::read_callback(const callback_request&) const {
+  return callback_reading::refuse(404, "not_found", "this channel takes no provider callbacks");
+}
+
 } // namespace herald::providers

@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace herald::providers {
 
@@ -74,6 +76,50 @@ std::string_view to_string(status_answer::kind result);
 /// Called exactly once per query_status(), on any thread.
 using status_callback = std::function<void(status_answer)>;
 
+/// A provider's own callback to herald (GET or POST /v1/receipts/{channel}), as received.
+struct callback_request {
+  std::string method; ///< "GET" or "POST"
+  std::string query;  ///< what follows '?' in the request target, still encoded
+  std::vector<std::pair<std::string, std::string>> headers; ///< names lower-cased
+  std::string body;
+  std::chrono::system_clock::time_point now; ///< herald's clock, for timestamp windows
+
+  /// The value of the first header named `name` (lower-case); empty when absent.
+  std::string_view header(std::string_view name) const;
+};
+
+/// What an adapter read from a provider's callback.
+struct callback_reading {
+  enum class kind {
+    receipt, ///< a verified receipt: record it, then answer with `reply`
+    reply,   ///< verified, nothing to record (a URL handshake, an event herald ignores)
+    refused, ///< unverified or unreadable: answer `http_status` with `error` and `message`
+  };
+  kind result = kind::refused;
+
+  // refused
+  unsigned http_status = 400;
+  std::string error;   ///< machine-readable code: invalid_signature, malformed, …
+  std::string message; ///< one line for the provider's logs; no secrets
+
+  // receipt: which task (either id is enough) and what became of it
+  std::string provider_request_id;
+  std::string provider_message_id;
+  domain::receipt_status status = domain::receipt_status::delivered;
+  std::chrono::system_clock::time_point occurred_at;
+  std::string detail;
+
+  // receipt and reply: the body the provider expects back with 200 (WeChat: "success",
+  // a handshake's echo); empty: herald's JSON receipt outcome
+  std::string reply_body;
+  std::string reply_content_type = "text/plain";
+  /// Answer an unknown task like a recorded one: for providers that would otherwise retry the
+  /// same callback (counted as an orphan either way).
+  bool acknowledge_unknown = false;
+
+  static callback_reading refuse(unsigned status, std::string error, std::string message);
+};
+
 /// What a channel calls. Implementations never block the caller and never throw from send():
 /// every failure comes back through the callback as a classified result.
 class provider_adapter {
@@ -89,6 +135,14 @@ public:
   /// Asks where an earlier call stands; `done` gets the answer. Never blocks, never throws.
   /// By default the provider cannot be asked: the answer is unknown at once.
   virtual void query_status(provider_status_query query, status_callback done);
+
+  /// Whether the provider calls back (GET or POST /v1/receipts/{channel}) in a format of its
+  /// own, read by read_callback().
+  virtual bool takes_callbacks() const { return false; }
+
+  /// Verifies and reads one callback. Pure and thread-safe: called on HTTP threads. By default
+  /// every callback is refused (404).
+  virtual callback_reading read_callback(const callback_request& request) const;
 };
 
 } // namespace herald::providers
