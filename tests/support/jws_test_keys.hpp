@@ -7,6 +7,7 @@
 
 #include "providers/jwt.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -101,6 +102,20 @@ inline std::string public_key_pem(EVP_PKEY* key) {
   if (PEM_write_bio_PUBKEY(out.get(), key) != 1)
     throw std::runtime_error("writing a public key as PEM failed");
   return bio_text(out.get());
+}
+
+/// Whether `text` (a refusal's reason, say) holds any line of `pem`'s base64 body: a reason that
+/// does could leak a key into a log.
+inline bool quotes_pem_body(const std::string& text, const std::string& pem) {
+  std::size_t start = 0;
+  while (start < pem.size()) {
+    const auto end = std::min(pem.find('\n', start), pem.size());
+    const std::string line = pem.substr(start, end - start);
+    if (line.size() >= 8 && line.rfind("-----", 0) != 0 && text.find(line) != std::string::npos)
+      return true;
+    start = end + 1;
+  }
+  return false;
 }
 
 /// The three parts of a compact JWS, decoded; nullopt unless there are exactly three, each

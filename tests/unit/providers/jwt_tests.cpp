@@ -57,15 +57,7 @@ std::string refusal(const std::string& pem, key_kind kind) {
   BOOST_TEST(!load_private_key(pem, kind, &problem).has_value());
   BOOST_TEST(!problem.empty());
   BOOST_TEST(problem.find('\n') == std::string::npos, "reason spans lines: " << problem);
-  // No line of the key's base64 body (the BEGIN/END lines aside) may show up in the reason.
-  std::size_t start = 0;
-  while (start < pem.size()) {
-    const auto end = std::min(pem.find('\n', start), pem.size());
-    const std::string line = pem.substr(start, end - start);
-    if (line.size() >= 8 && line.rfind("-----", 0) != 0)
-      BOOST_TEST(problem.find(line) == std::string::npos, "reason quotes the key: " << problem);
-    start = end + 1;
-  }
+  BOOST_TEST(!quotes_pem_body(problem, pem), "reason quotes the key: " << problem);
   return problem;
 }
 
@@ -256,6 +248,7 @@ BOOST_AUTO_TEST_CASE(keys_of_another_type_or_curve_are_refused) {
 
 BOOST_AUTO_TEST_CASE(unreadable_or_encrypted_pem_is_refused_without_quoting_it) {
   const auto pem = private_key_pem(shared_rsa_key());
+  BOOST_TEST(quotes_pem_body("reason: " + pem, pem)); // the check below can fire
   BOOST_TEST(refusal("", key_kind::rsa) == "the private key is empty");
   BOOST_TEST(refusal(" \r\n\t", key_kind::ec_p256) == "the private key is empty");
   BOOST_TEST(refusal("not a key at all", key_kind::rsa) ==
