@@ -41,6 +41,14 @@ std::string failure_detail(std::string_view what, std::string_view provider_text
   return domain::mask_free_text(detail, max_body_excerpt);
 }
 
+std::optional<domain::timestamp> unix_instant(std::chrono::milliseconds since_epoch) {
+  constexpr auto latest =
+      std::chrono::duration_cast<std::chrono::milliseconds>(domain::timestamp::duration::max());
+  if (since_epoch.count() < 0 || since_epoch > latest)
+    return std::nullopt;
+  return domain::timestamp{since_epoch};
+}
+
 std::optional<boost::json::object> parse_answer_object(std::string_view body) {
   if (body.size() > max_answer_bytes)
     return std::nullopt;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "domain/time.hpp"
 #include "providers/provider.hpp"
 
 #include <chrono>
@@ -95,6 +96,10 @@ provider_result classify_unread_answer(long http_status,
 /// numbers, addresses and secret-looking runs do not leak into logs and the store) and cut to
 /// max_body_excerpt. Without a text, just `what`.
 std::string failure_detail(std::string_view what, std::string_view provider_text);
+
+/// The instant `since_epoch` after the Unix epoch, as providers write times; nullopt when
+/// negative or past what a timestamp holds (the year 2262).
+std::optional<domain::timestamp> unix_instant(std::chrono::milliseconds since_epoch);
 
 /// Longest answer body the protocol modules read; anything longer is no provider's answer.
 inline constexpr std::size_t max_answer_bytes = 64 * 1024;

@@ -324,13 +324,12 @@ wechat_event parse_template_event(std::string_view xml) {
     return malformed("TEMPLATESENDJOBFINISH without a numeric MsgID");
   if (!domain::is_plausible_provider_id(event.openid))
     return malformed("TEMPLATESENDJOBFINISH without a FromUserName");
-  // Ten digits reach 2286, past what a timestamp holds (2262): the range is checked as well.
-  constexpr auto latest =
-      std::chrono::duration_cast<std::chrono::seconds>(domain::timestamp::duration::max());
-  const auto seconds = all_digits(created, 10) ? std::stoll(std::string{created}) : -1;
-  if (seconds < 0 || seconds > latest.count())
+  const auto occurred_at =
+      all_digits(created, 10) ? unix_instant(std::chrono::seconds{std::stoll(std::string{created})})
+                              : std::nullopt;
+  if (!occurred_at)
     return malformed("TEMPLATESENDJOBFINISH without a CreateTime");
-  event.occurred_at = domain::timestamp{std::chrono::seconds{seconds}};
+  event.occurred_at = *occurred_at;
 
   constexpr std::string_view failed = "failed";
   if (status == "success") {

@@ -77,6 +77,16 @@ BOOST_AUTO_TEST_CASE(failure_details_are_masked_and_cut) {
   BOOST_TEST(failure_detail("x", "a\nb") == "x: a?b");
 }
 
+BOOST_AUTO_TEST_CASE(unix_instants_within_range) {
+  BOOST_TEST(herald::domain::format_rfc3339(*unix_instant(1473799743000ms)) ==
+             "2016-09-13T20:49:03.000000Z");
+  BOOST_TEST(herald::domain::format_rfc3339(*unix_instant(0ms)) == "1970-01-01T00:00:00.000000Z");
+  BOOST_TEST(!unix_instant(-1ms).has_value());
+  BOOST_TEST(unix_instant(std::chrono::seconds{9'000'000'000}).has_value());
+  BOOST_TEST(!unix_instant(std::chrono::seconds{9'999'999'999}).has_value());
+  BOOST_TEST(!unix_instant(std::chrono::milliseconds::max()).has_value());
+}
+
 BOOST_AUTO_TEST_CASE(answers_parse_as_json_objects_only) {
   BOOST_TEST(parse_answer_object(R"({"a":1})").has_value());
   for (const std::string bad : {"", "null", "[1]", "\"x\"", "{", "{\"a\":1", "<xml/>", "{} {}"})
