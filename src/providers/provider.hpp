@@ -68,7 +68,7 @@ struct status_answer {
   kind result = kind::unknown;
   provider_status status = provider_status::accepted; ///< with found
   std::string message_id; ///< with found: the provider's id for the message, if it named one
-  std::string detail;     ///< why unknown, for logs
+  std::string detail;     ///< why unknown, or why undelivered when found; for logs
 };
 
 std::string_view to_string(status_answer::kind result);

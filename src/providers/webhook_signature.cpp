@@ -17,6 +17,17 @@ bool is_base64_char(char c) {
          c == '/';
 }
 
+/// HMAC of `data` under `key` with `digest`, as raw bytes.
+std::string hmac(const EVP_MD* digest, std::string_view key, std::string_view data) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int mac_size = 0;
+  if (HMAC(digest, key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac,
+           &mac_size) == nullptr)
+    throw std::runtime_error("webhook signature: HMAC failed");
+  return {reinterpret_cast<const char*>(mac), mac_size};
+}
+
 } // namespace
 
 std::string base64_encode(std::string_view bytes) {
@@ -67,13 +78,16 @@ std::string sign_webhook(const std::string& key_bytes, std::string_view id, std:
   content.reserve(id.size() + ts.size() + body.size() + 2);
   content.append(id).append(1, '.').append(ts).append(1, '.').append(body);
 
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int mac_size = 0;
-  if (HMAC(EVP_sha256(), key_bytes.data(), static_cast<int>(key_bytes.size()),
-           reinterpret_cast<const unsigned char*>(content.data()), content.size(), mac,
-           &mac_size) == nullptr)
-    throw std::runtime_error("webhook signature: HMAC-SHA256 failed");
-  return "v1," + base64_encode({reinterpret_cast<const char*>(mac), mac_size});
+  return "v1," + base64_encode(hmac(EVP_sha256(), key_bytes, content));
+}
+
+std::string hmac_sha1(std::string_view key, std::string_view data) {
+  return hmac(EVP_sha1(), key, data);
+}
+
+bool same_signature(std::string_view expected, std::string_view received) {
+  return received.size() == expected.size() &&
+         CRYPTO_memcmp(received.data(), expected.data(), expected.size()) == 0;
 }
 
 bool verify_webhook(const std::string& key_bytes, std::string_view id, std::int64_t timestamp,
@@ -86,8 +100,7 @@ bool verify_webhook(const std::string& key_bytes, std::string_view id, std::int6
     signature_header.remove_prefix(end == std::string_view::npos ? signature_header.size()
                                                                  : end + 1);
     // Every entry is looked at, so the time taken does not tell which one matched.
-    if (entry.size() == expected.size() &&
-        CRYPTO_memcmp(entry.data(), expected.data(), expected.size()) == 0)
+    if (same_signature(expected, entry))
       match = true;
   }
   return match;

@@ -27,4 +27,11 @@ bool verify_webhook(const std::string& key_bytes, std::string_view id, std::int6
 /// Standard base64 (with padding) of arbitrary bytes.
 std::string base64_encode(std::string_view bytes);
 
+/// HMAC-SHA1 of `data` under `key`, as raw bytes (Twilio signs its callbacks with it).
+std::string hmac_sha1(std::string_view key, std::string_view data);
+
+/// Whether a received signature is the expected one, in time independent of where they differ
+/// (only the lengths, which are public, are compared first).
+bool same_signature(std::string_view expected, std::string_view received);
+
 } // namespace herald::providers

@@ -1,3 +1,4 @@
+#include "domain/api_key.hpp"
 #include "providers/webhook_signature.hpp"
 
 #include <string>
@@ -49,6 +50,21 @@ BOOST_AUTO_TEST_CASE(base64_round_trip) {
   BOOST_TEST(base64_encode("") == "");
   BOOST_TEST(base64_encode("a") == "YQ==");
   BOOST_TEST(base64_encode("abcd") == "YWJjZA==");
+}
+
+// RFC 2202 §3, test case 2.
+BOOST_AUTO_TEST_CASE(hmac_sha1_known_answer) {
+  BOOST_TEST(herald::domain::to_hex(hmac_sha1("Jefe", "what do ya want for nothing?")) ==
+             "effcdf6ae5eb2fa2d27416d5f184df9c259a7c79");
+}
+
+BOOST_AUTO_TEST_CASE(signatures_match_only_when_equal) {
+  BOOST_TEST(same_signature("abc", "abc"));
+  BOOST_TEST(!same_signature("abc", "abd"));
+  BOOST_TEST(!same_signature("abc", "ab"));
+  BOOST_TEST(!same_signature("abc", "abcd"));
+  BOOST_TEST(!same_signature("abc", ""));
+  BOOST_TEST(same_signature("", ""));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
