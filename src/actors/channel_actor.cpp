@@ -536,11 +536,12 @@ persistence::state_change outcome_change(channel_state& st, const channel_state:
   case call_outcome::throttled: {
     change.last_error = result.detail;
     auto unit = std::uniform_real_distribution<double>{0.0, 1.0}(st.jitter_rng);
-    auto delay = st.settings.retry.next_delay(change.attempts, unit);
-    if (!delay && result.outcome == call_outcome::throttled)
-      // The provider refused before doing anything (a daily quota, a rate limit): the task
-      // waits out the pause instead of dying with its budget; expire_at still bounds it.
-      delay = result.retry_after.value_or(st.settings.throttle_pause);
+    // A throttled call was refused before anything was done (a daily quota, a rate limit):
+    // the task goes again when the pause ends, without backing off and never dead of it;
+    // expire_at still bounds how long it waits.
+    auto delay = result.outcome == call_outcome::throttled
+                     ? result.retry_after.value_or(st.settings.throttle_pause)
+                     : st.settings.retry.next_delay(change.attempts, unit);
     if (!delay) {
       change.to = task_state::dead;
     } else {

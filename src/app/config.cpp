@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iomanip>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -74,6 +75,23 @@ public:
         fail(key, "must be a string");
       out = std::string{v->as_string()};
     }
+  }
+
+  /// A secret given inline as `key`, or (better: it stays out of the file) as `key` + "_env",
+  /// the name of an environment variable holding it, which must then be set and non-empty.
+  void read_secret(const std::string& key, std::string& out) {
+    read(key.c_str(), out);
+    const auto env_key = key + "_env";
+    std::string variable;
+    read(env_key.c_str(), variable);
+    if (variable.empty())
+      return;
+    if (!out.empty())
+      fail(env_key, "give " + key + " or " + env_key + ", not both");
+    const char* value = std::getenv(variable.c_str());
+    if (value == nullptr || *value == '\0')
+      fail(env_key, "environment variable " + variable + " is not set");
+    out = value;
   }
 
   void read_number(const char* key, double& out, double min, double max) {
@@ -200,6 +218,19 @@ channel_config read_channel(const json::value& value, const std::string& path) {
     r.read_integer("max_connections", ch.webhook.max_connections, 1, 10000);
     r.read("status_url", ch.webhook.status_url);
     r.read("receipt_secret", ch.webhook.receipt_secret);
+  } else if (ch.type == "wechat_template") {
+    auto& w = ch.wechat;
+    r.read("appid", w.appid);
+    r.read_secret("app_secret", w.app_secret);
+    r.read("template_id", w.template_id);
+    r.read("title_field", w.title_field);
+    r.read("body_field", w.body_field);
+    r.read("link_url", w.link_url);
+    r.read("base_url", w.base_url);
+    r.read_secret("callback_token", w.callback_token);
+    r.read_ms("timeout_ms", w.timeout, 1, 10 * one_minute_ms);
+    r.read_integer("max_connections", w.max_connections, 1, 10000);
+    r.read_ms("quota_pause_ms", w.quota_pause, 1000, one_day_ms);
   } else {
     ch.simulated = read_simulated(r, ch.simulated);
   }
@@ -452,22 +483,40 @@ void validate(const config& cfg) {
       throw config_error(where + ".name: must be 1-32 characters of a-z, 0-9, _ or -");
     if (!names.insert(name).second)
       throw config_error(where + ".name: channel '" + name + "' is configured twice");
-    if (ch.type != "simulated" && ch.type != "webhook")
-      throw config_error(where + ".type: unknown channel type '" + ch.type +
-                         "' (supported: simulated, webhook)");
+    std::optional<std::chrono::milliseconds> call_timeout;
     if (ch.type == "webhook") {
       if (auto problem = ch.webhook.validate(); !problem.empty())
         throw config_error(where + ": " + problem);
-      // A lease shorter than a call would let a sweep resend a call still in flight.
-      if (ch.settings.lease <= ch.webhook.timeout)
-        throw config_error(where + ".lease_ms: must be longer than timeout_ms");
+      call_timeout = ch.webhook.timeout;
+    } else if (ch.type == "wechat_template") {
+      if (auto problem = ch.wechat.validate(); !problem.empty())
+        throw config_error(where + ": " + problem);
+      // At worst a call is a token fetch, the send, a second fetch and the send again (an
+      // expired token): all must fit in the lease.
+      call_timeout = 4 * ch.wechat.timeout;
+    } else if (ch.type != "simulated") {
+      throw config_error(where + ".type: unknown channel type '" + ch.type +
+                         "' (supported: simulated, webhook, wechat_template)");
     }
+    // A lease shorter than a call would let a sweep resend a call still in flight.
+    if (call_timeout && ch.settings.lease <= *call_timeout)
+      throw config_error(where + ".lease_ms: must be longer than the provider call's timeout (" +
+                         std::to_string(call_timeout->count()) + " ms)");
     if (auto problem = ch.settings.validate(); !problem.empty())
       throw config_error(where + ": " + problem);
     if (ch.simulated.retryable_failure_rate + ch.simulated.permanent_failure_rate > 1)
       throw config_error(where + ": retryable_failure_rate and permanent_failure_rate must add " +
                          "up to at most 1");
   }
+  // Channels of one appid share its access token, fetched with one secret.
+  std::map<std::pair<std::string, std::string>, std::string> wechat_secrets;
+  for (auto& ch : cfg.channels)
+    if (ch.type == "wechat_template")
+      if (auto [known, added] = wechat_secrets.emplace(
+              std::make_pair(ch.wechat.base_url, ch.wechat.appid), ch.wechat.app_secret);
+          !added && known->second != ch.wechat.app_secret)
+        throw config_error("channel '" + ch.settings.name + "': appid " + ch.wechat.appid +
+                           " is configured with another app_secret by an earlier channel");
   for (auto& ch : cfg.channels) {
     auto& fallback = ch.settings.fallback;
     if (!fallback.empty() && (fallback == ch.settings.name || names.count(fallback) == 0))

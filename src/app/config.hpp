@@ -13,6 +13,7 @@
 #include "persistence/faulty_task_store.hpp"
 #include "providers/simulated_provider.hpp"
 #include "providers/webhook_provider.hpp"
+#include "providers/wechat_template_provider.hpp"
 
 #include <chrono>
 #include <stdexcept>
@@ -31,9 +32,10 @@ public:
 /// One configured channel: how it sends and which provider it calls.
 struct channel_config {
   actors::channel_settings settings;
-  std::string type = "simulated"; ///< "simulated" or "webhook"
+  std::string type = "simulated"; ///< "simulated", "webhook" or "wechat_template"
   providers::simulated_profile simulated;
   providers::webhook_config webhook;
+  providers::wechat_config wechat;
 };
 
 /// Who may call the API (docs/security.md).

@@ -93,17 +93,31 @@ void resume_own_leases(const persistence::database_url& url, const std::string& 
 
 std::vector<actors::channel_spec>
 make_channel_specs(const config& cfg, const std::string& node_id, const domain::id_secret& secret,
-                   const std::shared_ptr<providers::delay_scheduler>& delays) {
+                   const std::shared_ptr<providers::delay_scheduler>& delays,
+                   const std::shared_ptr<metrics>& counters) {
   std::vector<actors::channel_spec> specs;
+  // Channels of one WeChat appid share one account: one access token, one connection pool.
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<providers::wechat_account>>
+      wechat_accounts;
   for (auto& ch : cfg.channels) {
     auto settings = ch.settings;
     settings.node_id = node_id;
     settings.id_secret = secret;
     std::shared_ptr<providers::provider_adapter> provider;
-    if (ch.type == "webhook")
+    if (ch.type == "webhook") {
       provider = std::make_shared<providers::webhook_provider>(ch.webhook);
-    else
+    } else if (ch.type == "wechat_template") {
+      auto wechat = ch.wechat;
+      wechat.push_tolerance =
+          std::chrono::duration_cast<std::chrono::seconds>(cfg.receipts.timestamp_tolerance);
+      auto& account = wechat_accounts[{wechat.base_url, wechat.appid}];
+      if (!account)
+        account = std::make_shared<providers::wechat_account>(wechat, counters);
+      provider = std::make_shared<providers::wechat_template_provider>(settings.name, wechat,
+                                                                       account, counters);
+    } else {
       provider = std::make_shared<providers::simulated_provider>(ch.simulated, delays);
+    }
     specs.push_back({std::move(settings), std::move(provider)});
   }
   return specs;
@@ -157,7 +171,8 @@ persistence::undelivered_failover undelivered_failover_of(const config& cfg,
 /// Whether any channel takes receipts (callbacks, or a window the reconciler settles).
 bool takes_receipts(const config& cfg) {
   return std::any_of(cfg.channels.begin(), cfg.channels.end(), [](const channel_config& ch) {
-    return !ch.webhook.receipt_secret.empty() || ch.settings.receipt_window.count() > 0;
+    return !ch.webhook.receipt_secret.empty() || !ch.wechat.callback_token.empty() ||
+           ch.settings.receipt_window.count() > 0;
   });
 }
 
@@ -331,7 +346,7 @@ int serve(const config& cfg) {
   {
     caf::actor_system sys{caf_cfg};
     const auto node_id = lease_owner_of(name);
-    auto specs = make_channel_specs(cfg, node_id, id_secret, delays);
+    auto specs = make_channel_specs(cfg, node_id, id_secret, delays, metrics_registry);
     auto options = routes_options_of(cfg, specs);
     auto n = spawn_node(sys, cfg, writer_store, reader_store, std::move(events_store),
                         std::move(specs), metrics_registry, clock, std::make_shared<health_board>(),

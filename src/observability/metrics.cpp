@@ -113,6 +113,15 @@ struct metrics::families {
                                .Help("Ambiguous SENDING tasks the provider was asked about before "
                                      "any resend")
                                .Register(r)),
+        provider_config_errors(prometheus::BuildCounter()
+                                   .Name("herald_provider_config_errors_total")
+                                   .Help("Provider answers that blame herald's configuration "
+                                         "(credentials, template, sender, topic): alert on it")
+                                   .Register(r)),
+        provider_token_refreshes(prometheus::BuildCounter()
+                                     .Name("herald_provider_token_refreshes_total")
+                                     .Help("Provider access tokens fetched or signed")
+                                     .Register(r)),
         events_pending(prometheus::BuildGauge()
                            .Name("herald_events_pending")
                            .Help("Status events written and not yet delivered or given up")
@@ -143,6 +152,8 @@ struct metrics::families {
   prometheus::Family<prometheus::Counter>& receipts_rejected;
   prometheus::Family<prometheus::Counter>& reconciled;
   prometheus::Family<prometheus::Counter>& ambiguous_resolved;
+  prometheus::Family<prometheus::Counter>& provider_config_errors;
+  prometheus::Family<prometheus::Counter>& provider_token_refreshes;
   prometheus::Family<prometheus::Gauge>& events_pending;
   prometheus::Family<prometheus::Counter>& events_delivered;
 
@@ -229,6 +240,15 @@ void metrics::reconciled(const std::string& channel, std::string_view outcome) {
 
 void metrics::ambiguous_resolved(const std::string& channel, std::string_view outcome) {
   families_->ambiguous_resolved.Add({{"channel", channel}, {"outcome", std::string(outcome)}})
+      .Increment();
+}
+
+void metrics::provider_config_error(const std::string& channel) {
+  families_->provider_config_errors.Add({{"channel", channel}}).Increment();
+}
+
+void metrics::provider_token_refresh(const std::string& provider, const std::string& account) {
+  families_->provider_token_refreshes.Add({{"provider", provider}, {"account", account}})
       .Increment();
 }
 

@@ -46,6 +46,10 @@ public:
   void reconciled(const std::string& channel, std::string_view outcome);
   /// An ambiguous SENDING task the provider was asked about (found, not_found, unknown).
   void ambiguous_resolved(const std::string& channel, std::string_view outcome);
+  /// A provider answer blaming the configuration (the task's last_error says which code).
+  void provider_config_error(const std::string& channel);
+  /// An access token fetched or signed (provider: wechat, fcm, apns; account: appid, …).
+  void provider_token_refresh(const std::string& provider, const std::string& account);
   /// Status events written and not yet delivered or given up.
   void events_pending(double count);
   /// A status event post finished (outcome: delivered, retry, dead).

@@ -258,4 +258,53 @@ BOOST_AUTO_TEST_CASE(webhook_credentials_are_not_echoed) {
   BOOST_TEST(error.find("channels[0]") == 0u, error);
 }
 
+std::string with_wechat(const std::string& fields) {
+  return with_channel(R"("type":"wechat_template","appid":"wx1","template_id":"tpl",)"
+                      R"("body_field":"keyword1",)" +
+                      fields);
+}
+
+BOOST_AUTO_TEST_CASE(a_wechat_channel_takes_its_secrets_from_the_environment) {
+  ::setenv("HERALD_TEST_WECHAT_SECRET", "s3cr3t-from-env", 1);
+  const auto cfg = app::parse_config(
+      with_wechat(R"("app_secret_env":"HERALD_TEST_WECHAT_SECRET","callback_token":"tok")"));
+  app::validate(cfg);
+  BOOST_TEST(cfg.channels[0].wechat.app_secret == "s3cr3t-from-env");
+  BOOST_TEST(cfg.channels[0].wechat.callback_token == "tok");
+  BOOST_TEST(cfg.channels[0].wechat.base_url == "https://api.weixin.qq.com");
+  BOOST_TEST(cfg.channels[0].wechat.quota_pause.count() == 600000);
+}
+
+BOOST_AUTO_TEST_CASE(wechat_configuration_errors_are_one_line_naming_the_field) {
+  ::unsetenv("HERALD_TEST_UNSET_SECRET");
+  BOOST_TEST(error_of(with_wechat(R"("app_secret_env":"HERALD_TEST_UNSET_SECRET")")) ==
+             "channels[0].app_secret_env: environment variable HERALD_TEST_UNSET_SECRET is not "
+             "set");
+  BOOST_TEST(error_of(with_wechat("")).find("app_secret is required") != std::string::npos);
+  ::setenv("HERALD_TEST_WECHAT_SECRET", "x", 1);
+  BOOST_TEST(
+      error_of(with_wechat(R"("app_secret":"a","app_secret_env":"HERALD_TEST_WECHAT_SECRET")")) ==
+      "channels[0].app_secret_env: give app_secret or app_secret_env, not both");
+  BOOST_TEST(error_of(with_wechat(R"("app_secret":"a","timeout_ms":20000,"lease_ms":60000)"))
+                 .find("lease_ms: must be longer than the provider call's timeout (80000 ms)") !=
+             std::string::npos);
+  BOOST_TEST(error_of(with_channel(R"("type":"carrier_pigeon")"))
+                 .find("(supported: simulated, webhook, wechat_template)") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(channels_of_one_appid_must_share_its_secret) {
+  const auto two = [](const std::string& second_secret) {
+    return R"({"channels":[)"
+           R"({"name":"wx-a","type":"wechat_template","appid":"wx1","app_secret":"one",)"
+           R"("template_id":"t","body_field":"b"},)"
+           R"({"name":"wx-b","type":"wechat_template","appid":"wx1","app_secret":")" +
+           second_secret + R"(","template_id":"t2","body_field":"b"}]})";
+  };
+  BOOST_TEST(error_of(two("one")) == "");
+  const auto error = error_of(two("two"));
+  BOOST_TEST(error.find("appid wx1 is configured with another app_secret") != std::string::npos,
+             error);
+  BOOST_TEST(error.find("\"two\"") == std::string::npos, error); // the secret is not quoted
+}
+
 BOOST_AUTO_TEST_SUITE_END()

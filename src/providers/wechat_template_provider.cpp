@@ -1,0 +1,257 @@
+#include "providers/wechat_template_provider.hpp"
+
+#include "observability/log.hpp"
+#include "providers/failure_class.hpp"
+#include "providers/twilio_protocol.hpp"
+#include "providers/wechat_protocol.hpp"
+
+#include <charconv>
+#include <stdexcept>
+#include <utility>
+
+#include <curl/curl.h>
+
+namespace herald::providers {
+namespace {
+
+std::string without_trailing_slash(std::string url) {
+  while (!url.empty() && url.back() == '/')
+    url.pop_back();
+  return url;
+}
+
+/// How a call to WeChat ended, when no HTTP answer came. The URL carries the access token or
+/// the AppSecret, and curl's error text may quote it: only curl's generic text is kept.
+provider_result without_answer(const outbound_answer& answer) {
+  if (answer.stopped)
+    return classify_outbound(answer);
+  return classify_transport(static_cast<CURLcode>(answer.code));
+}
+
+bool answered(const outbound_answer& answer) {
+  return !answer.stopped && (answer.code == CURLE_OK || answer.status >= 200);
+}
+
+std::optional<std::chrono::milliseconds> retry_after_of(const outbound_answer& answer) {
+  const auto header = answer.header("retry-after");
+  return header ? parse_retry_after(*header, std::chrono::system_clock::now()) : std::nullopt;
+}
+
+/// The value of `name` in decoded query pairs; empty when absent.
+std::string_view value_of(const name_values& pairs, std::string_view name) {
+  for (const auto& [key, value] : pairs)
+    if (key == name)
+      return value;
+  return {};
+}
+
+} // namespace
+
+std::string wechat_config::validate() const {
+  if (appid.empty())
+    return "wechat appid is required";
+  if (app_secret.empty())
+    return "wechat app_secret is required (app_secret_env names the variable holding it)";
+  if (template_id.empty())
+    return "wechat template_id is required";
+  if (body_field.empty())
+    return "wechat body_field is required (the template field that shows the message body)";
+  if (auto problem = http_url_problem(base_url, "wechat base_url"); !problem.empty())
+    return problem;
+  if (!link_url.empty())
+    if (auto problem = http_url_problem(link_url, "wechat link_url"); !problem.empty())
+      return problem;
+  if (timeout.count() <= 0)
+    return "wechat timeout must be positive";
+  if (max_connections == 0)
+    return "wechat max_connections must be at least 1";
+  if (quota_pause.count() <= 0)
+    return "wechat quota_pause must be positive";
+  return {};
+}
+
+wechat_account::wechat_account(const wechat_config& config, std::shared_ptr<metrics> metrics)
+    : token_url_(
+          without_trailing_slash(config.base_url) +
+          "/cgi-bin/token?grant_type=client_credential&appid=" + escape_path_segment(config.appid) +
+          "&secret=" + escape_path_segment(config.app_secret)),
+      appid_(config.appid), timeout_(config.timeout), metrics_(std::move(metrics)),
+      tokens_([this](auto done) { fetch(std::move(done)); }),
+      client_(http_client_options{config.max_connections, max_answer_bytes, "herald-wechat/1"}) {}
+
+void wechat_account::fetch(std::function<void(std::variant<issued_token, provider_result>)> done) {
+  if (metrics_)
+    metrics_->provider_token_refresh("wechat", appid_);
+  outbound_call call;
+  call.method = "GET";
+  call.url = token_url_;
+  call.timeout = timeout_;
+  client_.call(std::move(call), [done = std::move(done), appid = appid_](outbound_answer answer) {
+    if (!answered(answer))
+      return done(without_answer(answer));
+    if (answer.status < 200 || answer.status > 299)
+      return done(classify_http(answer.status, retry_after_of(answer), {}));
+    auto token = parse_token_answer(answer.body);
+    if (!token.access_token.empty())
+      return done(issued_token{std::move(token.access_token), token.expires_in});
+    // Refused credentials (40013, 40125, 40164) are the channel's problem, not a message's:
+    // the sends wait (retryable) while an operator fixes the configuration.
+    log::error("wechat.token_refused", {{"appid", appid}, {"error", token.error}});
+    done(provider_result{call_outcome::retryable, "wechat access token refused: " + token.error,
+                         std::nullopt});
+  });
+}
+
+/// Callbacks hold this, never the adapter: a channel may go while its calls are in flight
+/// on the account's client. The account outlives every call it carries (see wechat_account).
+struct wechat_template_provider::context {
+  std::string channel;
+  wechat_config config;
+  std::string send_url; ///< {base}/cgi-bin/message/template/send?access_token=
+  wechat_account* account;
+  std::shared_ptr<herald::metrics> counters;
+};
+
+namespace {
+
+using context_ptr = std::shared_ptr<const wechat_template_provider::context>;
+
+void post(const context_ptr& context, std::shared_ptr<const std::string> body, std::string token,
+          bool token_retried, provider_callback done);
+
+/// Runs `then` with a valid access token, or answers `done` with why there is none.
+template <class Then>
+void with_token(const context_ptr& context, provider_callback done, Then then) {
+  context->account->tokens().get(
+      [done = std::move(done), then = std::move(then)](token_or_failure token) mutable {
+        if (auto* failure = std::get_if<provider_result>(&token))
+          return done(std::move(*failure));
+        then(std::get<std::string>(std::move(token)), std::move(done));
+      });
+}
+
+void post(const context_ptr& context, std::shared_ptr<const std::string> body, std::string token,
+          bool token_retried, provider_callback done) {
+  outbound_call call;
+  call.url = context->send_url + escape_path_segment(token);
+  call.headers = {"Content-Type: application/json; charset=utf-8"};
+  call.body = *body;
+  call.timeout = context->config.timeout;
+  context->account->client().call(
+      std::move(call), [context, body, token = std::move(token), token_retried,
+                        done = std::move(done)](outbound_answer answer) mutable {
+        if (!answered(answer))
+          return done(without_answer(answer));
+        auto verdict = classify_wechat_answer(answer.status, answer.body, retry_after_of(answer));
+        if (verdict.token_invalid && !token_retried) {
+          // WeChat did nothing with this call: fetch a new token (once for all the sends
+          // refused with this one) and send again at once.
+          context->account->tokens().invalidate(token);
+          return with_token(context, std::move(done),
+                            [context, body](std::string fresh, provider_callback again) {
+                              post(context, body, std::move(fresh), true, std::move(again));
+                            });
+        }
+        if (verdict.config_error && context->counters)
+          context->counters->provider_config_error(context->channel);
+        if (verdict.quota_exhausted)
+          verdict.result.retry_after = context->config.quota_pause;
+        done(std::move(verdict.result));
+      });
+}
+
+} // namespace
+
+wechat_template_provider::wechat_template_provider(std::string channel, wechat_config config,
+                                                   std::shared_ptr<wechat_account> account,
+                                                   std::shared_ptr<metrics> metrics)
+    : account_(std::move(account)) {
+  if (auto problem = config.validate(); !problem.empty())
+    throw std::invalid_argument(problem);
+  auto send_url =
+      without_trailing_slash(config.base_url) + "/cgi-bin/message/template/send?access_token=";
+  context_ = std::make_shared<const context>(context{std::move(channel), std::move(config),
+                                                     std::move(send_url), account_.get(),
+                                                     std::move(metrics)});
+}
+
+void wechat_template_provider::send(provider_request request, provider_callback done) {
+  if (!done)
+    return;
+  const auto& config = context_->config;
+  wechat_template_message message;
+  message.openid = request.recipient;
+  message.template_id = config.template_id;
+  if (!config.title_field.empty())
+    message.data.emplace_back(config.title_field, request.title);
+  message.data.emplace_back(config.body_field, request.body);
+  message.url = config.link_url;
+  message.client_msg_id = request.provider_request_id;
+  auto body = std::make_shared<const std::string>(template_send_body(message));
+  with_token(context_, std::move(done),
+             [context = context_, body](std::string token, provider_callback then) {
+               post(context, body, std::move(token), false, std::move(then));
+             });
+}
+
+bool wechat_template_provider::takes_callbacks() const {
+  return !context_->config.callback_token.empty();
+}
+
+callback_reading wechat_template_provider::read_callback(const callback_request& request) const {
+  const auto& config = context_->config;
+  if (config.callback_token.empty())
+    return provider_adapter::read_callback(request);
+  auto query = form_decode(request.query);
+  if (!query)
+    return callback_reading::refuse(400, "malformed", "the query string is not form-encoded");
+  const auto signature = value_of(*query, "signature");
+  const auto timestamp = value_of(*query, "timestamp");
+  const auto nonce = value_of(*query, "nonce");
+  if (signature.empty() || timestamp.empty() || nonce.empty())
+    return callback_reading::refuse(401, "missing_signature",
+                                    "signature, timestamp and nonce are required");
+  if (!verify_wechat_signature(config.callback_token, timestamp, nonce, signature))
+    return callback_reading::refuse(401, "invalid_signature",
+                                    "signature does not match this channel's callback_token");
+  // A signed push replayed later, or a clock far off, is refused before the body is read.
+  std::int64_t seconds = 0;
+  auto [end, ec] = std::from_chars(timestamp.data(), timestamp.data() + timestamp.size(), seconds);
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(request.now.time_since_epoch());
+  if (ec != std::errc{} || end != timestamp.data() + timestamp.size() ||
+      seconds < (now - config.push_tolerance).count() ||
+      seconds > (now + config.push_tolerance).count())
+    return callback_reading::refuse(401, "stale_timestamp",
+                                    "timestamp is too far from the current time");
+  callback_reading reading;
+  reading.result = callback_reading::kind::reply;
+  if (request.method == "GET") {
+    // The server URL handshake: WeChat checks that the URL echoes echostr.
+    reading.reply_body = std::string{value_of(*query, "echostr")};
+    if (reading.reply_body.empty())
+      return callback_reading::refuse(400, "malformed", "echostr is required");
+    return reading;
+  }
+  if (value_of(*query, "encrypt_type") == "aes")
+    return callback_reading::refuse(400, "unsupported_encryption",
+                                    "encrypted pushes are not supported: use plaintext mode");
+  auto event = parse_template_event(request.body);
+  reading.reply_body = "success"; // WeChat pushes again (three times) on any other answer
+  switch (event.result) {
+  case wechat_event::kind::malformed:
+    return callback_reading::refuse(400, "malformed", event.detail);
+  case wechat_event::kind::ignored:
+    return reading;
+  case wechat_event::kind::receipt:
+    break;
+  }
+  reading.result = callback_reading::kind::receipt;
+  reading.provider_message_id = std::move(event.message_id);
+  reading.status = event.status;
+  reading.occurred_at = event.occurred_at;
+  reading.detail = std::move(event.detail);
+  reading.acknowledge_unknown = true;
+  return reading;
+}
+
+} // namespace herald::providers

@@ -1,0 +1,96 @@
+#pragma once
+
+#include "observability/metrics.hpp"
+#include "providers/http_client.hpp"
+#include "providers/provider.hpp"
+#include "providers/token_cache.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace herald::providers {
+
+/// One WeChat Official Account channel (docs/channels.md).
+struct wechat_config {
+  std::string appid;
+  std::string app_secret; ///< the AppSecret itself (config names an environment variable)
+  std::string template_id;
+  /// The template fields that show herald's title and body (each template of WeChat's library
+  /// names its own, e.g. "first" and "keyword1", or "thing1" and "thing2"). An empty
+  /// title_field sends no title.
+  std::string title_field;
+  std::string body_field;
+  std::string link_url; ///< opened when the message is tapped; empty for none
+  std::string base_url = "https://api.weixin.qq.com";
+  /// The Token configured for the account's server URL: WeChat signs its pushes with it. Empty:
+  /// the channel takes no TEMPLATESENDJOBFINISH receipts.
+  std::string callback_token;
+  std::chrono::milliseconds timeout{5000};
+  std::size_t max_connections = 32;
+  /// How long the channel pauses on 45009 (the account's daily quota is used up).
+  std::chrono::milliseconds quota_pause{std::chrono::minutes{10}};
+  /// How far a push's timestamp may be from herald's clock, either way.
+  std::chrono::seconds push_tolerance{300};
+
+  /// Empty when usable; otherwise a one-line reason naming the field (for config errors).
+  std::string validate() const;
+};
+
+/// What every channel of one appid shares: the connections to WeChat and the one
+/// access_token. WeChat issues one token per appid and a new one invalidates the old for every
+/// holder, so channels (and sends) of the same appid must never fetch their own.
+///
+/// Lives as long as its longest-living channel. Its client stops first when it goes, answering
+/// every call still in flight as stopped; those answers touch nothing of the account.
+class wechat_account {
+public:
+  /// Throws std::runtime_error when libcurl cannot be set up.
+  wechat_account(const wechat_config& config, std::shared_ptr<metrics> metrics);
+
+  http_client& client() { return client_; }
+  token_cache& tokens() { return tokens_; }
+
+private:
+  void fetch(std::function<void(std::variant<issued_token, provider_result>)> done);
+
+  std::string token_url_; ///< GET {base}/cgi-bin/token?grant_type=client_credential&…
+  std::string appid_;
+  std::chrono::milliseconds timeout_;
+  std::shared_ptr<metrics> metrics_;
+  token_cache tokens_;
+  http_client client_; ///< last: stops first, while everything its answers may touch is alive
+};
+
+/// Sends WeChat template messages (POST cgi-bin/message/template/send) and reads WeChat's
+/// TEMPLATESENDJOBFINISH pushes. The error class comes from the body's errcode, also on HTTP
+/// 200 (wechat_protocol.hpp); an access token WeChat calls invalid or expired is fetched again
+/// once and the send retried at once; 45009 pauses the channel for quota_pause and the tasks
+/// wait; configuration errors raise herald_provider_config_errors_total. The send carries
+/// client_msg_id = the provider request id, so WeChat sends one message per id however often
+/// herald retries an unanswered call.
+class wechat_template_provider final : public provider_adapter {
+public:
+  /// Throws std::invalid_argument when `config.validate()` refuses it.
+  wechat_template_provider(std::string channel, wechat_config config,
+                           std::shared_ptr<wechat_account> account,
+                           std::shared_ptr<metrics> metrics);
+
+  void send(provider_request request, provider_callback done) override;
+
+  bool takes_callbacks() const override;
+
+  /// GET with signature, timestamp, nonce and echostr: the URL handshake, answered with the
+  /// echo. POST: a signed push; TEMPLATESENDJOBFINISH is a receipt (by msgid), anything else
+  /// is acknowledged and ignored. Bad signature or stale timestamp: 401; unreadable: 400.
+  callback_reading read_callback(const callback_request& request) const override;
+
+  struct context; ///< what a call in flight needs; shared with its callbacks
+
+private:
+  std::shared_ptr<wechat_account> account_;
+  std::shared_ptr<const context> context_;
+};
+
+} // namespace herald::providers

@@ -1,0 +1,160 @@
+// A wechat_template channel against the built binary: herald calls a local WeChat fake that
+// follows WeChat's wire format, pauses on the daily quota (45009) and sends every task after
+// the pause, and takes WeChat's signed TEMPLATESENDJOBFINISH pushes as receipts.
+
+#include "support/fake_provider_server.hpp"
+#include "support/herald_server.hpp"
+#include "tools/wechat_fake.hpp"
+
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+using namespace herald::test;
+namespace json = boost::json;
+using namespace std::chrono_literals;
+using herald::tools::wechat_fake;
+
+namespace {
+
+const std::string callback_token = "push-token-of-the-test";
+
+std::string wechat_config(const test_server& fake) {
+  return R"({"channels":[{"name":"wechat","type":"wechat_template","appid":"wx-fake-app",)"
+         R"("app_secret":"fake-app-secret","template_id":"tpl-order-shipped",)"
+         R"("title_field":"first","body_field":"keyword1","base_url":")" +
+         fake.url("") + R"(","callback_token":")" + callback_token +
+         R"(","quota_pause_ms":1000,"timeout_ms":2000,"receipt_window_ms":600000}]})";
+}
+
+std::string submit(running_herald& herald, int n) {
+  json::object body{{"biz_type", "WECHAT"},
+                    {"biz_id", "order-" + std::to_string(n)},
+                    {"user_id", "u-" + std::to_string(n)},
+                    {"channels", json::array{"wechat"}},
+                    {"to", {{"wechat", "o-user-" + std::to_string(n)}}},
+                    {"content", {{"title", "Order shipped"}, {"body", "On its way"}}}};
+  auto response = herald.post(json::serialize(body));
+  BOOST_REQUIRE_EQUAL(response.status, 202);
+  return std::string(json::parse(response.body).at("message_id").as_string());
+}
+
+json::object task_of(running_herald& herald, const std::string& message_id) {
+  auto response = herald.get("/v1/messages/" + message_id);
+  BOOST_REQUIRE_EQUAL(response.status, 200);
+  return json::parse(response.body).at("tasks").as_array().at(0).as_object();
+}
+
+std::string status_of(running_herald& herald, const std::string& message_id) {
+  return std::string(task_of(herald, message_id).at("status").as_string());
+}
+
+/// Polls every 50 ms until `done`, at most `bound`.
+template <class Done> bool eventually(Done done, std::chrono::milliseconds bound = 30s) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(50ms); // polling a condition, bounded
+  }
+  return true;
+}
+
+http_response push(running_herald& herald, const std::string& msgid, const std::string& status,
+                   const std::string& token = callback_token) {
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  auto p = wechat_fake::finish_push(token, "o-user-1", msgid, status, now);
+  return request(host, herald.port(), "POST", "/v1/receipts/wechat?" + p.query, p.body,
+                 {{"Content-Type", "text/xml"}});
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(wechat_tests)
+
+BOOST_AUTO_TEST_CASE(the_daily_quota_pauses_the_channel_and_every_task_is_sent_after_it) {
+  wechat_fake fake{wechat_fake::options{}};
+  auto server = serve(fake);
+  fake.set_quota_exhausted(true);
+  running_herald herald{"", wechat_config(*server)};
+  std::vector<std::string> ids;
+  for (int n = 0; n < 5; ++n)
+    ids.push_back(submit(herald, n));
+  BOOST_REQUIRE(eventually([&] { return fake.send_requests() >= 1; }));
+  BOOST_TEST(status_of(herald, ids[0]) != "FAILED");
+  fake.set_quota_exhausted(false);
+  const bool all_sent = eventually([&] {
+    for (const auto& id : ids)
+      if (status_of(herald, id) != "SENT")
+        return false;
+    return true;
+  });
+  std::string states;
+  for (const auto& id : ids)
+    states += status_of(herald, id) + " ";
+  BOOST_REQUIRE_MESSAGE(all_sent, states + herald.process().log());
+  const auto sent = fake.sent();
+  BOOST_TEST(sent.size() == 5u); // each once, none lost
+  std::set<std::string> msgids;
+  for (const auto& message : sent)
+    msgids.insert(message.msgid);
+  for (const auto& id : ids) {
+    const auto task = task_of(herald, id);
+    BOOST_TEST(msgids.count(std::string(task.at("provider_message_id").as_string())) == 1u);
+  }
+  BOOST_TEST(
+      metric_sum(herald.metrics(), "herald_provider_calls_total", {"outcome=\"throttled\""}) >= 1);
+}
+
+BOOST_AUTO_TEST_CASE(finish_pushes_end_tasks_delivered_or_undelivered_and_forged_ones_are_refused) {
+  wechat_fake fake{wechat_fake::options{}};
+  auto server = serve(fake);
+  running_herald herald{"", wechat_config(*server)};
+  std::vector<std::string> ids{submit(herald, 1), submit(herald, 2), submit(herald, 3)};
+  BOOST_REQUIRE(eventually([&] { return fake.sent().size() == 3; }));
+  BOOST_REQUIRE(eventually([&] { return status_of(herald, ids[2]) == "SENT"; }));
+  auto msgid = [&](const std::string& id) {
+    BOOST_REQUIRE(eventually([&] { return task_of(herald, id).contains("provider_message_id"); }));
+    return std::string(task_of(herald, id).at("provider_message_id").as_string());
+  };
+
+  auto delivered = push(herald, msgid(ids[0]), "success");
+  BOOST_TEST(delivered.status == 200);
+  BOOST_TEST(delivered.body == "success");
+  BOOST_TEST(status_of(herald, ids[0]) == "DELIVERED");
+
+  BOOST_TEST(push(herald, msgid(ids[1]), "failed:user block").status == 200);
+  BOOST_TEST(status_of(herald, ids[1]) == "UNDELIVERED");
+
+  const auto forged = push(herald, msgid(ids[2]), "success", "not-the-token");
+  BOOST_TEST(forged.status == 401);
+  BOOST_TEST(forged.body.find("invalid_signature") != std::string::npos);
+  BOOST_TEST(status_of(herald, ids[2]) == "SENT");
+
+  // A push for a message herald never sent is acknowledged (WeChat would push it again and
+  // again otherwise) and counted, not recorded.
+  BOOST_TEST(push(herald, "999", "success").body == "success");
+}
+
+BOOST_AUTO_TEST_CASE(the_callback_url_handshake_echoes_echostr) {
+  wechat_fake fake{wechat_fake::options{}};
+  auto server = serve(fake);
+  running_herald herald{"", wechat_config(*server)};
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  auto signed_query = wechat_fake::finish_push(callback_token, "", "", "", now).query;
+  auto answer = herald.get("/v1/receipts/wechat?" + signed_query + "&echostr=1234567890");
+  BOOST_TEST(answer.status == 200);
+  BOOST_TEST(answer.body == "1234567890");
+  auto forged = wechat_fake::finish_push("wrong", "", "", "", now).query;
+  BOOST_TEST(herald.get("/v1/receipts/wechat?" + forged + "&echostr=1").status == 401);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,25 @@
+#pragma once
+
+// A fake provider (src/tools) behind the real HTTP/1.1 test server: the adapters under test
+// talk to it over loopback exactly as they would to the provider.
+
+#include "support/test_http_server.hpp"
+#include "tools/wechat_fake.hpp"
+
+#include <memory>
+
+namespace herald::test {
+
+template <class Fake> std::unique_ptr<test_server> serve(Fake& fake) {
+  return std::make_unique<test_server>([&fake](const recorded_request& seen) {
+    const auto answer = fake.handle({seen.method, seen.target, seen.body});
+    reply out;
+    out.status = answer.status;
+    out.headers = {{"Content-Type", answer.content_type}};
+    out.body = answer.body;
+    out.hang = answer.hang;
+    return out;
+  });
+}
+
+} // namespace herald::test
