@@ -145,8 +145,9 @@ void queue_tick(self_pointer self, std::chrono::microseconds after) {
 // earlier call, holding the take (lease, token) and a place in the window meanwhile.
 void ask_provider(self_pointer self, domain::delivery task, std::string take_token) {
   auto& st = self->state;
-  providers::provider_status_query query{task.task_id, task.channel, task.provider_request_id,
-                                         task.trace_id};
+  // A task found SENDING never got the provider's answer, so it has no provider message id.
+  providers::provider_status_query query{
+      task.task_id, task.channel, task.provider_request_id, task.trace_id, {}};
   auto task_id = task.task_id;
   st.calls.emplace(
       task_id, channel_state::call{std::move(task), st.clock->now(), std::move(take_token), true});

@@ -237,7 +237,7 @@ void ask_more(self_pointer self, channel_run& run) {
     run.to_ask.pop_front();
     const auto& task = awaiting.task;
     providers::provider_status_query query{task.task_id, task.channel, task.provider_request_id,
-                                           task.trace_id};
+                                           task.trace_id, awaiting.provider_message_id};
     auto task_id = task.task_id;
     run.asking.emplace(task_id, std::move(awaiting));
     auto done = [handle, name = settings.name, task_id](providers::status_answer answer) {

@@ -231,6 +231,15 @@ channel_config read_channel(const json::value& value, const std::string& path) {
     r.read_ms("timeout_ms", w.timeout, 1, 10 * one_minute_ms);
     r.read_integer("max_connections", w.max_connections, 1, 10000);
     r.read_ms("quota_pause_ms", w.quota_pause, 1000, one_day_ms);
+  } else if (ch.type == "sms_twilio") {
+    auto& t = ch.twilio;
+    r.read("account_sid", t.account_sid);
+    r.read_secret("auth_token", t.auth_token);
+    r.read("sender", t.sender);
+    r.read("base_url", t.base_url);
+    r.read("status_callback_url", t.status_callback_url);
+    r.read_ms("timeout_ms", t.timeout, 1, 10 * one_minute_ms);
+    r.read_integer("max_connections", t.max_connections, 1, 10000);
   } else {
     ch.simulated = read_simulated(r, ch.simulated);
   }
@@ -494,9 +503,13 @@ void validate(const config& cfg) {
       // At worst a call is a token fetch, the send, a second fetch and the send again (an
       // expired token): all must fit in the lease.
       call_timeout = 4 * ch.wechat.timeout;
+    } else if (ch.type == "sms_twilio") {
+      if (auto problem = ch.twilio.validate(); !problem.empty())
+        throw config_error(where + ": " + problem);
+      call_timeout = ch.twilio.timeout;
     } else if (ch.type != "simulated") {
       throw config_error(where + ".type: unknown channel type '" + ch.type +
-                         "' (supported: simulated, webhook, wechat_template)");
+                         "' (supported: simulated, webhook, wechat_template, sms_twilio)");
     }
     // A lease shorter than a call would let a sweep resend a call still in flight.
     if (call_timeout && ch.settings.lease <= *call_timeout)

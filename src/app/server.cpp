@@ -115,6 +115,9 @@ make_channel_specs(const config& cfg, const std::string& node_id, const domain::
         account = std::make_shared<providers::wechat_account>(wechat, counters);
       provider = std::make_shared<providers::wechat_template_provider>(settings.name, wechat,
                                                                        account, counters);
+    } else if (ch.type == "sms_twilio") {
+      provider =
+          std::make_shared<providers::twilio_sms_provider>(settings.name, ch.twilio, counters);
     } else {
       provider = std::make_shared<providers::simulated_provider>(ch.simulated, delays);
     }
@@ -172,7 +175,7 @@ persistence::undelivered_failover undelivered_failover_of(const config& cfg,
 bool takes_receipts(const config& cfg) {
   return std::any_of(cfg.channels.begin(), cfg.channels.end(), [](const channel_config& ch) {
     return !ch.webhook.receipt_secret.empty() || !ch.wechat.callback_token.empty() ||
-           ch.settings.receipt_window.count() > 0;
+           !ch.twilio.status_callback_url.empty() || ch.settings.receipt_window.count() > 0;
   });
 }
 

@@ -50,6 +50,13 @@ provider_result classify_transport(CURLcode code, std::string_view error_text = 
 /// read against the system clock, anything else to classify_transport() (the error text masked).
 provider_result classify_outbound(const outbound_answer& answer);
 
+/// Whether a call ended with an HTTP answer to read (a final status came), rather than a
+/// transport failure or a stopped client.
+bool has_http_answer(const outbound_answer& answer);
+
+/// The answer's Retry-After, read against the system clock; nullopt when absent or malformed.
+std::optional<std::chrono::milliseconds> retry_after_of(const outbound_answer& answer);
+
 /// Parses a Retry-After header value (RFC 7231 §7.1.3): delta-seconds, or an IMF-fixdate
 /// ("Sun, 06 Nov 1994 08:49:37 GMT") read relative to `now` (a date in the past is 0 ms).
 /// nullopt when malformed. Results are capped at max_retry_after.

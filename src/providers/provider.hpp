@@ -39,12 +39,14 @@ struct provider_result {
 /// Called exactly once per send(), on any thread.
 using provider_callback = std::function<void(provider_result)>;
 
-/// Asks a provider what became of an earlier call, by the provider request id it was sent with.
+/// Asks a provider what became of an earlier call, by the provider request id it was sent with
+/// or, for providers that only know their own ids (Twilio's Message SID), by that.
 struct provider_status_query {
   std::string task_id;
   std::string channel;
   std::string provider_request_id;
   std::string trace_id;
+  std::string provider_message_id; ///< empty while the provider has named none
 };
 
 /// Where a provider says a message stands: it got the call (accepted), handed it on (sent),

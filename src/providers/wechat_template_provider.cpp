@@ -28,15 +28,6 @@ provider_result without_answer(const outbound_answer& answer) {
   return classify_transport(static_cast<CURLcode>(answer.code));
 }
 
-bool answered(const outbound_answer& answer) {
-  return !answer.stopped && (answer.code == CURLE_OK || answer.status >= 200);
-}
-
-std::optional<std::chrono::milliseconds> retry_after_of(const outbound_answer& answer) {
-  const auto header = answer.header("retry-after");
-  return header ? parse_retry_after(*header, std::chrono::system_clock::now()) : std::nullopt;
-}
-
 /// The value of `name` in decoded query pairs; empty when absent.
 std::string_view value_of(const name_values& pairs, std::string_view name) {
   for (const auto& [key, value] : pairs)
@@ -87,7 +78,7 @@ void wechat_account::fetch(std::function<void(std::variant<issued_token, provide
   call.url = token_url_;
   call.timeout = timeout_;
   client_.call(std::move(call), [done = std::move(done), appid = appid_](outbound_answer answer) {
-    if (!answered(answer))
+    if (!has_http_answer(answer))
       return done(without_answer(answer));
     if (answer.status < 200 || answer.status > 299)
       return done(classify_http(answer.status, retry_after_of(answer), {}));
@@ -140,7 +131,7 @@ void post(const context_ptr& context, std::shared_ptr<const std::string> body, s
   context->account->client().call(
       std::move(call), [context, body, token = std::move(token), token_retried,
                         done = std::move(done)](outbound_answer answer) mutable {
-        if (!answered(answer))
+        if (!has_http_answer(answer))
           return done(without_answer(answer));
         auto verdict = classify_wechat_answer(answer.status, answer.body, retry_after_of(answer));
         if (verdict.token_invalid && !token_retried) {

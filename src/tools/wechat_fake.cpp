@@ -17,7 +17,7 @@ std::string errcode_body(int errcode, std::string_view errmsg) {
 }
 
 fake_reply errcode_reply(int errcode, std::string_view errmsg) {
-  return {200, "application/json", errcode_body(errcode, errmsg), false};
+  return {200, "application/json", errcode_body(errcode, errmsg), false, {}};
 }
 
 std::string query_of(const std::string& target) {
@@ -50,7 +50,7 @@ fake_reply wechat_fake::handle(const fake_request& request) {
     return token(query);
   if (request.method == "POST" && path == "/cgi-bin/message/template/send")
     return send(query, request.body);
-  return {404, "application/json", errcode_body(40066, "invalid url"), false};
+  return {404, "application/json", errcode_body(40066, "invalid url"), false, {}};
 }
 
 fake_reply wechat_fake::token(const std::string& query) {
@@ -68,10 +68,12 @@ fake_reply wechat_fake::token(const std::string& query) {
   live_tokens_.clear();
   auto issued = "fake-token-" + std::to_string(token_requests_);
   live_tokens_.insert(issued);
-  return {200, "application/json",
+  return {200,
+          "application/json",
           json::serialize(
               json::object{{"access_token", issued}, {"expires_in", options_.token_lifetime_s}}),
-          false};
+          false,
+          {}};
 }
 
 fake_reply wechat_fake::send(const std::string& query, const std::string& body) {
@@ -95,13 +97,13 @@ fake_reply wechat_fake::send(const std::string& query, const std::string& body) 
       return errcode_reply(errcode, "scripted");
     }
     case wechat_fault::truncated:
-      return {200, "application/json", R"({"errcode":0,"errmsg":"ok","msg)", false};
+      return {200, "application/json", R"({"errcode":0,"errmsg":"ok","msg)", false, {}};
     case wechat_fault::garbage:
-      return {200, "text/html", "<html>bad gateway</html>", false};
+      return {200, "text/html", "<html>bad gateway</html>", false, {}};
     case wechat_fault::hang:
-      return {200, "application/json", {}, true};
+      return {200, "application/json", {}, true, {}};
     case wechat_fault::http_503:
-      return {503, "text/plain", {}, false};
+      return {503, "text/plain", {}, false, {}};
     }
   }
   if (quota_exhausted_)
@@ -141,7 +143,8 @@ fake_reply wechat_fake::send(const std::string& query, const std::string& body) 
     sent_.push_back({openid, tpl, client_msg_id, msgid, body});
   }
   // msgid is a JSON number in WeChat's answers, larger than a double holds exactly.
-  return {200, "application/json", R"({"errcode":0,"errmsg":"ok","msgid":)" + msgid + "}", false};
+  return {
+      200, "application/json", R"({"errcode":0,"errmsg":"ok","msgid":)" + msgid + "}", false, {}};
 }
 
 void wechat_fake::expire_tokens() {

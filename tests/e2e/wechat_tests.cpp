@@ -2,6 +2,7 @@
 // follows WeChat's wire format, pauses on the daily quota (45009) and sends every task after
 // the pause, and takes WeChat's signed TEMPLATESENDJOBFINISH pushes as receipts.
 
+#include "support/eventually.hpp"
 #include "support/fake_provider_server.hpp"
 #include "support/herald_server.hpp"
 #include "tools/wechat_fake.hpp"
@@ -51,17 +52,6 @@ json::object task_of(running_herald& herald, const std::string& message_id) {
 
 std::string status_of(running_herald& herald, const std::string& message_id) {
   return std::string(task_of(herald, message_id).at("status").as_string());
-}
-
-/// Polls every 50 ms until `done`, at most `bound`.
-template <class Done> bool eventually(Done done, std::chrono::milliseconds bound = 30s) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return false;
-    std::this_thread::sleep_for(50ms); // polling a condition, bounded
-  }
-  return true;
 }
 
 http_response push(running_herald& herald, const std::string& msgid, const std::string& status,

@@ -289,7 +289,7 @@ BOOST_AUTO_TEST_CASE(wechat_configuration_errors_are_one_line_naming_the_field) 
                  .find("lease_ms: must be longer than the provider call's timeout (80000 ms)") !=
              std::string::npos);
   BOOST_TEST(error_of(with_channel(R"("type":"carrier_pigeon")"))
-                 .find("(supported: simulated, webhook, wechat_template)") != std::string::npos);
+                 .find("(supported: simulated, webhook, wechat_template, sms_twilio)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(channels_of_one_appid_must_share_its_secret) {
