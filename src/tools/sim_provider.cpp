@@ -3,12 +3,95 @@
 #include "api/http_server.hpp"
 #include "tools/sim_provider_config.hpp"
 #include "tools/sim_provider_service.hpp"
+#include "tools/twilio_fake.hpp"
+#include "tools/wechat_fake.hpp"
 
+#include <cctype>
 #include <iostream>
 
 #include <boost/json.hpp>
 
 namespace herald::tools {
+namespace {
+
+/// Answers every request from `fake`, as the provider it stands for would over HTTP.
+template <class Fake> api::request_handler fake_handler(Fake& fake) {
+  return [&fake](api::http_request request, api::respond_fn respond) {
+    fake_request seen{std::string{request.method_string()},
+                      std::string{request.target()},
+                      std::move(request.body()),
+                      {}};
+    for (const auto& field : request) {
+      std::string name{field.name_string()};
+      for (auto& c : name)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      seen.headers.emplace_back(std::move(name), std::string{field.value()});
+    }
+    auto reply = fake.handle(seen);
+    if (reply.hang)
+      return; // the responder is dropped unanswered: the connection closes, as a lost answer
+    api::http_response response{static_cast<boost::beast::http::status>(reply.status),
+                                request.version()};
+    response.set(boost::beast::http::field::content_type, reply.content_type);
+    for (const auto& [name, value] : reply.headers)
+      response.set(name, value);
+    response.body() = std::move(reply.body);
+    response.prepare_payload();
+    respond(std::move(response));
+  };
+}
+
+template <class Fake>
+int serve(Fake& fake, const sim_provider_options& options, const char* mode,
+          const std::function<int()>& wait_for_stop) {
+  api::http_options http;
+  http.host = options.listen.host;
+  http.port = options.listen.port;
+  http.max_body_bytes = 1 << 20;
+  http.io_threads = 2;
+  api::http_server server(http, fake_handler(fake));
+  try {
+    server.start();
+  } catch (const std::exception& e) {
+    std::cerr << "herald sim-provider: cannot listen on " << options.listen.to_string() << ": "
+              << e.what() << "\n";
+    return 1;
+  }
+  namespace json = boost::json;
+  std::cout << json::serialize(json::object{{"event", "sim_provider.listening"},
+                                            {"mode", mode},
+                                            {"host", options.listen.host},
+                                            {"port", server.port()}})
+            << std::endl;
+  auto received = wait_for_stop();
+  server.stop();
+  std::cout << json::serialize(
+                   json::object{{"event", "sim_provider.stopped"}, {"signal", received}})
+            << std::endl;
+  return 0;
+}
+
+int serve_fake(const sim_provider_options& options, const std::function<int()>& wait_for_stop) {
+  if (options.mode == sim_mode::wechat) {
+    wechat_fake::options identity;
+    identity.templates.clear(); // a load test uses the team's own template ids
+    if (!options.account.empty())
+      identity.appid = options.account;
+    if (!options.secret.empty())
+      identity.secret = options.secret;
+    wechat_fake fake{identity};
+    return serve(fake, options, "wechat", wait_for_stop);
+  }
+  twilio_fake::options identity;
+  if (!options.account.empty())
+    identity.account_sid = options.account;
+  if (!options.secret.empty())
+    identity.auth_token = options.secret;
+  twilio_fake fake{identity};
+  return serve(fake, options, "twilio", wait_for_stop);
+}
+
+} // namespace
 
 int run_sim_provider(const std::vector<std::string>& args,
                      const std::function<int()>& wait_for_stop) {
@@ -23,6 +106,9 @@ int run_sim_provider(const std::vector<std::string>& args,
     std::cout << sim_provider_usage();
     return 0;
   }
+
+  if (options.mode != sim_mode::webhook)
+    return serve_fake(options, wait_for_stop);
 
   sim_provider_service service(options);
   api::http_options http;

@@ -53,6 +53,19 @@ sim_provider_options parse_sim_provider_args(const std::vector<std::string>& arg
   parser
       .value("--listen", [&](const auto& name,
                              const auto& v) { options.listen = parse_host_port(name, v, true); })
+      .value("--mode",
+             [&](const auto& name, const auto& v) {
+               if (v == "webhook")
+                 options.mode = sim_mode::webhook;
+               else if (v == "wechat")
+                 options.mode = sim_mode::wechat;
+               else if (v == "twilio")
+                 options.mode = sim_mode::twilio;
+               else
+                 throw usage_error(name + " must be webhook, wechat or twilio");
+             })
+      .value("--account", [&](const auto&, const auto& v) { options.account = v; })
+      .value("--secret", [&](const auto&, const auto& v) { options.secret = v; })
       .value("--fail-rate",
              [&](const auto& name, const auto& v) { faults.fail_rate = parse_rate(name, v); })
       .value("--timeout-rate",
@@ -116,6 +129,13 @@ sim_provider_options parse_sim_provider_args(const std::vector<std::string>& arg
     throw usage_error("sim-provider needs --listen HOST:PORT");
   if (faults.fail_rate + faults.timeout_rate + faults.permanent_rate > 1.0 + 1e-9)
     throw usage_error("--fail-rate, --timeout-rate and --permanent-rate add up to more than 1");
+  if (options.mode != sim_mode::webhook &&
+      (receipts.to || faults.fail_rate + faults.timeout_rate + faults.permanent_rate > 0 ||
+       options.dedupe_by_id))
+    throw usage_error("--mode wechat and twilio serve the provider's fake: fault and receipt "
+                      "options belong to --mode webhook");
+  if (options.mode == sim_mode::webhook && (!options.account.empty() || !options.secret.empty()))
+    throw usage_error("--account and --secret belong to --mode wechat and twilio");
   if (receipts.to && receipts.secret.empty())
     throw usage_error("--receipt-to needs --receipt-secret (receipts are signed)");
   if (!receipts.to && !receipts.secret.empty())
@@ -127,6 +147,15 @@ std::string sim_provider_usage() {
   return R"(herald sim-provider --listen HOST:PORT [options]
   A simulated provider: answers POST on any path (the path names the endpoint, e.g. /sms).
   --listen HOST:PORT     where to listen; port 0 picks a free one (printed on stdout)
+  --mode M               webhook (default: herald's webhook contract, the options below),
+                         wechat (WeChat's Official Account API: GET /cgi-bin/token, POST
+                         /cgi-bin/message/template/send; point a wechat_template channel's
+                         base_url here) or twilio (the Messages API under /2010-04-01/;
+                         point an sms_twilio channel's base_url here)
+  --account ID           wechat: the appid (default wx-fake-app); twilio: the Account SID
+                         (default AC00000000000000000000000000000001)
+  --secret S             wechat: the AppSecret (default fake-app-secret); twilio: the auth
+                         token (default fake-auth-token)
   --fail-rate F          share of calls answered 503, not processed (default 0)
   --timeout-rate F       share of calls processed but never answered (default 0)
   --permanent-rate F     share of calls answered 400, not processed (default 0)

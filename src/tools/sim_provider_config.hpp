@@ -54,8 +54,17 @@ struct receipt_profile {
   std::chrono::milliseconds timeout{5000}; ///< of one receipt POST
 };
 
+/// What the simulated provider speaks: herald's own webhook contract (with faults and
+/// receipts), or a provider's documented API through its fake (src/tools/*_fake).
+enum class sim_mode { webhook, wechat, twilio };
+
 struct sim_provider_options {
   host_port listen;
+  sim_mode mode = sim_mode::webhook;
+  /// The fake's credentials: WeChat's appid and AppSecret, Twilio's Account SID and auth
+  /// token. Empty: the fake's defaults.
+  std::string account;
+  std::string secret;
   fault_profile faults;
   std::chrono::milliseconds latency{0};  ///< before every answer
   std::chrono::milliseconds hold{30000}; ///< a timed-out call's connection is dropped after this

@@ -120,7 +120,7 @@ fake_reply wechat_fake::send(const std::string& query, const std::string& body) 
     return errcode_reply(47001, "data format error");
   std::string openid{touser->as_string()};
   std::string tpl{template_id->as_string()};
-  bool known_template = false;
+  bool known_template = options_.templates.empty(); // none listed: any template exists
   for (const auto& t : options_.templates)
     known_template = known_template || t == tpl;
   if (!known_template)

@@ -45,7 +45,7 @@ public:
   struct options {
     std::string appid = "wx-fake-app";
     std::string secret = "fake-app-secret";
-    std::vector<std::string> templates = {"tpl-order-shipped"};
+    std::vector<std::string> templates = {"tpl-order-shipped"}; ///< empty: any template exists
     std::int64_t token_lifetime_s = 7200;
   };
 

@@ -231,6 +231,21 @@ BOOST_AUTO_TEST_CASE(usage_errors) {
   BOOST_TEST(mentions(error({"--listen", "127.0.0.1:0", "--what"}), "--what"));
 }
 
+BOOST_AUTO_TEST_CASE(a_provider_mode_serves_its_fake_with_its_own_credentials) {
+  auto options = parse_sim_provider_args(
+      {"--listen", "127.0.0.1:0", "--mode", "twilio", "--account", "AC1", "--secret", "tok"});
+  BOOST_TEST((options.mode == sim_mode::twilio));
+  BOOST_TEST(options.account == "AC1");
+  BOOST_TEST(options.secret == "tok");
+  BOOST_TEST((parse_sim_provider_args({"--listen", "127.0.0.1:0"}).mode == sim_mode::webhook));
+  auto error = [](args a) { return usage_message([&] { parse_sim_provider_args(a); }); };
+  BOOST_TEST(mentions(error({"--listen", "127.0.0.1:0", "--mode", "pigeon"}), "--mode"));
+  BOOST_TEST(mentions(error({"--listen", "127.0.0.1:0", "--mode", "wechat", "--fail-rate", "0.1"}),
+                      "--mode webhook"));
+  BOOST_TEST(
+      mentions(error({"--listen", "127.0.0.1:0", "--secret", "x"}), "--mode wechat and twilio"));
+}
+
 BOOST_AUTO_TEST_CASE(receipt_options_parse) {
   auto options = parse_sim_provider_args({"--listen",
                                           "127.0.0.1:0",
