@@ -4,6 +4,7 @@
 #include "providers/webhook_signature.hpp"
 
 #include <cstdio>
+#include <optional>
 #include <utility>
 
 #include <boost/json.hpp>
@@ -84,13 +85,17 @@ fake_reply twilio_fake::handle(const fake_request& request) {
 fake_reply twilio_fake::create(const fake_request& request) {
   std::lock_guard<std::mutex> guard{mutex_};
   ++create_requests_;
+  std::optional<twilio_error::shape> cut_answer;
   if (!script_.empty()) {
     const auto error = script_.front();
     script_.pop_front();
-    auto reply = error_reply(error.http_status, error.code, "scripted by the test");
-    if (error.retry_after_s > 0)
-      reply.headers.emplace_back("Retry-After", std::to_string(error.retry_after_s));
-    return reply;
+    if (error.kind == twilio_error::shape::error) {
+      auto reply = error_reply(error.http_status, error.code, "scripted by the test");
+      if (error.retry_after_s > 0)
+        reply.headers.emplace_back("Retry-After", std::to_string(error.retry_after_s));
+      return reply;
+    }
+    cut_answer = error.kind; // the message is created; only its answer goes wrong
   }
   auto params = providers::form_decode(request.body);
   if (!params)
@@ -116,8 +121,12 @@ fake_reply twilio_fake::create(const fake_request& request) {
   message.status = "queued";
   index_of_sid_[message.sid] = sent_.size();
   sent_.push_back(message);
-  return {
-      201, "application/json", json::serialize(resource(message, options_.account_sid)), false, {}};
+  auto answer = json::serialize(resource(message, options_.account_sid));
+  if (cut_answer == twilio_error::shape::hang)
+    return {201, "application/json", {}, true, {}};
+  if (cut_answer == twilio_error::shape::truncated)
+    answer.resize(answer.size() / 2);
+  return {201, "application/json", std::move(answer), false, {}};
 }
 
 fake_reply twilio_fake::fetch(const std::string& sid) const {

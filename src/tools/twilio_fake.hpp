@@ -23,11 +23,18 @@ struct twilio_sent {
   int error_code = 0;
 };
 
-/// A scripted error answer: Twilio's {"code","message","status"} with that HTTP status.
+/// A scripted answer to a create: Twilio's error {"code","message","status"} with that HTTP
+/// status, or an answer that goes wrong after Twilio took the call.
 struct twilio_error {
   unsigned http_status = 400;
   int code = 0;
   unsigned retry_after_s = 0; ///< 0: no Retry-After
+  enum class shape {
+    error,     ///< the error above
+    truncated, ///< 201 with half the Message JSON: created, answer cut
+    hang,      ///< created, never answered
+  };
+  shape kind = shape::error;
 };
 
 /// A local stand-in for the Twilio Messages API, following its documented wire format:

@@ -116,6 +116,20 @@ BOOST_AUTO_TEST_CASE(the_error_code_decides_the_class) {
   BOOST_TEST(fake.sent().empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_cut_or_missing_answer_after_twilio_took_the_call) {
+  using shape = tools::twilio_error::shape;
+  fake.script({{201, 0, 0, shape::truncated}, {201, 0, 0, shape::hang}});
+  const auto cut = send_one(1);
+  // 201 came, so Twilio created it: a success named by herald's own id, as the SID was cut.
+  BOOST_TEST((cut.outcome == call_outcome::success));
+  BOOST_TEST(cut.detail == "hrq_1");
+  const auto started = std::chrono::steady_clock::now();
+  const auto hung = send_one(2);
+  BOOST_TEST((hung.outcome == call_outcome::timeout)); // outcome unknown: retried, not failed
+  BOOST_TEST((std::chrono::steady_clock::now() - started >= 2000ms));
+  BOOST_TEST(fake.sent().size() == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(wrong_credentials_are_a_configuration_error) {
   auto c = make_config();
   c.auth_token = "not-the-token";
