@@ -499,6 +499,9 @@ void pump(self_pointer self) {
       }
       if (!may_call(self, now))
         break;
+      if (st.throttle_probing && busy + to_mark.size() > 0)
+        break; // after a throttle, one call at a time until one goes through
+
       auto probing = st.breaker->current() != domain::circuit_breaker::state::closed;
       if (!st.breaker->allow(now)) { // a half-open probe is already on its way
         queue_tick(self, std::chrono::milliseconds{100});
@@ -532,17 +535,22 @@ persistence::state_change outcome_change(channel_state& st, const channel_state:
     change.to = task_state::failed;
     change.last_error = result.detail;
     break;
+  case call_outcome::throttled:
+    // Refused before anything was done (a daily quota, a rate limit): not a provider call
+    // that could have delivered, so it spends no attempt and no backoff; the task goes again
+    // when the pause ends, and never goes DEAD of it — only expire_at bounds the wait.
+    change.attempts = task.attempts;
+    change.last_error = result.detail;
+    change.to = task_state::retry_wait;
+    change.next_attempt_at = now + result.retry_after.value_or(st.settings.throttle_pause);
+    if (task.expire_at && *change.next_attempt_at > *task.expire_at)
+      change.next_attempt_at = task.expire_at; // picked up then, and expired
+    break;
   case call_outcome::retryable:
-  case call_outcome::timeout:
-  case call_outcome::throttled: {
+  case call_outcome::timeout: {
     change.last_error = result.detail;
     auto unit = std::uniform_real_distribution<double>{0.0, 1.0}(st.jitter_rng);
-    // A throttled call was refused before anything was done (a daily quota, a rate limit):
-    // the task goes again when the pause ends, without backing off and never dead of it;
-    // expire_at still bounds how long it waits.
-    auto delay = result.outcome == call_outcome::throttled
-                     ? result.retry_after.value_or(st.settings.throttle_pause)
-                     : st.settings.retry.next_delay(change.attempts, unit);
+    auto delay = st.settings.retry.next_delay(change.attempts, unit);
     if (!delay) {
       change.to = task_state::dead;
     } else {
@@ -560,15 +568,22 @@ persistence::state_change outcome_change(channel_state& st, const channel_state:
 // Feeds the circuit breaker and the throttle pause from one provider answer.
 void observe_health(channel_state& st, const providers::provider_result& result,
                     domain::timestamp now) {
+  if (result.outcome != call_outcome::throttled)
+    st.throttle_probing = false;
   switch (result.outcome) {
   case call_outcome::success:
   case call_outcome::permanent: // the provider answered: it is up, the recipient is bad
     st.breaker->on_success();
     break;
-  case call_outcome::throttled:
-    st.paused_until = now + result.retry_after.value_or(st.settings.throttle_pause);
-    st.breaker->on_failure(now);
+  case call_outcome::throttled: {
+    // A provider saying "not now" is up: the pause holds calls back, the breaker is not fed
+    // (it would fail fresh tasks over for a quota). The longest pause asked for wins, and
+    // until a call goes through again one call at a time tests whether it is over.
+    const auto until = now + result.retry_after.value_or(st.settings.throttle_pause);
+    st.paused_until = std::max(st.paused_until, until);
+    st.throttle_probing = true;
     break;
+  }
   case call_outcome::retryable:
   case call_outcome::timeout:
     st.breaker->on_failure(now);
@@ -596,9 +611,10 @@ void on_result(self_pointer self, const std::string& task_id,
                                  std::chrono::duration<double>(now - task.accepted_at).count());
   observe_health(st, result, now);
   auto change = outcome_change(st, finished, result, now);
-  attempt_records attempts{{task.task_id, change.attempts, task.provider_request_id,
-                            std::string{to_string(result.outcome)}, result.detail, started_at,
-                            now}};
+  attempt_records attempts;
+  if (result.outcome != call_outcome::throttled) // not an attempt: see outcome_change
+    attempts.push_back({task.task_id, change.attempts, task.provider_request_id,
+                        std::string{to_string(result.outcome)}, result.detail, started_at, now});
   log::write(result.outcome == call_outcome::success ? log::level::debug : log::level::info,
              "channel.provider_result",
              {{"channel", st.settings.name},

@@ -89,6 +89,7 @@ struct channel_state {
   std::optional<domain::circuit_breaker> breaker;
   std::string probe_task_id;        ///< the half-open probe, while it is on its way
   domain::timestamp paused_until{}; ///< throttled by the provider until then
+  bool throttle_probing = false;    ///< throttled, and no call has gone through since
   std::array<std::deque<domain::delivery>, 3> lanes; ///< by domain::priority
   std::size_t queued = 0;                            ///< tasks in the lanes
   std::unordered_set<std::string> known; ///< queued, being marked, in flight or being recorded

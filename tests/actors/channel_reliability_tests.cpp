@@ -209,6 +209,58 @@ BOOST_AUTO_TEST_CASE(a_throttled_task_waits_past_its_retry_budget_instead_of_dyi
   BOOST_TEST(state(id) == "SENT"); // the quota came back: sent, not dead
 }
 
+BOOST_AUTO_TEST_CASE(throttled_calls_spend_none_of_the_retry_budget) {
+  auto id = seed_sms(1).at(0);
+  const providers::provider_result quota{call_outcome::throttled, "daily quota",
+                                         std::chrono::milliseconds{60000}};
+  provider->script({quota, quota, quota, quota, recording_provider::retryable()});
+  channel = spawn_channel(); // a budget of 3 calls
+  dispatch(channel, {delivery_of(id)});
+  for (int pause = 0; pause < 4; ++pause)
+    advance_both(std::chrono::milliseconds{60000});
+  // The first real failure after four refusals is the task's first attempt: it backs off
+  // (1 s), it is not DEAD.
+  BOOST_TEST(provider->calls_for(id) == 5u);
+  BOOST_TEST(state(id) == "RETRY_WAIT");
+  BOOST_TEST(task(id).attempts == 1u);
+  BOOST_TEST(task(id).attempt_log.size() == 1u); // the refusals are no attempts
+}
+
+BOOST_AUTO_TEST_CASE(a_throttle_neither_opens_the_circuit_nor_fails_tasks_over) {
+  auto ids = seed_sms(3);
+  auto s = settings();
+  s.fallback = "email";
+  s.circuit_failure_threshold = 1;
+  const providers::provider_result busy{call_outcome::throttled, "429", std::nullopt};
+  provider->script({busy, busy});
+  channel = spawn_channel(s);
+  dispatch(channel, {delivery_of(ids[0])});
+  auto d = delivery_of(ids[1]);
+  d.recipients["email"] = "u-1@example.com";
+  dispatch(channel, {d});
+  advance_both(std::chrono::milliseconds{1000}); // the default throttle pause
+  advance_both(std::chrono::milliseconds{1000});
+  BOOST_TEST(state(ids[1]) == "SENT"); // not SUPPRESSED onto email
+  BOOST_TEST(state(ids[0]) == "SENT");
+}
+
+BOOST_AUTO_TEST_CASE(after_a_throttle_one_call_at_a_time_tests_whether_it_is_over) {
+  auto ids = seed_sms(5);
+  provider->script({{call_outcome::throttled, "429", std::chrono::milliseconds{1000}}});
+  channel = spawn_channel();
+  dispatch(channel, {delivery_of(ids[0])});
+  provider->hold(true);
+  dispatch(channel,
+           {delivery_of(ids[1]), delivery_of(ids[2]), delivery_of(ids[3]), delivery_of(ids[4])});
+  advance_both(std::chrono::milliseconds{1000});
+  BOOST_TEST(provider->calls.size() == 2u); // the throttled call, then one probe
+  provider->hold(false);
+  provider->release();
+  run();
+  for (const auto& id : ids)
+    BOOST_TEST(state(id) == "SENT");
+}
+
 BOOST_AUTO_TEST_CASE(half_open_lets_one_probe_through_and_closes_on_success) {
   auto ids = seed_sms(4);
   auto s = settings();
