@@ -2,19 +2,29 @@
 
 #include "observability/log.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace herald::providers {
 
-token_cache::token_cache(fetcher fetch, std::chrono::seconds margin, clock_fn clock)
-    : fetch_(std::move(fetch)), margin_(margin), clock_(std::move(clock)) {}
+token_cache::token_cache(fetcher fetch, std::chrono::seconds margin, clock_fn clock,
+                         std::chrono::milliseconds failure_hold)
+    : fetch_(std::move(fetch)), margin_(margin), clock_(std::move(clock)),
+      failure_hold_(failure_hold) {}
 
 void token_cache::get(token_callback done) {
   std::unique_lock<std::mutex> lock{mutex_};
-  if (!token_.empty() && clock_() < valid_until_) {
+  const auto now = clock_();
+  if (!token_.empty() && now < valid_until_) {
     auto token = token_;
     lock.unlock();
     done(std::move(token));
+    return;
+  }
+  if (failure_ && now < failed_until_) {
+    auto failure = *failure_;
+    lock.unlock();
+    done(std::move(failure));
     return;
   }
   waiting_.push_back(std::move(done));
@@ -24,17 +34,17 @@ void token_cache::get(token_callback done) {
   ++fetches_;
   lock.unlock();
   try {
-    fetch_([this](std::variant<issued_token, provider_result> outcome) {
+    fetch_([this](std::variant<issued_token, token_failure> outcome) {
       on_fetched(std::move(outcome));
     });
   } catch (const std::exception& e) {
-    on_fetched(provider_result{call_outcome::retryable,
-                               std::string{"token request not started: "} + e.what(),
-                               std::nullopt});
+    on_fetched(token_failure{{call_outcome::retryable,
+                              std::string{"token request not started: "} + e.what(), std::nullopt},
+                             false});
   }
 }
 
-void token_cache::on_fetched(std::variant<issued_token, provider_result> outcome) {
+void token_cache::on_fetched(std::variant<issued_token, token_failure> outcome) {
   std::vector<token_callback> waiting;
   token_or_failure answer = std::string{};
   {
@@ -43,13 +53,14 @@ void token_cache::on_fetched(std::variant<issued_token, provider_result> outcome
     waiting.swap(waiting_);
     if (auto* issued = std::get_if<issued_token>(&outcome)) {
       token_ = issued->value;
-      // A lifetime shorter than the margin is used once at least, for the sends waiting now.
-      valid_until_ = clock_() + (issued->lifetime > margin_ ? issued->lifetime - margin_
-                                                            : std::chrono::seconds{0});
+      failure_.reset();
+      valid_until_ = clock_() + issued->lifetime - std::min(margin_, issued->lifetime / 2);
       answer = token_;
     } else {
       token_.clear();
-      answer = std::get<provider_result>(std::move(outcome));
+      failure_ = std::get<token_failure>(std::move(outcome));
+      failed_until_ = clock_() + failure_hold_;
+      answer = *failure_;
     }
   }
   for (auto& done : waiting) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -19,9 +20,15 @@ struct issued_token {
   std::chrono::seconds lifetime{0};
 };
 
-/// A token, or why none could be had (a classified failure: retryable when the token endpoint
-/// was unreachable, permanent when it refused the credentials).
-using token_or_failure = std::variant<std::string, provider_result>;
+/// Why no token could be had. Never a message's fault: `result` is retryable (or throttled),
+/// so sends wait while the endpoint is down or an operator fixes the credentials.
+struct token_failure {
+  provider_result result;
+  bool config_error = false; ///< the endpoint refused the credentials (count it, alert)
+};
+
+/// A token, or why none could be had.
+using token_or_failure = std::variant<std::string, token_failure>;
 using token_callback = std::function<void(token_or_failure)>;
 
 /// One provider access token shared by every send that needs it (WeChat's access_token per
@@ -38,12 +45,15 @@ public:
   using clock_fn = std::function<std::chrono::steady_clock::time_point()>;
   /// Starts one fetch; must call its callback exactly once, on any thread.
   using fetcher =
-      std::function<void(std::function<void(std::variant<issued_token, provider_result>)>)>;
+      std::function<void(std::function<void(std::variant<issued_token, token_failure>)>)>;
 
   /// A token is used until `margin` before the end of its lifetime (WeChat advises refreshing
-  /// well before expires_in; 300 s by default).
+  /// well before expires_in; 300 s by default), or half its lifetime when that is shorter. A
+  /// failed fetch is the answer to every get() for `failure_hold`, so an endpoint that is down
+  /// or refuses the credentials is not asked again for every send.
   token_cache(fetcher fetch, std::chrono::seconds margin = std::chrono::seconds{300},
-              clock_fn clock = std::chrono::steady_clock::now);
+              clock_fn clock = std::chrono::steady_clock::now,
+              std::chrono::milliseconds failure_hold = std::chrono::seconds{5});
 
   /// Calls `done` with a valid token, or with why there is none.
   void get(token_callback done);
@@ -57,18 +67,21 @@ public:
   std::uint64_t fetches() const;
 
 private:
-  void on_fetched(std::variant<issued_token, provider_result> outcome);
+  void on_fetched(std::variant<issued_token, token_failure> outcome);
 
   fetcher fetch_;
   std::chrono::seconds margin_;
   clock_fn clock_;
+  std::chrono::milliseconds failure_hold_;
 
   mutable std::mutex mutex_;
   std::string token_;                                 ///< guarded; empty: none
   std::chrono::steady_clock::time_point valid_until_; ///< guarded
   bool fetching_ = false;                             ///< guarded
-  std::vector<token_callback> waiting_;               ///< guarded
-  std::uint64_t fetches_ = 0;                         ///< guarded
+  std::optional<token_failure> failure_; ///< guarded: the last fetch's, while it is held
+  std::chrono::steady_clock::time_point failed_until_; ///< guarded
+  std::vector<token_callback> waiting_;                ///< guarded
+  std::uint64_t fetches_ = 0;                          ///< guarded
 };
 
 } // namespace herald::providers

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include <boost/json.hpp>
 #include <curl/curl.h>
 
 namespace herald::providers {
@@ -62,34 +63,57 @@ std::string wechat_config::validate() const {
 }
 
 wechat_account::wechat_account(const wechat_config& config, std::shared_ptr<metrics> metrics)
-    : token_url_(
-          without_trailing_slash(config.base_url) +
-          "/cgi-bin/token?grant_type=client_credential&appid=" + escape_path_segment(config.appid) +
-          "&secret=" + escape_path_segment(config.app_secret)),
-      appid_(config.appid), timeout_(config.timeout), metrics_(std::move(metrics)),
-      tokens_([this](auto done) { fetch(std::move(done)); }),
+    : token_url_(without_trailing_slash(config.base_url) + "/cgi-bin/stable_token"),
+      appid_(config.appid), secret_(config.app_secret), timeout_(config.timeout),
+      metrics_(std::move(metrics)),
+      tokens_([this](fetched done) { fetch(false, std::move(done)); }),
       client_(http_client_options{config.max_connections, max_answer_bytes, "herald-wechat/1"}) {}
 
-void wechat_account::fetch(std::function<void(std::variant<issued_token, provider_result>)> done) {
+void wechat_account::refused(const std::string& token) {
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    refused_ = token;
+  }
+  tokens_.invalidate(token);
+}
+
+void wechat_account::fetch(bool force_refresh, fetched done) {
   if (metrics_)
     metrics_->provider_token_refresh("wechat", appid_);
   outbound_call call;
-  call.method = "GET";
   call.url = token_url_;
+  call.headers = {"Content-Type: application/json; charset=utf-8"};
+  // The AppSecret goes in the body, never in a URL that proxies and logs keep.
+  call.body = boost::json::serialize(boost::json::object{{"grant_type", "client_credential"},
+                                                         {"appid", appid_},
+                                                         {"secret", secret_},
+                                                         {"force_refresh", force_refresh}});
   call.timeout = timeout_;
-  client_.call(std::move(call), [done = std::move(done), appid = appid_](outbound_answer answer) {
+  client_.call(std::move(call), [this, force_refresh,
+                                 done = std::move(done)](outbound_answer answer) mutable {
+    // Whatever goes wrong here, no message was sent: the sends waiting for the token are
+    // retryable, never failed or "outcome unknown".
+    const auto wait = [&](std::string why, bool config_error) {
+      done(token_failure{{call_outcome::retryable, "wechat access token: " + why, std::nullopt},
+                         config_error});
+    };
     if (!has_http_answer(answer))
-      return done(without_answer(answer));
+      return wait(without_answer(answer).detail, false);
     if (answer.status < 200 || answer.status > 299)
-      return done(classify_http(answer.status, retry_after_of(answer), {}));
+      return wait("HTTP " + std::to_string(answer.status), false);
     auto token = parse_token_answer(answer.body);
-    if (!token.access_token.empty())
-      return done(issued_token{std::move(token.access_token), token.expires_in});
-    // Refused credentials (40013, 40125, 40164) are the channel's problem, not a message's:
-    // the sends wait (retryable) while an operator fixes the configuration.
-    log::error("wechat.token_refused", {{"appid", appid}, {"error", token.error}});
-    done(provider_result{call_outcome::retryable, "wechat access token refused: " + token.error,
-                         std::nullopt});
+    if (token.access_token.empty()) {
+      log::error("wechat.token_refused", {{"appid", appid_}, {"error", token.error}});
+      return wait(token.error, true); // 40013, 40125, 40164…: the credentials, not a message
+    }
+    bool same_as_refused = false;
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      same_as_refused = token.access_token == refused_;
+    }
+    if (same_as_refused && !force_refresh)
+      return fetch(true, std::move(done));
+    done(issued_token{std::move(token.access_token), token.expires_in});
   });
 }
 
@@ -114,9 +138,12 @@ void post(const context_ptr& context, std::shared_ptr<const std::string> body, s
 template <class Then>
 void with_token(const context_ptr& context, provider_callback done, Then then) {
   context->account->tokens().get(
-      [done = std::move(done), then = std::move(then)](token_or_failure token) mutable {
-        if (auto* failure = std::get_if<provider_result>(&token))
-          return done(std::move(*failure));
+      [context, done = std::move(done), then = std::move(then)](token_or_failure token) mutable {
+        if (auto* failure = std::get_if<token_failure>(&token)) {
+          if (failure->config_error && context->counters)
+            context->counters->provider_config_error(context->channel);
+          return done(std::move(failure->result));
+        }
         then(std::get<std::string>(std::move(token)), std::move(done));
       });
 }
@@ -137,7 +164,7 @@ void post(const context_ptr& context, std::shared_ptr<const std::string> body, s
         if (verdict.token_invalid && !token_retried) {
           // WeChat did nothing with this call: fetch a new token (once for all the sends
           // refused with this one) and send again at once.
-          context->account->tokens().invalidate(token);
+          context->account->refused(token);
           return with_token(context, std::move(done),
                             [context, body](std::string fresh, provider_callback again) {
                               post(context, body, std::move(fresh), true, std::move(again));

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace herald::providers {
@@ -39,11 +40,14 @@ struct wechat_config {
 };
 
 /// What every channel of one appid shares: the connections to WeChat and the one
-/// access_token. WeChat issues one token per appid and a new one invalidates the old for every
-/// holder, so channels (and sends) of the same appid must never fetch their own.
+/// access_token. Tokens come from POST cgi-bin/stable_token, which hands every caller of the
+/// appid the same token (other herald nodes, other systems of the business) instead of each
+/// fetch retiring the others' as cgi-bin/token does; a forced refresh (limited by WeChat to a
+/// few a day) is asked for only when WeChat refuses the very token a plain fetch returns.
 ///
 /// Lives as long as its longest-living channel. Its client stops first when it goes, answering
-/// every call still in flight as stopped; those answers touch nothing of the account.
+/// every call still in flight as stopped; such answers carry no HTTP status, so none of them
+/// reaches the account's token or client again.
 class wechat_account {
 public:
   /// Throws std::runtime_error when libcurl cannot be set up.
@@ -52,13 +56,21 @@ public:
   http_client& client() { return client_; }
   token_cache& tokens() { return tokens_; }
 
-private:
-  void fetch(std::function<void(std::variant<issued_token, provider_result>)> done);
+  /// WeChat refused `token` (40001, 42001, 40014): the next fetch replaces it, forcing a
+  /// refresh if WeChat hands the same one out again.
+  void refused(const std::string& token);
 
-  std::string token_url_; ///< GET {base}/cgi-bin/token?grant_type=client_credential&…
+private:
+  using fetched = std::function<void(std::variant<issued_token, token_failure>)>;
+  void fetch(bool force_refresh, fetched done);
+
+  std::string token_url_; ///< POST {base}/cgi-bin/stable_token
   std::string appid_;
+  std::string secret_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<metrics> metrics_;
+  std::mutex mutex_;
+  std::string refused_; ///< guarded: the token WeChat last refused
   token_cache tokens_;
   http_client client_; ///< last: stops first, while everything its answers may touch is alive
 };

@@ -46,32 +46,46 @@ wechat_fake::wechat_fake(options o) : options_(std::move(o)) {}
 fake_reply wechat_fake::handle(const fake_request& request) {
   const auto path = path_of(request.target);
   const auto query = query_of(request.target);
-  if (request.method == "GET" && path == "/cgi-bin/token")
-    return token(query);
+  if (request.method == "POST" && path == "/cgi-bin/stable_token")
+    return stable_token(request.body);
   if (request.method == "POST" && path == "/cgi-bin/message/template/send")
     return send(query, request.body);
   return {404, "application/json", errcode_body(40066, "invalid url"), false, {}};
 }
 
-fake_reply wechat_fake::token(const std::string& query) {
+fake_reply wechat_fake::stable_token(const std::string& body) {
   std::lock_guard<std::mutex> guard{mutex_};
   ++token_requests_;
-  if (param(query, "grant_type") != "client_credential")
+  boost::system::error_code ec;
+  auto parsed = json::parse(body, ec);
+  if (ec || !parsed.is_object())
+    return errcode_reply(47001, "data format error");
+  const auto& request = parsed.as_object();
+  auto text = [&](const char* key) {
+    const auto* value = request.if_contains(key);
+    return value != nullptr && value->is_string() ? std::string{value->as_string()} : std::string{};
+  };
+  if (text("grant_type") != "client_credential")
     return errcode_reply(40002, "invalid grant_type");
-  if (param(query, "appid") != options_.appid)
+  if (text("appid") != options_.appid)
     return errcode_reply(40013, "invalid appid");
-  if (param(query, "secret") != options_.secret)
+  if (text("secret") != options_.secret)
     return errcode_reply(40125, "invalid appsecret");
-  // As WeChat does, a new token replaces the one before it.
-  for (const auto& old : live_tokens_)
-    expired_tokens_.insert(old);
-  live_tokens_.clear();
-  auto issued = "fake-token-" + std::to_string(token_requests_);
-  live_tokens_.insert(issued);
+  const auto* force = request.if_contains("force_refresh");
+  const bool forced = force != nullptr && force->is_bool() && force->as_bool();
+  if (forced)
+    ++forced_refreshes_;
+  // As WeChat does, every caller gets the same token until it expires or a refresh is forced.
+  if (forced || live_tokens_.empty()) {
+    for (const auto& old : live_tokens_)
+      expired_tokens_.insert(old);
+    live_tokens_.clear();
+    live_tokens_.insert("fake-token-" + std::to_string(token_requests_));
+  }
   return {200,
           "application/json",
-          json::serialize(
-              json::object{{"access_token", issued}, {"expires_in", options_.token_lifetime_s}}),
+          json::serialize(json::object{{"access_token", *live_tokens_.begin()},
+                                       {"expires_in", options_.token_lifetime_s}}),
           false,
           {}};
 }
@@ -173,6 +187,11 @@ void wechat_fake::unfollow(const std::string& openid) {
 std::size_t wechat_fake::token_requests() const {
   std::lock_guard<std::mutex> guard{mutex_};
   return token_requests_;
+}
+
+std::size_t wechat_fake::forced_refreshes() const {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return forced_refreshes_;
 }
 
 std::size_t wechat_fake::send_requests() const {

@@ -33,8 +33,9 @@ struct wechat_sent {
 };
 
 /// A local stand-in for WeChat's Official Account API, following its documented wire format:
-/// GET /cgi-bin/token?grant_type=client_credential&appid=&secret= answers
-/// {"access_token","expires_in"} (40013 for another appid, 40125 for a wrong secret);
+/// POST /cgi-bin/stable_token {"grant_type":"client_credential","appid","secret",
+/// "force_refresh"} answers {"access_token","expires_in"}: the same token to every caller until
+/// it expires or a refresh is forced (40013 for another appid, 40125 for a wrong secret);
 /// POST /cgi-bin/message/template/send?access_token= answers {"errcode":0,"errmsg":"ok",
 /// "msgid":N}, or 40001 for a token it never issued, 42001 for one it expired, 40037 for a
 /// template it does not know, 43004 for an openid that does not follow, 47001 for a body it
@@ -63,6 +64,7 @@ public:
   void unfollow(const std::string& openid);
 
   std::size_t token_requests() const;
+  std::size_t forced_refreshes() const;
   std::size_t send_requests() const;
   std::vector<wechat_sent> sent() const;
 
@@ -77,7 +79,7 @@ public:
                           std::int64_t unix_seconds, const std::string& nonce = "fake-nonce");
 
 private:
-  fake_reply token(const std::string& query);
+  fake_reply stable_token(const std::string& body);
   fake_reply send(const std::string& query, const std::string& body);
 
   options options_;
@@ -91,6 +93,7 @@ private:
   std::map<std::string, std::string> msgid_of_client_id_;
   std::vector<wechat_sent> sent_;
   std::size_t token_requests_ = 0;
+  std::size_t forced_refreshes_ = 0;
   std::size_t send_requests_ = 0;
   std::uint64_t next_msgid_ = 3662956322040938501ULL; ///< beyond a double's exact integers
 };

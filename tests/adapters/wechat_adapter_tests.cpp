@@ -98,7 +98,8 @@ BOOST_AUTO_TEST_CASE(a_thousand_sends_with_an_expired_token_cause_exactly_one_re
     adapter.send(request(i), got.collect());
   BOOST_REQUIRE(got.wait_for(1000));
   BOOST_TEST(got.count(call_outcome::success) == 1000u);
-  BOOST_TEST(fake.token_requests() == 2u); // the first, and one refresh
+  BOOST_TEST(fake.token_requests() == 2u);   // the first, and one refresh
+  BOOST_TEST(fake.forced_refreshes() == 0u); // a plain fetch gave a new one
   BOOST_TEST(fake.sent().size() == 1001u);
   BOOST_TEST(
       counters->render().find(
@@ -112,7 +113,9 @@ BOOST_AUTO_TEST_CASE(a_token_refused_twice_is_retried_once_then_left_to_the_retr
   const auto result = send_one(1);
   BOOST_TEST((result.outcome == call_outcome::retryable));
   BOOST_TEST(result.detail.find("40001") != std::string::npos);
-  BOOST_TEST(fake.token_requests() == 2u); // one refresh, no loop
+  // WeChat still hands out the token it refused: one plain fetch, one forced refresh, no loop.
+  BOOST_TEST(fake.token_requests() == 3u);
+  BOOST_TEST(fake.forced_refreshes() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(the_body_decides_the_class_on_http_200) {
@@ -161,7 +164,7 @@ BOOST_AUTO_TEST_CASE(a_reply_slower_than_the_timeout_is_outcome_unknown) {
   BOOST_TEST((std::chrono::steady_clock::now() - started >= 2000ms));
 }
 
-BOOST_AUTO_TEST_CASE(a_refused_secret_makes_sends_wait_and_never_shows_the_secret) {
+BOOST_AUTO_TEST_CASE(a_refused_secret_makes_sends_wait_counts_and_never_shows_the_secret) {
   auto c = config;
   c.app_secret = "wrong-secret-value";
   auto other = std::make_shared<wechat_account>(c, counters);
@@ -173,6 +176,13 @@ BOOST_AUTO_TEST_CASE(a_refused_secret_makes_sends_wait_and_never_shows_the_secre
   BOOST_TEST(got.results[0].detail.find("40125") != std::string::npos);
   BOOST_TEST(got.results[0].detail.find("wrong-secret-value") == std::string::npos);
   BOOST_TEST(fake.sent().empty());
+  BOOST_TEST(
+      counters->render().find(R"(herald_provider_config_errors_total{channel="wechat"} 1)") !=
+      std::string::npos);
+  answers again; // held: the token endpoint is not asked again for every send
+  misconfigured.send(request(2), again.collect());
+  BOOST_REQUIRE(again.wait_for(1));
+  BOOST_TEST(fake.token_requests() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(the_url_handshake_echoes_echostr_when_signed) {

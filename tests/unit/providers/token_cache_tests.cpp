@@ -17,7 +17,7 @@ namespace {
 
 /// A token endpoint the test answers by hand: fetches wait until answer() is called.
 struct manual_endpoint {
-  std::vector<std::function<void(std::variant<issued_token, provider_result>)>> pending;
+  std::vector<std::function<void(std::variant<issued_token, token_failure>)>> pending;
   int issued = 0;
 
   token_cache::fetcher fetcher() {
@@ -33,7 +33,7 @@ struct manual_endpoint {
     auto all = std::move(pending);
     pending.clear();
     for (auto& done : all)
-      done(provider_result{call_outcome::permanent, "invalid appsecret", std::nullopt});
+      done(token_failure{{call_outcome::retryable, "invalid appsecret", std::nullopt}, true});
   }
 };
 
@@ -109,35 +109,51 @@ BOOST_FIXTURE_TEST_CASE(only_the_current_token_is_invalidated, cache_fixture) {
   BOOST_TEST(cache.fetches() == 2u);
 }
 
-BOOST_FIXTURE_TEST_CASE(a_refused_fetch_answers_every_waiter_and_the_next_get_tries_again,
+BOOST_FIXTURE_TEST_CASE(a_refused_fetch_answers_every_waiter_and_is_held_for_a_while,
                         cache_fixture) {
   int failures = 0;
   for (int i = 0; i < 3; ++i)
     cache.get([&](token_or_failure answer) {
-      if (auto* failure = std::get_if<provider_result>(&answer))
-        failures += failure->outcome == call_outcome::permanent ? 1 : 0;
+      if (auto* failure = std::get_if<token_failure>(&answer))
+        failures += failure->config_error ? 1 : 0;
     });
   endpoint.refuse();
   BOOST_TEST(failures == 3);
+  clock.now += 4999ms; // within the hold: answered at once, the endpoint not asked again
+  get();
+  BOOST_TEST(last == "<failure>");
+  BOOST_TEST(endpoint.pending.empty());
+  clock.now += 1ms;
   get();
   BOOST_TEST(endpoint.pending.size() == 1u);
   endpoint.answer();
   BOOST_TEST(last == "token-1");
 }
 
+BOOST_FIXTURE_TEST_CASE(a_short_lived_token_is_used_for_half_its_life, cache_fixture) {
+  get();
+  endpoint.answer(300s); // WeChat's stable_token may live just 300 s: within the margin
+  clock.now += 149s;
+  get();
+  BOOST_TEST(endpoint.pending.empty());
+  clock.now += 1s;
+  get();
+  BOOST_TEST(endpoint.pending.size() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(a_fetcher_that_throws_is_a_retryable_failure) {
   token_cache cache{[](auto) { throw std::runtime_error("no memory"); }};
   std::optional<call_outcome> outcome;
   cache.get([&](token_or_failure answer) {
-    if (auto* failure = std::get_if<provider_result>(&answer))
-      outcome = failure->outcome;
+    if (auto* failure = std::get_if<token_failure>(&answer))
+      outcome = failure->result.outcome;
   });
   BOOST_TEST((outcome == call_outcome::retryable));
 }
 
 BOOST_AUTO_TEST_CASE(concurrent_gets_from_many_threads_share_one_fetch) {
   std::atomic<int> fetches{0};
-  std::function<void(std::variant<issued_token, provider_result>)> answer_later;
+  std::function<void(std::variant<issued_token, token_failure>)> answer_later;
   std::mutex answer_mutex;
   token_cache cache{[&](auto done) {
     ++fetches;
