@@ -2,6 +2,7 @@
 
 #include "observability/log.hpp"
 #include "providers/failure_class.hpp"
+#include "providers/push_replay_guard.hpp"
 #include "providers/twilio_protocol.hpp"
 #include "providers/wechat_protocol.hpp"
 
@@ -125,6 +126,8 @@ struct wechat_template_provider::context {
   std::string send_url; ///< {base}/cgi-bin/message/template/send?access_token=
   wechat_account* account;
   std::shared_ptr<herald::metrics> counters;
+  /// Signed pushes seen within the timestamp window (mutable state behind a const adapter).
+  std::shared_ptr<push_replay_guard> replays;
 };
 
 namespace {
@@ -188,9 +191,10 @@ wechat_template_provider::wechat_template_provider(std::string channel, wechat_c
     throw std::invalid_argument(problem);
   auto send_url =
       without_trailing_slash(config.base_url) + "/cgi-bin/message/template/send?access_token=";
+  auto replays = std::make_shared<push_replay_guard>(config.push_tolerance);
   context_ = std::make_shared<const context>(context{std::move(channel), std::move(config),
                                                      std::move(send_url), account_.get(),
-                                                     std::move(metrics)});
+                                                     std::move(metrics), std::move(replays)});
 }
 
 void wechat_template_provider::send(provider_request request, provider_callback done) {
@@ -253,6 +257,9 @@ callback_reading wechat_template_provider::read_callback(const callback_request&
   if (value_of(*query, "encrypt_type") == "aes")
     return callback_reading::refuse(400, "unsupported_encryption",
                                     "encrypted pushes are not supported: use plaintext mode");
+  if (!context_->replays->admit(seconds, nonce, request.body, now.count()))
+    return callback_reading::refuse(401, "replayed_signature",
+                                    "this signature came before with another body");
   auto event = parse_template_event(request.body);
   reading.reply_body = "success"; // WeChat pushes again (three times) on any other answer
   switch (event.result) {

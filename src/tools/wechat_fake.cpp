@@ -3,6 +3,7 @@
 #include "providers/twilio_protocol.hpp"
 #include "providers/wechat_protocol.hpp"
 
+#include <atomic>
 #include <utility>
 
 #include <boost/json.hpp>
@@ -207,7 +208,10 @@ std::vector<wechat_sent> wechat_fake::sent() const {
 wechat_fake::push wechat_fake::finish_push(const std::string& callback_token,
                                            const std::string& openid, const std::string& msgid,
                                            const std::string& status, std::int64_t unix_seconds,
-                                           const std::string& nonce) {
+                                           std::string nonce) {
+  static std::atomic<std::uint64_t> pushes{0};
+  if (nonce.empty())
+    nonce = "fake-nonce-" + std::to_string(++pushes);
   const auto timestamp = std::to_string(unix_seconds);
   push out;
   out.query = providers::form_encode(

@@ -69,14 +69,15 @@ public:
   std::vector<wechat_sent> sent() const;
 
   /// The TEMPLATESENDJOBFINISH push WeChat would send for `msgid` ("success",
-  /// "failed:user block", "failed: system failed"), and the signed query string for it.
+  /// "failed:user block", "failed: system failed"), and the signed query string for it; each
+  /// push gets a nonce of its own unless one is given.
   struct push {
     std::string query; ///< signature=…&timestamp=…&nonce=…&openid=…
     std::string body;  ///< the XML
   };
   static push finish_push(const std::string& callback_token, const std::string& openid,
                           const std::string& msgid, const std::string& status,
-                          std::int64_t unix_seconds, const std::string& nonce = "fake-nonce");
+                          std::int64_t unix_seconds, std::string nonce = {});
 
 private:
   fake_reply stable_token(const std::string& body);

@@ -230,4 +230,22 @@ BOOST_AUTO_TEST_CASE(a_signed_finish_push_is_a_receipt_by_msgid_and_a_forged_one
   BOOST_TEST(stale.error == "stale_timestamp");
 }
 
+BOOST_AUTO_TEST_CASE(a_signature_seen_before_carries_only_the_body_it_came_with) {
+  const auto now = std::chrono::system_clock::now();
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  auto real = tools::wechat_fake::finish_push("push-token", "o-user-1", "7", "success", seconds);
+  BOOST_TEST((adapter.read_callback({"POST", real.query, {}, real.body, now}).result ==
+              callback_reading::kind::receipt));
+  // WeChat's own repeat of the push: same signature, same body.
+  BOOST_TEST((adapter.read_callback({"POST", real.query, {}, real.body, now}).result ==
+              callback_reading::kind::receipt));
+  // The signed query lifted from a log, with a forged body: refused.
+  auto forged =
+      tools::wechat_fake::finish_push("push-token", "o-user-1", "8", "failed:user block", seconds);
+  const auto refused = adapter.read_callback({"POST", real.query, {}, forged.body, now});
+  BOOST_TEST((refused.result == callback_reading::kind::refused));
+  BOOST_TEST(refused.error == "replayed_signature");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
