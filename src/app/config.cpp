@@ -466,6 +466,29 @@ bool is_loopback_host(const std::string& host) {
   return !ec && address.is_loopback();
 }
 
+namespace {
+
+/// Credentials (an AppSecret in a token request, Twilio's basic auth) must not cross a network
+/// in the clear: a provider's base_url is https://, or http:// on this machine (fakes, tests).
+void require_tls_off_loopback(const std::string& url, const std::string& where) {
+  const std::string plain = "http://";
+  if (url.compare(0, plain.size(), plain) != 0)
+    return;
+  auto host = url.substr(plain.size());
+  host = host.substr(0, host.find_first_of("/?#"));
+  if (auto at = host.rfind('@'); at != std::string::npos)
+    host = host.substr(at + 1);
+  if (!host.empty() && host.front() == '[')
+    host = host.substr(1, host.find(']') - 1);
+  else
+    host = host.substr(0, host.find(':'));
+  if (!is_loopback_host(host))
+    throw config_error(where + ".base_url: must be https:// (http:// only on loopback): the "
+                               "channel's credentials travel with every call");
+}
+
+} // namespace
+
 void validate(const config& cfg) {
   // "/" separates the name from each process's incarnation in lease owners: a name holding one
   // could pass for another node's process when leases are resumed.
@@ -500,12 +523,14 @@ void validate(const config& cfg) {
     } else if (ch.type == "wechat_template") {
       if (auto problem = ch.wechat.validate(); !problem.empty())
         throw config_error(where + ": " + problem);
+      require_tls_off_loopback(ch.wechat.base_url, where);
       // At worst a call is a token fetch, the send, a second fetch and the send again (an
       // expired token): all must fit in the lease.
       call_timeout = 4 * ch.wechat.timeout;
     } else if (ch.type == "sms_twilio") {
       if (auto problem = ch.twilio.validate(); !problem.empty())
         throw config_error(where + ": " + problem);
+      require_tls_off_loopback(ch.twilio.base_url, where);
       call_timeout = ch.twilio.timeout;
     } else if (ch.type != "simulated") {
       throw config_error(where + ".type: unknown channel type '" + ch.type +
@@ -521,15 +546,26 @@ void validate(const config& cfg) {
       throw config_error(where + ": retryable_failure_rate and permanent_failure_rate must add " +
                          "up to at most 1");
   }
-  // Channels of one appid share its access token, fetched with one secret.
+  // Channels of one appid share its access token, fetched with one secret; and the account
+  // has one server URL, so one channel takes its pushes (the others' would not be found).
   std::map<std::pair<std::string, std::string>, std::string> wechat_secrets;
-  for (auto& ch : cfg.channels)
-    if (ch.type == "wechat_template")
-      if (auto [known, added] = wechat_secrets.emplace(
-              std::make_pair(ch.wechat.base_url, ch.wechat.appid), ch.wechat.app_secret);
-          !added && known->second != ch.wechat.app_secret)
-        throw config_error("channel '" + ch.settings.name + "': appid " + ch.wechat.appid +
-                           " is configured with another app_secret by an earlier channel");
+  std::map<std::string, std::string> wechat_push_channel;
+  for (auto& ch : cfg.channels) {
+    if (ch.type != "wechat_template")
+      continue;
+    const auto& w = ch.wechat;
+    if (auto [known, added] =
+            wechat_secrets.emplace(std::make_pair(w.base_url, w.appid), w.app_secret);
+        !added && known->second != w.app_secret)
+      throw config_error("channel '" + ch.settings.name + "': appid " + w.appid +
+                         " is configured with another app_secret by an earlier channel");
+    if (w.callback_token.empty())
+      continue;
+    if (auto [other, added] = wechat_push_channel.emplace(w.appid, ch.settings.name); !added)
+      throw config_error("channel '" + ch.settings.name + "': appid " + w.appid +
+                         " has one server URL, and channel '" + other->second +
+                         "' takes its pushes already (callback_token on one channel only)");
+  }
   for (auto& ch : cfg.channels) {
     auto& fallback = ch.settings.fallback;
     if (!fallback.empty() && (fallback == ch.settings.name || names.count(fallback) == 0))

@@ -245,6 +245,9 @@ classified_answer classify_wechat_answer(long http_status, std::string_view body
   if (*errcode == 0)
     return {confirmed(msgid_of(*answer))};
   const auto* how = find_error_class(wechat_errors, *errcode);
+  // 45011 says "retry next minute": a pause of a minute, not the channel's short default.
+  if (*errcode == 45011 && !retry_after)
+    retry_after = std::chrono::minutes{1};
   return classify_as(how != nullptr ? *how : refused, errcode_detail(*errcode, *answer),
                      retry_after);
 }

@@ -43,7 +43,7 @@ std::string template_send_body(const wechat_template_message& message);
 ///   -1 (system busy)                     retryable
 ///   40001, 40014, 42001 (access token)   retryable + token_invalid
 ///   45009 (daily quota)                  throttled + quota_exhausted
-///   45011 (per-minute quota)             throttled
+///   45011 (per-minute quota)             throttled for a minute
 ///   45047 (one recipient's limit)        retryable: the channel need not pause for it
 ///   41001, 40013, 40125, 40164, 61004, 48001, 48004, 40036, 40037
 ///     (token missing, appid, secret, IP allow-list, API permission, template id)

@@ -148,13 +148,14 @@ fake_reply wechat_fake::send(const std::string& query, const std::string& body) 
   if (const auto* id = message.if_contains("client_msg_id"); id != nullptr && id->is_string())
     client_msg_id = std::string{id->as_string()};
   std::string msgid;
-  if (auto seen = msgid_of_client_id_.find(client_msg_id);
+  const auto dedupe_key = openid + '\n' + client_msg_id;
+  if (auto seen = msgid_of_client_id_.find(dedupe_key);
       !client_msg_id.empty() && seen != msgid_of_client_id_.end()) {
-    msgid = seen->second; // one message per client_msg_id
+    msgid = seen->second; // one message per openid and client_msg_id
   } else {
     msgid = std::to_string(next_msgid_++);
     if (!client_msg_id.empty())
-      msgid_of_client_id_[client_msg_id] = msgid;
+      msgid_of_client_id_[dedupe_key] = msgid;
     sent_.push_back({openid, tpl, client_msg_id, msgid, body});
   }
   // msgid is a JSON number in WeChat's answers, larger than a double holds exactly.

@@ -39,8 +39,9 @@ struct wechat_sent {
 /// POST /cgi-bin/message/template/send?access_token= answers {"errcode":0,"errmsg":"ok",
 /// "msgid":N}, or 40001 for a token it never issued, 42001 for one it expired, 40037 for a
 /// template it does not know, 43004 for an openid that does not follow, 47001 for a body it
-/// cannot read. Like WeChat it sends one message per client_msg_id (a repeat answers the first
-/// msgid). Thread-safe: tests script it while a server thread answers.
+/// cannot read. Like WeChat it sends one message per openid and client_msg_id (a repeat answers
+/// the first msgid) — for ever, where WeChat keeps that promise for 10 minutes only.
+/// Thread-safe: tests script it while a server thread answers.
 class wechat_fake {
 public:
   struct options {
@@ -91,7 +92,7 @@ private:
   std::deque<int> errcodes_;
   bool quota_exhausted_ = false;
   std::set<std::string> unfollowed_;
-  std::map<std::string, std::string> msgid_of_client_id_;
+  std::map<std::string, std::string> msgid_of_client_id_; ///< openid \n client_msg_id ->
   std::vector<wechat_sent> sent_;
   std::size_t token_requests_ = 0;
   std::size_t forced_refreshes_ = 0;

@@ -289,7 +289,27 @@ BOOST_AUTO_TEST_CASE(wechat_configuration_errors_are_one_line_naming_the_field) 
                  .find("lease_ms: must be longer than the provider call's timeout (80000 ms)") !=
              std::string::npos);
   BOOST_TEST(error_of(with_channel(R"("type":"carrier_pigeon")"))
-                 .find("(supported: simulated, webhook, wechat_template, sms_twilio)") != std::string::npos);
+                 .find("(supported: simulated, webhook, wechat_template, sms_twilio)") !=
+             std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(provider_credentials_never_travel_in_clear_off_this_machine) {
+  BOOST_TEST(error_of(with_wechat(R"("app_secret":"a","base_url":"http://api.weixin.qq.com")")) ==
+             "channels[0].base_url: must be https:// (http:// only on loopback): the channel's "
+             "credentials travel with every call");
+  BOOST_TEST(error_of(with_wechat(R"("app_secret":"a","base_url":"http://127.0.0.1:9300")")) == "");
+  BOOST_TEST(error_of(with_wechat(R"("app_secret":"a","base_url":"http://[::1]:9300/")")) == "");
+  BOOST_TEST(error_of(with_wechat(R"("app_secret":"a","base_url":"http://localhost")")) == "");
+}
+
+BOOST_AUTO_TEST_CASE(one_channel_takes_the_pushes_of_an_appid) {
+  const auto channel = [](const std::string& name) {
+    return R"({"name":")" + name +
+           R"(","type":"wechat_template","appid":"wx1","app_secret":"s","template_id":"t",)"
+           R"("body_field":"b","callback_token":"tok"})";
+  };
+  const auto error = error_of(R"({"channels":[)" + channel("wx-a") + "," + channel("wx-b") + "]}");
+  BOOST_TEST(error.find("channel 'wx-a' takes its pushes already") != std::string::npos, error);
 }
 
 BOOST_AUTO_TEST_CASE(channels_of_one_appid_must_share_its_secret) {

@@ -110,6 +110,15 @@ BOOST_AUTO_TEST_CASE(errcode_table) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(the_minute_quota_pauses_for_a_minute) {
+  const auto answer = classify_wechat_answer(
+      200, R"({"errcode":45011,"errmsg":"api minute-quota reach limit"})", std::nullopt);
+  BOOST_REQUIRE(answer.result.retry_after.has_value());
+  BOOST_TEST(answer.result.retry_after->count() == 60000);
+  BOOST_TEST(!classify_wechat_answer(200, R"({"errcode":45009,"errmsg":"daily"})", std::nullopt)
+                  .result.retry_after.has_value()); // the channel's quota_pause applies
+}
+
 BOOST_AUTO_TEST_CASE(details_carry_errmsg_masked) {
   const auto answer = classify_wechat_answer(
       200, R"({"errcode":43004,"errmsg":"require subscribe rid: 61076919-303049b3-32283a08"})",
