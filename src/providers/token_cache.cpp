@@ -2,9 +2,15 @@
 
 #include "observability/log.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace herald::providers {
+namespace {
+
+constexpr std::chrono::seconds longest_lifetime = std::chrono::hours{24};
+
+} // namespace
 
 token_cache::token_cache(fetcher fetch, std::chrono::seconds margin, clock_fn clock)
     : fetch_(std::move(fetch)), margin_(margin), clock_(std::move(clock)) {}
@@ -43,9 +49,11 @@ void token_cache::on_fetched(std::variant<issued_token, provider_result> outcome
     waiting.swap(waiting_);
     if (auto* issued = std::get_if<issued_token>(&outcome)) {
       token_ = issued->value;
+      // The provider's expires_in can be any 64-bit number: kept at most a day, so adding it
+      // to the clock cannot overflow (a token the provider refuses sooner is fetched again).
+      const auto lifetime = std::min(issued->lifetime, longest_lifetime);
       // A lifetime shorter than the margin is used once at least, for the sends waiting now.
-      valid_until_ = clock_() + (issued->lifetime > margin_ ? issued->lifetime - margin_
-                                                            : std::chrono::seconds{0});
+      valid_until_ = clock_() + (lifetime > margin_ ? lifetime - margin_ : std::chrono::seconds{0});
       answer = token_;
     } else {
       token_.clear();

@@ -41,7 +41,7 @@ public:
       std::function<void(std::function<void(std::variant<issued_token, provider_result>)>)>;
 
   /// A token is used until `margin` before the end of its lifetime (WeChat advises refreshing
-  /// well before expires_in; 300 s by default).
+  /// well before expires_in; 300 s by default), a lifetime counted as a day at most.
   token_cache(fetcher fetch, std::chrono::seconds margin = std::chrono::seconds{300},
               clock_fn clock = std::chrono::steady_clock::now);
 
