@@ -526,7 +526,7 @@ void validate(const config& cfg) {
   for (auto& ch : cfg.channels)
     if (ch.type == "wechat_template")
       if (auto [known, added] = wechat_secrets.emplace(
-              std::make_pair(ch.wechat.base_url, ch.wechat.appid), ch.wechat.app_secret);
+              std::make_pair(ch.wechat.api_base(), ch.wechat.appid), ch.wechat.app_secret);
           !added && known->second != ch.wechat.app_secret)
         throw config_error("channel '" + ch.settings.name + "': appid " + ch.wechat.appid +
                            " is configured with another app_secret by an earlier channel");

@@ -36,11 +36,15 @@ struct wechat_config {
 
   /// Empty when usable; otherwise a one-line reason naming the field (for config errors).
   std::string validate() const;
+
+  /// base_url without trailing slashes: where the API paths go, and with appid what names one
+  /// account ("https://api.weixin.qq.com/" is the same API as "https://api.weixin.qq.com").
+  std::string api_base() const;
 };
 
-/// What every channel of one appid shares: the connections to WeChat and the one
-/// access_token. WeChat issues one token per appid and a new one invalidates the old for every
-/// holder, so channels (and sends) of the same appid must never fetch their own.
+/// What every channel of one appid (and api_base) shares: the connections to WeChat and the
+/// one access_token. WeChat issues one token per appid and a new one invalidates the old for
+/// every holder, so channels (and sends) of the same appid must never fetch their own.
 ///
 /// Lives as long as its longest-living channel. Its client stops first when it goes, answering
 /// every call still in flight as stopped; those answers touch nothing of the account.
