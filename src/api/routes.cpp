@@ -596,6 +596,9 @@ void routes::read_provider_callback(const std::string& channel,
   using kind = providers::callback_reading::kind;
   if (reading.result == kind::refused) {
     metrics_.receipt_rejected(channel, reading.error);
+    // Only GET and POST reach an adapter, and a callback it refuses by method is a GET.
+    if (reading.http_status == 405)
+      return ex->method_not_allowed("POST");
     return ex->error(error_status(static_cast<int>(reading.http_status)), reading.error,
                      reading.message);
   }

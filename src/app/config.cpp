@@ -92,6 +92,11 @@ public:
     if (value == nullptr || *value == '\0')
       fail(env_key, "environment variable " + variable + " is not set");
     out = value;
+    // Secret mounts often end the file with a line break, which is no part of the secret.
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r'))
+      out.pop_back();
+    if (out.empty())
+      fail(env_key, "environment variable " + variable + " holds only a line break");
   }
 
   void read_number(const char* key, double& out, double min, double max) {
@@ -555,7 +560,7 @@ void validate(const config& cfg) {
       continue;
     const auto& w = ch.wechat;
     if (auto [known, added] =
-            wechat_secrets.emplace(std::make_pair(w.base_url, w.appid), w.app_secret);
+            wechat_secrets.emplace(std::make_pair(w.api_base(), w.appid), w.app_secret);
         !added && known->second != w.app_secret)
       throw config_error("channel '" + ch.settings.name + "': appid " + w.appid +
                          " is configured with another app_secret by an earlier channel");

@@ -110,7 +110,7 @@ make_channel_specs(const config& cfg, const std::string& node_id, const domain::
       auto wechat = ch.wechat;
       wechat.push_tolerance =
           std::chrono::duration_cast<std::chrono::seconds>(cfg.receipts.timestamp_tolerance);
-      auto& account = wechat_accounts[{wechat.base_url, wechat.appid}];
+      auto& account = wechat_accounts[{wechat.api_base(), wechat.appid}];
       if (!account)
         account = std::make_shared<providers::wechat_account>(wechat, counters);
       provider = std::make_shared<providers::wechat_template_provider>(settings.name, wechat,

@@ -6,6 +6,11 @@
 #include <utility>
 
 namespace herald::providers {
+namespace {
+
+constexpr std::chrono::seconds longest_lifetime = std::chrono::hours{24};
+
+} // namespace
 
 token_cache::token_cache(fetcher fetch, std::chrono::seconds margin, clock_fn clock,
                          std::chrono::milliseconds failure_hold)
@@ -54,7 +59,10 @@ void token_cache::on_fetched(std::variant<issued_token, token_failure> outcome) 
     if (auto* issued = std::get_if<issued_token>(&outcome)) {
       token_ = issued->value;
       failure_.reset();
-      valid_until_ = clock_() + issued->lifetime - std::min(margin_, issued->lifetime / 2);
+      // The provider's expires_in can be any 64-bit number: kept at most a day, so adding it
+      // to the clock cannot overflow (a token the provider refuses sooner is fetched again).
+      const auto lifetime = std::min(issued->lifetime, longest_lifetime);
+      valid_until_ = clock_() + lifetime - std::min(margin_, lifetime / 2);
       answer = token_;
     } else {
       token_.clear();

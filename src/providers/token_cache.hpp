@@ -48,9 +48,10 @@ public:
       std::function<void(std::function<void(std::variant<issued_token, token_failure>)>)>;
 
   /// A token is used until `margin` before the end of its lifetime (WeChat advises refreshing
-  /// well before expires_in; 300 s by default), or half its lifetime when that is shorter. A
-  /// failed fetch is the answer to every get() for `failure_hold`, so an endpoint that is down
-  /// or refuses the credentials is not asked again for every send.
+  /// well before expires_in; 300 s by default), or half its lifetime when that is shorter (a
+  /// lifetime counts as a day at most). A failed fetch is the answer to every get() for
+  /// `failure_hold`, so an endpoint that is down or refuses the credentials is not asked again for
+  /// every send.
   token_cache(fetcher fetch, std::chrono::seconds margin = std::chrono::seconds{300},
               clock_fn clock = std::chrono::steady_clock::now,
               std::chrono::milliseconds failure_hold = std::chrono::seconds{5});

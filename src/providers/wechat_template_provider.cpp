@@ -16,12 +16,6 @@
 namespace herald::providers {
 namespace {
 
-std::string without_trailing_slash(std::string url) {
-  while (!url.empty() && url.back() == '/')
-    url.pop_back();
-  return url;
-}
-
 /// How a call to WeChat ended, when no HTTP answer came. The URL carries the access token or
 /// the AppSecret, and curl's error text may quote it: only curl's generic text is kept.
 provider_result without_answer(const outbound_answer& answer) {
@@ -63,10 +57,16 @@ std::string wechat_config::validate() const {
   return {};
 }
 
+std::string wechat_config::api_base() const {
+  auto base = base_url;
+  while (!base.empty() && base.back() == '/')
+    base.pop_back();
+  return base;
+}
+
 wechat_account::wechat_account(const wechat_config& config, std::shared_ptr<metrics> metrics)
-    : token_url_(without_trailing_slash(config.base_url) + "/cgi-bin/stable_token"),
-      appid_(config.appid), secret_(config.app_secret), timeout_(config.timeout),
-      metrics_(std::move(metrics)),
+    : token_url_(config.api_base() + "/cgi-bin/stable_token"), appid_(config.appid),
+      secret_(config.app_secret), timeout_(config.timeout), metrics_(std::move(metrics)),
       tokens_([this](fetched done) { fetch(false, std::move(done)); }),
       client_(http_client_options{config.max_connections, max_answer_bytes, "herald-wechat/1"}) {}
 
@@ -189,8 +189,7 @@ wechat_template_provider::wechat_template_provider(std::string channel, wechat_c
     : account_(std::move(account)) {
   if (auto problem = config.validate(); !problem.empty())
     throw std::invalid_argument(problem);
-  auto send_url =
-      without_trailing_slash(config.base_url) + "/cgi-bin/message/template/send?access_token=";
+  auto send_url = config.api_base() + "/cgi-bin/message/template/send?access_token=";
   auto replays = std::make_shared<push_replay_guard>(config.push_tolerance);
   context_ = std::make_shared<const context>(context{std::move(channel), std::move(config),
                                                      std::move(send_url), account_.get(),

@@ -37,6 +37,10 @@ struct wechat_config {
 
   /// Empty when usable; otherwise a one-line reason naming the field (for config errors).
   std::string validate() const;
+
+  /// base_url without trailing slashes: where the API paths go, and with appid what names one
+  /// account ("https://api.weixin.qq.com/" is the same API as "https://api.weixin.qq.com").
+  std::string api_base() const;
 };
 
 /// What every channel of one appid shares: the connections to WeChat and the one

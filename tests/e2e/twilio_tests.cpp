@@ -115,6 +115,12 @@ BOOST_AUTO_TEST_CASE(status_callbacks_end_tasks_and_an_undelivered_sms_fails_ove
                      {{"Content-Type", "application/x-www-form-urlencoded"},
                       {"X-Twilio-Signature", "bm90IGEgc2lnbmF0dXJl"}})
                  .status == 401);
+
+  // Status callbacks are POSTs: a 405 names the method allowed (RFC 9110 §15.5.6).
+  const auto get = request(host, herald.port(), "GET", "/v1/receipts/sms");
+  BOOST_TEST(get.status == 405);
+  BOOST_TEST(get.header("Allow") == "POST");
+  BOOST_TEST(get.header("Content-Type") == "application/json");
 }
 
 BOOST_AUTO_TEST_CASE(an_unsubscribed_number_fails_the_task_with_twilios_reason) {

@@ -132,6 +132,36 @@ BOOST_AUTO_TEST_CASE(finish_pushes_end_tasks_delivered_or_undelivered_and_forged
   BOOST_TEST(push(herald, "999", "success").body == "success");
 }
 
+// Two channels of one appid share its token even when one writes base_url with a trailing
+// slash: a second account would fetch its own token, ending the other's each time (WeChat
+// issues one token per appid), and every send would refetch and resend.
+BOOST_AUTO_TEST_CASE(channels_of_one_appid_share_one_token_whatever_the_trailing_slash) {
+  wechat_fake fake{wechat_fake::options{}};
+  auto server = serve(fake);
+  auto channel = [&](const std::string& name, const std::string& base_url) {
+    return R"({"name":")" + name +
+           R"(","type":"wechat_template","appid":"wx-fake-app","app_secret":"fake-app-secret",)"
+           R"("template_id":"tpl-order-shipped","body_field":"keyword1","base_url":")" +
+           base_url + R"(","timeout_ms":2000})";
+  };
+  running_herald herald{"", R"({"channels":[)" + channel("wechat", server->url("")) + "," +
+                                channel("wechat2", server->url("") + "/") + "]}"};
+  std::vector<std::string> ids;
+  for (int n = 0; n < 6; ++n) {
+    json::object body{{"biz_type", "WECHAT"},
+                      {"biz_id", "both-" + std::to_string(n)},
+                      {"user_id", "u-" + std::to_string(n)},
+                      {"channels", json::array{n % 2 == 0 ? "wechat" : "wechat2"}},
+                      {"to", {{"wechat", "o-user-1"}, {"wechat2", "o-user-2"}}},
+                      {"content", {{"body", "On its way"}}}};
+    auto response = herald.post(json::serialize(body));
+    BOOST_REQUIRE_EQUAL(response.status, 202);
+    ids.push_back(std::string(json::parse(response.body).at("message_id").as_string()));
+    BOOST_REQUIRE(eventually([&] { return status_of(herald, ids.back()) == "SENT"; }));
+  }
+  BOOST_TEST(fake.token_requests() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(the_callback_url_handshake_echoes_echostr) {
   wechat_fake fake{wechat_fake::options{}};
   auto server = serve(fake);

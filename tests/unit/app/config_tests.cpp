@@ -270,6 +270,10 @@ BOOST_AUTO_TEST_CASE(a_wechat_channel_takes_its_secrets_from_the_environment) {
       with_wechat(R"("app_secret_env":"HERALD_TEST_WECHAT_SECRET","callback_token":"tok")"));
   app::validate(cfg);
   BOOST_TEST(cfg.channels[0].wechat.app_secret == "s3cr3t-from-env");
+  ::setenv("HERALD_TEST_WECHAT_SECRET", "mounted\n", 1); // a secret file's final line break
+  BOOST_TEST(app::parse_config(with_wechat(R"("app_secret_env":"HERALD_TEST_WECHAT_SECRET")"))
+                 .channels[0]
+                 .wechat.app_secret == "mounted");
   BOOST_TEST(cfg.channels[0].wechat.callback_token == "tok");
   BOOST_TEST(cfg.channels[0].wechat.base_url == "https://api.weixin.qq.com");
   BOOST_TEST(cfg.channels[0].wechat.quota_pause.count() == 600000);
@@ -325,6 +329,22 @@ BOOST_AUTO_TEST_CASE(channels_of_one_appid_must_share_its_secret) {
   BOOST_TEST(error.find("appid wx1 is configured with another app_secret") != std::string::npos,
              error);
   BOOST_TEST(error.find("\"two\"") == std::string::npos, error); // the secret is not quoted
+}
+
+// "https://api.weixin.qq.com" and "https://api.weixin.qq.com/" are the same API: channels of one
+// appid on them are one account (one token), so they too must share the secret.
+BOOST_AUTO_TEST_CASE(a_trailing_slash_on_base_url_does_not_make_another_account) {
+  const auto two = [](const std::string& second_secret) {
+    return R"({"channels":[)"
+           R"({"name":"wx-a","type":"wechat_template","appid":"wx1","app_secret":"one",)"
+           R"("template_id":"t","body_field":"b"},)"
+           R"({"name":"wx-b","type":"wechat_template","appid":"wx1","app_secret":")" +
+           second_secret +
+           R"(","base_url":"https://api.weixin.qq.com/","template_id":"t2","body_field":"b"}]})";
+  };
+  BOOST_TEST(error_of(two("one")) == "");
+  BOOST_TEST(error_of(two("two")).find("appid wx1 is configured with another app_secret") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <string>
 #include <thread>
 #include <variant>
@@ -139,6 +140,24 @@ BOOST_FIXTURE_TEST_CASE(a_short_lived_token_is_used_for_half_its_life, cache_fix
   clock.now += 1s;
   get();
   BOOST_TEST(endpoint.pending.size() == 1u);
+}
+
+// expires_in comes from the provider's answer: any positive 64-bit number reads. A lifetime
+// beyond what the clock can add (2^63 ns is 292 years) must still leave the token usable, not
+// wrap around into the past (a fetch per send) or overflow (undefined behaviour).
+BOOST_AUTO_TEST_CASE(an_absurdly_long_lifetime_keeps_the_token_without_overflowing) {
+  for (const auto lifetime : {std::chrono::seconds{10'000'000'000LL},
+                              std::chrono::seconds{std::numeric_limits<std::int64_t>::max()}}) {
+    manual_endpoint endpoint;
+    token_cache cache{endpoint.fetcher()};
+    std::string last;
+    cache.get([&](token_or_failure answer) { last = token_of(answer); });
+    endpoint.answer(lifetime);
+    BOOST_TEST(last == "token-1");
+    cache.get([&](token_or_failure answer) { last = token_of(answer); });
+    BOOST_TEST(endpoint.pending.empty()); // still valid: answered without a fetch
+    BOOST_TEST(cache.fetches() == 1u);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_fetcher_that_throws_is_a_retryable_failure) {
