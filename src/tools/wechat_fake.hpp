@@ -1,5 +1,7 @@
 #pragma once
 
+#include "tools/fake_exchange.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -11,21 +13,6 @@
 #include <vector>
 
 namespace herald::tools {
-
-/// A request as a fake provider sees it.
-struct fake_request {
-  std::string method;
-  std::string target; ///< path and query
-  std::string body;
-};
-
-/// How a fake provider answers.
-struct fake_reply {
-  unsigned status = 200;
-  std::string content_type = "application/json";
-  std::string body;
-  bool hang = false; ///< never answer: a reply slower than any client's timeout
-};
 
 /// How the WeChat fake answers sends, in order, before it goes back to answering normally.
 enum class wechat_fault {

@@ -4,20 +4,38 @@
 // talk to it over loopback exactly as they would to the provider.
 
 #include "support/test_http_server.hpp"
-#include "tools/wechat_fake.hpp"
+#include "tools/fake_exchange.hpp"
 
 #include <memory>
 
 namespace herald::test {
 
+inline reply::ending ending_of(tools::fake_ending ending) {
+  switch (ending) {
+  case tools::fake_ending::cut:
+    return reply::ending::cut;
+  case tools::fake_ending::dropped:
+    return reply::ending::dropped;
+  case tools::fake_ending::garbage:
+    return reply::ending::garbage;
+  case tools::fake_ending::complete:
+    break;
+  }
+  return reply::ending::complete;
+}
+
 template <class Fake> std::unique_ptr<test_server> serve(Fake& fake) {
   return std::make_unique<test_server>([&fake](const recorded_request& seen) {
-    const auto answer = fake.handle({seen.method, seen.target, seen.body});
+    tools::fake_request request{seen.method, seen.target, seen.body};
+    request.headers.assign(seen.headers.begin(), seen.headers.end());
+    const auto answer = fake.handle(request);
     reply out;
     out.status = answer.status;
     out.headers = {{"Content-Type", answer.content_type}};
+    out.headers.insert(out.headers.end(), answer.headers.begin(), answer.headers.end());
     out.body = answer.body;
     out.hang = answer.hang;
+    out.end = ending_of(answer.ending);
     return out;
   });
 }
