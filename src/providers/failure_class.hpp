@@ -50,6 +50,14 @@ provider_result classify_transport(CURLcode code, std::string_view error_text = 
 /// read against the system clock, anything else to classify_transport() (the error text masked).
 provider_result classify_outbound(const outbound_answer& answer);
 
+/// How a call ended that brought no HTTP answer to classify (curl's result alone): only curl's
+/// generic text for the code is kept, because the URL may carry a token or a secret and curl's
+/// error text may quote it. A stopped client is classify_outbound's timeout.
+provider_result classify_unanswered(const outbound_answer& answer);
+
+/// The answer's Retry-After, read against the system clock; nullopt when absent or malformed.
+std::optional<std::chrono::milliseconds> retry_after_of(const outbound_answer& answer);
+
 /// Parses a Retry-After header value (RFC 7231 §7.1.3): delta-seconds, or an IMF-fixdate
 /// ("Sun, 06 Nov 1994 08:49:37 GMT") read relative to `now` (a date in the past is 0 ms).
 /// nullopt when malformed. Results are capped at max_retry_after.

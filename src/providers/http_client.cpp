@@ -200,6 +200,12 @@ void configure(CURL* easy, transfer& t, const std::string& user_agent) {
 
 } // namespace
 
+std::string without_trailing_slash(std::string url) {
+  while (!url.empty() && url.back() == '/')
+    url.pop_back();
+  return url;
+}
+
 std::string_view trim_http_whitespace(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
     text.remove_prefix(1);

@@ -14,27 +14,8 @@
 namespace herald::providers {
 namespace {
 
-std::string without_trailing_slash(std::string url) {
-  while (!url.empty() && url.back() == '/')
-    url.pop_back();
-  return url;
-}
-
-/// How a call to WeChat ended, when no HTTP answer came. The URL carries the access token or
-/// the AppSecret, and curl's error text may quote it: only curl's generic text is kept.
-provider_result without_answer(const outbound_answer& answer) {
-  if (answer.stopped)
-    return classify_outbound(answer);
-  return classify_transport(static_cast<CURLcode>(answer.code));
-}
-
 bool answered(const outbound_answer& answer) {
   return !answer.stopped && (answer.code == CURLE_OK || answer.status >= 200);
-}
-
-std::optional<std::chrono::milliseconds> retry_after_of(const outbound_answer& answer) {
-  const auto header = answer.header("retry-after");
-  return header ? parse_retry_after(*header, std::chrono::system_clock::now()) : std::nullopt;
 }
 
 /// The value of `name` in decoded query pairs; empty when absent.
@@ -88,7 +69,7 @@ void wechat_account::fetch(std::function<void(std::variant<issued_token, provide
   call.timeout = timeout_;
   client_.call(std::move(call), [done = std::move(done), appid = appid_](outbound_answer answer) {
     if (!answered(answer))
-      return done(without_answer(answer));
+      return done(classify_unanswered(answer));
     if (answer.status < 200 || answer.status > 299)
       return done(classify_http(answer.status, retry_after_of(answer), {}));
     auto token = parse_token_answer(answer.body);
@@ -116,47 +97,19 @@ namespace {
 
 using context_ptr = std::shared_ptr<const wechat_template_provider::context>;
 
-void post(const context_ptr& context, std::shared_ptr<const std::string> body, std::string token,
-          bool token_retried, provider_callback done);
-
-/// Runs `then` with a valid access token, or answers `done` with why there is none.
-template <class Then>
-void with_token(const context_ptr& context, provider_callback done, Then then) {
-  context->account->tokens().get(
-      [done = std::move(done), then = std::move(then)](token_or_failure token) mutable {
-        if (auto* failure = std::get_if<provider_result>(&token))
-          return done(std::move(*failure));
-        then(std::get<std::string>(std::move(token)), std::move(done));
-      });
-}
-
-void post(const context_ptr& context, std::shared_ptr<const std::string> body, std::string token,
-          bool token_retried, provider_callback done) {
+/// Posts `body` with `token`; the answer classified.
+void post(const context_ptr& context, const std::shared_ptr<const std::string>& body,
+          const std::string& token, std::function<void(classified_answer)> answered_with) {
   outbound_call call;
   call.url = context->send_url + escape_path_segment(token);
   call.headers = {"Content-Type: application/json; charset=utf-8"};
   call.body = *body;
   call.timeout = context->config.timeout;
   context->account->client().call(
-      std::move(call), [context, body, token = std::move(token), token_retried,
-                        done = std::move(done)](outbound_answer answer) mutable {
+      std::move(call), [answered_with = std::move(answered_with)](outbound_answer answer) {
         if (!answered(answer))
-          return done(without_answer(answer));
-        auto verdict = classify_wechat_answer(answer.status, answer.body, retry_after_of(answer));
-        if (verdict.token_invalid && !token_retried) {
-          // WeChat did nothing with this call: fetch a new token (once for all the sends
-          // refused with this one) and send again at once.
-          context->account->tokens().invalidate(token);
-          return with_token(context, std::move(done),
-                            [context, body](std::string fresh, provider_callback again) {
-                              post(context, body, std::move(fresh), true, std::move(again));
-                            });
-        }
-        if (verdict.config_error && context->counters)
-          context->counters->provider_config_error(context->channel);
-        if (verdict.quota_exhausted)
-          verdict.result.retry_after = context->config.quota_pause;
-        done(std::move(verdict.result));
+          return answered_with(classified_answer{classify_unanswered(answer)});
+        answered_with(classify_wechat_answer(answer.status, answer.body, retry_after_of(answer)));
       });
 }
 
@@ -188,10 +141,18 @@ void wechat_template_provider::send(provider_request request, provider_callback 
   message.url = config.link_url;
   message.client_msg_id = request.provider_request_id;
   auto body = std::make_shared<const std::string>(template_send_body(message));
-  with_token(context_, std::move(done),
-             [context = context_, body](std::string token, provider_callback then) {
-               post(context, body, std::move(token), false, std::move(then));
-             });
+  call_with_token(
+      account_->tokens(),
+      [context = context_, body](const std::string& token, auto answered_with) {
+        post(context, body, token, std::move(answered_with));
+      },
+      [context = context_, done = std::move(done)](classified_answer verdict) {
+        if (verdict.config_error && context->counters)
+          context->counters->provider_config_error(context->channel);
+        if (verdict.quota_exhausted)
+          verdict.result.retry_after = context->config.quota_pause;
+        done(std::move(verdict.result));
+      });
 }
 
 bool wechat_template_provider::takes_callbacks() const {
