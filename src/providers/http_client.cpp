@@ -143,6 +143,15 @@ void deliver(finished_list& finished) {
   finished.clear();
 }
 
+/// Whether this libcurl can send a call over a cleartext HTTP/2 connection an earlier call
+/// opened with prior knowledge. Before 8.0.0 it cannot (curl issue 10634: the reused connection
+/// fails every later stream with CURLE_HTTP2), so there each such call opens its own connection:
+/// slower, but only local fakes are reached that way.
+bool reuses_h2c_connections() {
+  static const bool fixed = curl_version_info(CURLVERSION_NOW)->version_num >= 0x080000;
+  return fixed;
+}
+
 /// Sets up `easy` for the transfer `t`; throws when curl refuses.
 void configure(CURL* easy, transfer& t, const std::string& user_agent) {
   const auto& request = t.request;
@@ -179,9 +188,13 @@ void configure(CURL* easy, transfer& t, const std::string& user_agent) {
   set(CURLOPT_TCP_KEEPALIVE, 1L);
   set(CURLOPT_HEADERFUNCTION, on_header);
   set(CURLOPT_HEADERDATA, &t);
-  if (request.version == http_version::http2_prior_knowledge)
+  if (request.version == http_version::http2_prior_knowledge) {
     set(CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
-  else
+    if (!reuses_h2c_connections()) {
+      set(CURLOPT_FRESH_CONNECT, 1L);
+      set(CURLOPT_FORBID_REUSE, 1L);
+    }
+  } else
     set(CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
   if (request.method == "GET") {
     set(CURLOPT_HTTPGET, 1L);
