@@ -152,6 +152,16 @@ bool reuses_h2c_connections() {
   return fixed;
 }
 
+/// Whether curl's "unsupported protocol" is in truth an answer that is no HTTP: curl takes such
+/// bytes for HTTP/0.9, which it refuses with that code, after the request went out. Classed
+/// as what it is (a garbled answer: outcome unknown), not as an unusable URL (permanent).
+bool sent_then_garbled(CURL* easy, CURLcode code) {
+  long request_bytes = 0;
+  return code == CURLE_UNSUPPORTED_PROTOCOL &&
+         curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_bytes) == CURLE_OK &&
+         request_bytes > 0;
+}
+
 /// Sets up `easy` for the transfer `t`; throws when curl refuses.
 void configure(CURL* easy, transfer& t, const std::string& user_agent) {
   const auto& request = t.request;
@@ -388,7 +398,7 @@ struct http_client::impl {
       auto t = std::move(found->second);
       active.erase(found);
       auto& answer = t->answer;
-      answer.code = code;
+      answer.code = sent_then_garbled(easy, code) ? CURLE_WEIRD_SERVER_REPLY : code;
       curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &answer.status);
       if (code != CURLE_OK)
         answer.error = t->error; // may be empty: classifiers fall back to curl_easy_strerror
