@@ -176,6 +176,11 @@ std::optional<std::chrono::milliseconds> retry_after_of(const outbound_answer& a
   return header ? parse_retry_after(*header, std::chrono::system_clock::now()) : std::nullopt;
 }
 
+bool provider_answered(const outbound_answer& answer) {
+  return !answer.stopped &&
+         (answer.code == CURLE_OK || (answer.status >= 200 && answer.status <= 299));
+}
+
 provider_result classify_unanswered(const outbound_answer& answer) {
   if (answer.stopped)
     return classify_outbound(answer);

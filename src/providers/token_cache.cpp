@@ -72,31 +72,4 @@ std::uint64_t token_cache::fetches() const {
   return fetches_;
 }
 
-namespace {
-
-void call_once_more(token_cache& tokens, std::shared_ptr<const token_send> send, bool retried,
-                    std::function<void(classified_answer)> done) {
-  tokens.get([&tokens, send, retried, done = std::move(done)](token_or_failure token) mutable {
-    if (auto* failure = std::get_if<provider_result>(&token))
-      return done(classified_answer{std::move(*failure)});
-    auto used = std::get<std::string>(std::move(token));
-    (*send)(used, [&tokens, send, retried, used,
-                   done = std::move(done)](classified_answer verdict) mutable {
-      if (!verdict.token_invalid || retried)
-        return done(std::move(verdict));
-      // The provider did nothing with this call: send it again with a new token, at once.
-      tokens.invalidate(used);
-      call_once_more(tokens, send, true, std::move(done));
-    });
-  });
-}
-
-} // namespace
-
-void call_with_token(token_cache& tokens, token_send send,
-                     std::function<void(classified_answer)> done) {
-  call_once_more(tokens, std::make_shared<const token_send>(std::move(send)), false,
-                 std::move(done));
-}
-
 } // namespace herald::providers

@@ -1,6 +1,5 @@
 #pragma once
 
-#include "providers/answer_class.hpp"
 #include "providers/provider.hpp"
 
 #include <chrono>
@@ -71,19 +70,5 @@ private:
   std::vector<token_callback> waiting_;               ///< guarded
   std::uint64_t fetches_ = 0;                         ///< guarded
 };
-
-/// Makes one provider call with a token: `send(token, answered)` calls the provider and
-/// answers with the classified result.
-using token_send =
-    std::function<void(const std::string& token, std::function<void(classified_answer)> answered)>;
-
-/// One call with the shared token, as every token-holding adapter makes it: the provider
-/// refusing the token (token_invalid) makes it stale, a new one is fetched (once for all the
-/// calls refused with that token) and the call made again at once, once. A new token refused as
-/// well leaves the answer (retryable) to the retry policy instead of looping. `done` gets the
-/// final answer, or why there was no token. `tokens` must outlive every call (the adapters'
-/// accounts stop their HTTP client first).
-void call_with_token(token_cache& tokens, token_send send,
-                     std::function<void(classified_answer)> done);
 
 } // namespace herald::providers

@@ -2,6 +2,7 @@
 
 #include "observability/log.hpp"
 #include "providers/failure_class.hpp"
+#include "providers/provider_call.hpp"
 #include "providers/twilio_protocol.hpp"
 #include "providers/wechat_protocol.hpp"
 
@@ -105,12 +106,12 @@ void post(const context_ptr& context, const std::shared_ptr<const std::string>& 
   call.headers = {"Content-Type: application/json; charset=utf-8"};
   call.body = *body;
   call.timeout = context->config.timeout;
-  context->account->client().call(
-      std::move(call), [answered_with = std::move(answered_with)](outbound_answer answer) {
-        if (!answered(answer))
-          return answered_with(classified_answer{classify_unanswered(answer)});
-        answered_with(classify_wechat_answer(answer.status, answer.body, retry_after_of(answer)));
-      });
+  call_provider(
+      context->account->client(), std::move(call),
+      [](const outbound_answer& answer) {
+        return classify_wechat_answer(answer.status, answer.body, retry_after_of(answer));
+      },
+      std::move(answered_with));
 }
 
 } // namespace
@@ -146,12 +147,12 @@ void wechat_template_provider::send(provider_request request, provider_callback 
       [context = context_, body](const std::string& token, auto answered_with) {
         post(context, body, token, std::move(answered_with));
       },
-      [context = context_, done = std::move(done)](classified_answer verdict) {
-        if (verdict.config_error && context->counters)
-          context->counters->provider_config_error(context->channel);
+      [quota_pause = config.quota_pause,
+       tell = tell_channel(context_->channel, context_->counters, std::move(done))](
+          classified_answer verdict) {
         if (verdict.quota_exhausted)
-          verdict.result.retry_after = context->config.quota_pause;
-        done(std::move(verdict.result));
+          verdict.result.retry_after = quota_pause;
+        tell(std::move(verdict));
       });
 }
 
