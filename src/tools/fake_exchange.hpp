@@ -1,5 +1,6 @@
 #pragma once
 
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -45,5 +46,12 @@ struct fake_reply {
   std::vector<std::pair<std::string, std::string>> headers = {}; ///< further answer headers
   fake_ending ending = fake_ending::complete;
 };
+
+/// A copy of `value`, read under `mutex`: how the fakes' counters and records are read while a
+/// server thread answers.
+template <class T> T locked_copy(std::mutex& mutex, const T& value) {
+  std::lock_guard<std::mutex> guard{mutex};
+  return value;
+}
 
 } // namespace herald::tools

@@ -1,12 +1,10 @@
 #include "observability/metrics.hpp"
 #include "providers/wechat_template_provider.hpp"
+#include "support/adapter_calls.hpp"
 #include "support/fake_provider_server.hpp"
 #include "tools/wechat_fake.hpp"
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,31 +16,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// Collects provider answers from the adapter's thread; waits for them with a bound.
-struct answers {
-  std::mutex mutex;
-  std::condition_variable arrived;
-  std::vector<provider_result> results;
-
-  provider_callback collect() {
-    return [this](provider_result result) {
-      std::lock_guard<std::mutex> guard{mutex};
-      results.push_back(std::move(result));
-      arrived.notify_all();
-    };
-  }
-  bool wait_for(std::size_t count, std::chrono::milliseconds bound = 20s) {
-    std::unique_lock<std::mutex> lock{mutex};
-    return arrived.wait_for(lock, bound, [&] { return results.size() >= count; });
-  }
-  std::size_t count(call_outcome outcome) {
-    std::lock_guard<std::mutex> guard{mutex};
-    std::size_t n = 0;
-    for (const auto& r : results)
-      n += r.outcome == outcome ? 1 : 0;
-    return n;
-  }
-};
+using answers = test::provider_answers;
 
 struct wechat_fixture {
   tools::wechat_fake fake{tools::wechat_fake::options{}};
@@ -67,21 +41,11 @@ struct wechat_fixture {
   }
 
   static provider_request request(int n, const std::string& openid = "o-user-1") {
-    provider_request r;
-    r.task_id = "task-" + std::to_string(n);
-    r.channel = "wechat";
-    r.recipient = openid;
-    r.provider_request_id = "hrq_" + std::to_string(n);
-    r.title = "Order shipped";
-    r.body = "Order " + std::to_string(n) + " is on its way";
-    return r;
+    return test::numbered_request(n, "wechat", openid);
   }
 
   provider_result send_one(int n, const std::string& openid = "o-user-1") {
-    answers got;
-    adapter.send(request(n, openid), got.collect());
-    BOOST_REQUIRE(got.wait_for(1));
-    return got.results.front();
+    return test::send_and_wait(adapter, request(n, openid));
   }
 };
 
@@ -179,10 +143,7 @@ BOOST_AUTO_TEST_CASE(cut_or_garbled_answers_are_outcome_unknown_and_a_503_is_ret
 BOOST_AUTO_TEST_CASE(a_reply_slower_than_the_timeout_is_outcome_unknown) {
   send_one(0);
   fake.script({tools::wechat_fault::hang});
-  const auto started = std::chrono::steady_clock::now();
-  const auto result = send_one(1);
-  BOOST_TEST((result.outcome == call_outcome::timeout));
-  BOOST_TEST((std::chrono::steady_clock::now() - started >= 2000ms));
+  test::check_unanswered_times_out([&] { return send_one(1); }, config.timeout);
 }
 
 BOOST_AUTO_TEST_CASE(a_refused_secret_makes_sends_wait_and_never_shows_the_secret) {

@@ -1,10 +1,12 @@
 #pragma once
 
-// A fake provider (src/tools) behind the real HTTP/1.1 test server: the adapters under test
-// talk to it over loopback exactly as they would to the provider.
+// A fake provider (src/tools) behind a real server: the HTTP/1.1 test server, or the h2c
+// server for providers that speak nothing but HTTP/2. The adapters under test talk to it over
+// loopback exactly as they would to the provider.
 
 #include "support/test_http_server.hpp"
 #include "tools/fake_exchange.hpp"
+#include "tools/h2c_server.hpp"
 
 #include <memory>
 
@@ -38,6 +40,12 @@ template <class Fake> std::unique_ptr<test_server> serve(Fake& fake) {
     out.end = ending_of(answer.ending);
     return out;
   });
+}
+
+/// The fake behind an HTTP/2 server with prior knowledge (APNs).
+template <class Fake> std::unique_ptr<tools::h2c_server> serve_h2c(Fake& fake) {
+  return std::make_unique<tools::h2c_server>(
+      [&fake](const tools::fake_request& request) { return fake.handle(request); });
 }
 
 } // namespace herald::test
