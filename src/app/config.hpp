@@ -11,6 +11,8 @@
 #include "domain/validation.hpp"
 #include "observability/log.hpp"
 #include "persistence/faulty_task_store.hpp"
+#include "providers/apns_provider.hpp"
+#include "providers/fcm_provider.hpp"
 #include "providers/simulated_provider.hpp"
 #include "providers/webhook_provider.hpp"
 #include "providers/wechat_template_provider.hpp"
@@ -32,10 +34,13 @@ public:
 /// One configured channel: how it sends and which provider it calls.
 struct channel_config {
   actors::channel_settings settings;
-  std::string type = "simulated"; ///< "simulated", "webhook" or "wechat_template"
+  /// "simulated", "webhook", "wechat_template", "fcm" or "apns"
+  std::string type = "simulated";
   providers::simulated_profile simulated;
   providers::webhook_config webhook;
   providers::wechat_config wechat;
+  providers::fcm_config fcm;
+  providers::apns_config apns;
 };
 
 /// Who may call the API (docs/security.md).
