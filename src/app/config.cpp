@@ -88,15 +88,45 @@ public:
       return;
     if (!out.empty())
       fail(env_key, "give " + key + " or " + env_key + ", not both");
-    const char* value = std::getenv(variable.c_str());
-    if (value == nullptr || *value == '\0')
-      fail(env_key, "environment variable " + variable + " is not set");
-    out = value;
+    out = environment_variable(env_key, variable);
     // Secret mounts often end the file with a line break, which is no part of the secret.
     while (!out.empty() && (out.back() == '\n' || out.back() == '\r'))
       out.pop_back();
     if (out.empty())
       fail(env_key, "environment variable " + variable + " holds only a line break");
+  }
+
+  /// A secret too long for a line of the config (a private key, a service account's key file):
+  /// the text of the file `file_key` names, or of the environment variable `env_key` names,
+  /// which must then be set and non-empty. A relative path is taken from the working directory.
+  void read_secret_text(const std::string& file_key, const std::string& env_key, std::string& out) {
+    std::string path;
+    std::string variable;
+    read(file_key.c_str(), path);
+    read(env_key.c_str(), variable);
+    if (!path.empty() && !variable.empty())
+      fail(env_key, "give " + file_key + " or " + env_key + ", not both");
+    if (!variable.empty()) {
+      out = environment_variable(env_key, variable);
+    } else if (!path.empty()) {
+      std::ifstream in{path, std::ios::binary};
+      if (!in)
+        fail(file_key, "cannot read the file " + path);
+      std::stringstream text;
+      text << in.rdbuf();
+      out = text.str();
+      if (out.empty())
+        fail(file_key, "the file " + path + " is empty or unreadable");
+    }
+  }
+
+  /// The value of the environment variable `variable` (named by `env_key`); fails when it is
+  /// not set or empty.
+  std::string environment_variable(const std::string& env_key, const std::string& variable) const {
+    const char* value = std::getenv(variable.c_str());
+    if (value == nullptr || *value == '\0')
+      fail(env_key, "environment variable " + variable + " is not set");
+    return value;
   }
 
   void read_number(const char* key, double& out, double min, double max) {
@@ -245,6 +275,23 @@ channel_config read_channel(const json::value& value, const std::string& path) {
     r.read("status_callback_url", t.status_callback_url);
     r.read_ms("timeout_ms", t.timeout, 1, 10 * one_minute_ms);
     r.read_integer("max_connections", t.max_connections, 1, 10000);
+  } else if (ch.type == "fcm") {
+    auto& f = ch.fcm;
+    r.read_secret_text("service_account_file", "service_account_json_env", f.service_account_json);
+    r.read("project_id", f.project_id);
+    r.read("base_url", f.base_url);
+    r.read_ms("timeout_ms", f.timeout, 1, 10 * one_minute_ms);
+    r.read_integer("max_connections", f.max_connections, 1, 10000);
+  } else if (ch.type == "apns") {
+    auto& a = ch.apns;
+    r.read_secret_text("key_file", "key_env", a.private_key_pem);
+    r.read("key_id", a.key_id);
+    r.read("team_id", a.team_id);
+    r.read("topic", a.topic);
+    r.read("push_type", a.push_type);
+    r.read("base_url", a.base_url);
+    r.read_ms("timeout_ms", a.timeout, 1, 10 * one_minute_ms);
+    r.read_integer("max_connections", a.max_connections, 1, 10000);
   } else {
     ch.simulated = read_simulated(r, ch.simulated);
   }
@@ -537,9 +584,22 @@ void validate(const config& cfg) {
         throw config_error(where + ": " + problem);
       require_tls_off_loopback(ch.twilio.base_url, where);
       call_timeout = ch.twilio.timeout;
+    } else if (ch.type == "fcm") {
+      if (auto problem = ch.fcm.validate(); !problem.empty())
+        throw config_error(where + ": " + problem);
+      require_tls_off_loopback(ch.fcm.base_url, where);
+      // Like WeChat: a token fetch, the send, a second fetch and the send again.
+      call_timeout = 4 * ch.fcm.timeout;
+    } else if (ch.type == "apns") {
+      if (auto problem = ch.apns.validate(); !problem.empty())
+        throw config_error(where + ": " + problem);
+      require_tls_off_loopback(ch.apns.base_url, where);
+      // The provider token is signed here, not fetched: the send, and once more with a new one.
+      call_timeout = 2 * ch.apns.timeout;
     } else if (ch.type != "simulated") {
       throw config_error(where + ".type: unknown channel type '" + ch.type +
-                         "' (supported: simulated, webhook, wechat_template, sms_twilio)");
+                         "' (supported: simulated, webhook, wechat_template, sms_twilio, fcm, " +
+                         "apns)");
     }
     // A lease shorter than a call would let a sweep resend a call still in flight.
     if (call_timeout && ch.settings.lease <= *call_timeout)
@@ -571,6 +631,16 @@ void validate(const config& cfg) {
                          " has one server URL, and channel '" + other->second +
                          "' takes its pushes already (callback_token on one channel only)");
   }
+  // Channels of one APNs key (team and key id) share its provider token, signed with one key.
+  std::map<std::pair<std::string, std::string>, std::string> apns_keys;
+  for (auto& ch : cfg.channels)
+    if (ch.type == "apns")
+      if (auto [known, added] = apns_keys.emplace(std::make_pair(ch.apns.team_id, ch.apns.key_id),
+                                                  ch.apns.private_key_pem);
+          !added && known->second != ch.apns.private_key_pem)
+        throw config_error("channel '" + ch.settings.name + "': APNs key " + ch.apns.key_id +
+                           " of team " + ch.apns.team_id +
+                           " is configured with another private key by an earlier channel");
   for (auto& ch : cfg.channels) {
     auto& fallback = ch.settings.fallback;
     if (!fallback.empty() && (fallback == ch.settings.name || names.count(fallback) == 0))

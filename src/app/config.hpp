@@ -11,6 +11,8 @@
 #include "domain/validation.hpp"
 #include "observability/log.hpp"
 #include "persistence/faulty_task_store.hpp"
+#include "providers/apns_provider.hpp"
+#include "providers/fcm_provider.hpp"
 #include "providers/simulated_provider.hpp"
 #include "providers/twilio_sms_provider.hpp"
 #include "providers/webhook_provider.hpp"
@@ -33,11 +35,14 @@ public:
 /// One configured channel: how it sends and which provider it calls.
 struct channel_config {
   actors::channel_settings settings;
-  std::string type = "simulated"; ///< simulated, webhook, wechat_template, sms_twilio
+  /// simulated, webhook, wechat_template, sms_twilio, fcm or apns
+  std::string type = "simulated";
   providers::simulated_profile simulated;
   providers::webhook_config webhook;
   providers::wechat_config wechat;
   providers::twilio_config twilio;
+  providers::fcm_config fcm;
+  providers::apns_config apns;
 };
 
 /// Who may call the API (docs/security.md).

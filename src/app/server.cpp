@@ -99,6 +99,12 @@ make_channel_specs(const config& cfg, const std::string& node_id, const domain::
   // Channels of one WeChat appid share one account: one access token, one connection pool.
   std::map<std::pair<std::string, std::string>, std::shared_ptr<providers::wechat_account>>
       wechat_accounts;
+  // Channels of one FCM service account share its access token; of one APNs key, its provider
+  // token (APNs refuses tokens replaced more often than every 20 minutes).
+  std::map<std::string, std::shared_ptr<providers::fcm_account>> fcm_accounts;
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<providers::apns_account>>
+      apns_accounts;
+  const auto wall_clock = std::make_shared<const domain::system_clock>();
   for (auto& ch : cfg.channels) {
     auto settings = ch.settings;
     settings.node_id = node_id;
@@ -118,6 +124,18 @@ make_channel_specs(const config& cfg, const std::string& node_id, const domain::
     } else if (ch.type == "sms_twilio") {
       provider =
           std::make_shared<providers::twilio_sms_provider>(settings.name, ch.twilio, counters);
+    } else if (ch.type == "fcm") {
+      auto& account = fcm_accounts[ch.fcm.service_account_json];
+      if (!account)
+        account = std::make_shared<providers::fcm_account>(ch.fcm, counters);
+      provider =
+          std::make_shared<providers::fcm_provider>(settings.name, ch.fcm, account, counters);
+    } else if (ch.type == "apns") {
+      auto& account = apns_accounts[{ch.apns.team_id, ch.apns.key_id}];
+      if (!account)
+        account = std::make_shared<providers::apns_account>(ch.apns, counters, wall_clock);
+      provider =
+          std::make_shared<providers::apns_provider>(settings.name, ch.apns, account, counters);
     } else {
       provider = std::make_shared<providers::simulated_provider>(ch.simulated, delays);
     }

@@ -171,20 +171,27 @@ parse_retry_after(std::string_view value, std::chrono::system_clock::time_point 
   return wait < max_retry_after ? wait : max_retry_after;
 }
 
-bool has_http_answer(const outbound_answer& answer) {
-  // A final status seen means the endpoint decided, even if the rest of the answer was lost.
-  return !answer.stopped && (answer.code == CURLE_OK || answer.status >= 200);
-}
-
 std::optional<std::chrono::milliseconds> retry_after_of(const outbound_answer& answer) {
   const auto header = answer.header("retry-after");
   return header ? parse_retry_after(*header, std::chrono::system_clock::now()) : std::nullopt;
 }
 
+bool provider_answered(const outbound_answer& answer) {
+  return !answer.stopped &&
+         (answer.code == CURLE_OK || (answer.status >= 200 && answer.status <= 299));
+}
+
+provider_result classify_unanswered(const outbound_answer& answer) {
+  if (answer.stopped)
+    return classify_outbound(answer);
+  return classify_transport(static_cast<CURLcode>(answer.code));
+}
+
 provider_result classify_outbound(const outbound_answer& answer) {
   if (answer.stopped)
     return {call_outcome::timeout, "adapter stopped", std::nullopt};
-  if (has_http_answer(answer))
+  // A final status seen means the endpoint decided, even if the rest of the answer was lost.
+  if (answer.code == CURLE_OK || answer.status >= 200)
     return classify_http(answer.status, retry_after_of(answer), answer.body);
   // curl may quote the URL
   return classify_transport(static_cast<CURLcode>(answer.code),

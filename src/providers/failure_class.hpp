@@ -50,9 +50,17 @@ provider_result classify_transport(CURLcode code, std::string_view error_text = 
 /// read against the system clock, anything else to classify_transport() (the error text masked).
 provider_result classify_outbound(const outbound_answer& answer);
 
-/// Whether a call ended with an HTTP answer to read (a final status came), rather than a
-/// transport failure or a stopped client.
-bool has_http_answer(const outbound_answer& answer);
+/// Whether a provider's answer is there to classify by its protocol: the transfer completed,
+/// or a 2xx head came before it broke off (the provider took the call: for FCM and APNs, whose
+/// status says so, only details such as the message id are lost, and sending again would send
+/// twice). An answer that broke off after any other status lost the reason that decides its
+/// class (APNs's 403 is a stale token or a wrong certificate): classify_unanswered.
+bool provider_answered(const outbound_answer& answer);
+
+/// How a call ended that brought no HTTP answer to classify (curl's result alone): only curl's
+/// generic text for the code is kept, because the URL may carry a token or a secret and curl's
+/// error text may quote it. A stopped client is classify_outbound's timeout.
+provider_result classify_unanswered(const outbound_answer& answer);
 
 /// The answer's Retry-After, read against the system clock; nullopt when absent or malformed.
 std::optional<std::chrono::milliseconds> retry_after_of(const outbound_answer& answer);

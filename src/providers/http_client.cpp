@@ -143,6 +143,25 @@ void deliver(finished_list& finished) {
   finished.clear();
 }
 
+/// Whether this libcurl can send a call over a cleartext HTTP/2 connection an earlier call
+/// opened with prior knowledge. Before 8.0.0 it cannot (curl issue 10634: the reused connection
+/// fails every later stream with CURLE_HTTP2), so there each such call opens its own connection:
+/// slower, but only local fakes are reached that way.
+bool reuses_h2c_connections() {
+  static const bool fixed = curl_version_info(CURLVERSION_NOW)->version_num >= 0x080000;
+  return fixed;
+}
+
+/// Whether curl's "unsupported protocol" is in truth an answer that is no HTTP: curl takes such
+/// bytes for HTTP/0.9, which it refuses with that code, after the request went out. Classed
+/// as what it is (a garbled answer: outcome unknown), not as an unusable URL (permanent).
+bool sent_then_garbled(CURL* easy, CURLcode code) {
+  long request_bytes = 0;
+  return code == CURLE_UNSUPPORTED_PROTOCOL &&
+         curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_bytes) == CURLE_OK &&
+         request_bytes > 0;
+}
+
 /// Sets up `easy` for the transfer `t`; throws when curl refuses.
 void configure(CURL* easy, transfer& t, const std::string& user_agent) {
   const auto& request = t.request;
@@ -179,9 +198,13 @@ void configure(CURL* easy, transfer& t, const std::string& user_agent) {
   set(CURLOPT_TCP_KEEPALIVE, 1L);
   set(CURLOPT_HEADERFUNCTION, on_header);
   set(CURLOPT_HEADERDATA, &t);
-  if (request.version == http_version::http2_prior_knowledge)
+  if (request.version == http_version::http2_prior_knowledge) {
     set(CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
-  else
+    if (!reuses_h2c_connections()) {
+      set(CURLOPT_FRESH_CONNECT, 1L);
+      set(CURLOPT_FORBID_REUSE, 1L);
+    }
+  } else
     set(CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
   if (request.method == "GET") {
     set(CURLOPT_HTTPGET, 1L);
@@ -199,6 +222,12 @@ void configure(CURL* easy, transfer& t, const std::string& user_agent) {
 }
 
 } // namespace
+
+std::string without_trailing_slash(std::string url) {
+  while (!url.empty() && url.back() == '/')
+    url.pop_back();
+  return url;
+}
 
 std::string_view trim_http_whitespace(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
@@ -369,7 +398,7 @@ struct http_client::impl {
       auto t = std::move(found->second);
       active.erase(found);
       auto& answer = t->answer;
-      answer.code = code;
+      answer.code = sent_then_garbled(easy, code) ? CURLE_WEIRD_SERVER_REPLY : code;
       curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &answer.status);
       if (code != CURLE_OK)
         answer.error = t->error; // may be empty: classifiers fall back to curl_easy_strerror

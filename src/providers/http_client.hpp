@@ -90,6 +90,9 @@ void ensure_curl_global();
 /// starting with `what` (the field's name).
 std::string http_url_problem(const std::string& url, const std::string& what);
 
+/// `url` without the slashes at its end, so paths can be appended to a configured base URL.
+std::string without_trailing_slash(std::string url);
+
 /// `text` without the spaces and tabs around it (and a header line's CR LF).
 std::string_view trim_http_whitespace(std::string_view text);
 

@@ -85,8 +85,8 @@ void twilio_sms_provider::send(provider_request request, provider_callback done)
   call.timeout = config.timeout;
   client_.call(std::move(call), [context = context_, id = request.provider_request_id,
                                  done = std::move(done)](outbound_answer answer) {
-    if (!has_http_answer(answer))
-      return done(classify_outbound(answer));
+    if (!provider_answered(answer))
+      return done(classify_unanswered(answer));
     auto verdict = classify_twilio_answer(answer.status, answer.body, retry_after_of(answer));
     if (verdict.config_error && context->counters)
       context->counters->provider_config_error(context->channel);
@@ -112,11 +112,11 @@ void twilio_sms_provider::query_status(provider_status_query query, status_callb
   call.basic_auth = config.account_sid + ":" + config.auth_token;
   call.timeout = config.timeout;
   client_.call(std::move(call), [done = std::move(done)](outbound_answer answer) {
-    if (!has_http_answer(answer))
+    if (!provider_answered(answer) && answer.status < 200)
       return done({status_answer::kind::unknown,
                    provider_status::accepted,
                    {},
-                   classify_outbound(answer).detail});
+                   classify_unanswered(answer).detail});
     done(parse_message_resource(answer.status, answer.body));
   });
 }

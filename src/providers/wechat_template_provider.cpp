@@ -2,6 +2,7 @@
 
 #include "observability/log.hpp"
 #include "providers/failure_class.hpp"
+#include "providers/provider_call.hpp"
 #include "providers/push_replay_guard.hpp"
 #include "providers/twilio_protocol.hpp"
 #include "providers/wechat_protocol.hpp"
@@ -15,14 +16,6 @@
 
 namespace herald::providers {
 namespace {
-
-/// How a call to WeChat ended, when no HTTP answer came. The URL carries the access token or
-/// the AppSecret, and curl's error text may quote it: only curl's generic text is kept.
-provider_result without_answer(const outbound_answer& answer) {
-  if (answer.stopped)
-    return classify_outbound(answer);
-  return classify_transport(static_cast<CURLcode>(answer.code));
-}
 
 /// The value of `name` in decoded query pairs; empty when absent.
 std::string_view value_of(const name_values& pairs, std::string_view name) {
@@ -98,8 +91,8 @@ void wechat_account::fetch(bool force_refresh, fetched done) {
       done(token_failure{{call_outcome::retryable, "wechat access token: " + why, std::nullopt},
                          config_error});
     };
-    if (!has_http_answer(answer))
-      return wait(without_answer(answer).detail, false);
+    if (!provider_answered(answer))
+      return wait(classify_unanswered(answer).detail, false);
     if (answer.status < 200 || answer.status > 299)
       return wait("HTTP " + std::to_string(answer.status), false);
     auto token = parse_token_answer(answer.body);
@@ -134,51 +127,20 @@ namespace {
 
 using context_ptr = std::shared_ptr<const wechat_template_provider::context>;
 
-void post(const context_ptr& context, std::shared_ptr<const std::string> body, std::string token,
-          bool token_retried, provider_callback done);
-
-/// Runs `then` with a valid access token, or answers `done` with why there is none.
-template <class Then>
-void with_token(const context_ptr& context, provider_callback done, Then then) {
-  context->account->tokens().get(
-      [context, done = std::move(done), then = std::move(then)](token_or_failure token) mutable {
-        if (auto* failure = std::get_if<token_failure>(&token)) {
-          if (failure->config_error && context->counters)
-            context->counters->provider_config_error(context->channel);
-          return done(std::move(failure->result));
-        }
-        then(std::get<std::string>(std::move(token)), std::move(done));
-      });
-}
-
-void post(const context_ptr& context, std::shared_ptr<const std::string> body, std::string token,
-          bool token_retried, provider_callback done) {
+/// Posts `body` with `token`; the answer classified.
+void post(const context_ptr& context, const std::shared_ptr<const std::string>& body,
+          const std::string& token, std::function<void(classified_answer)> answered_with) {
   outbound_call call;
   call.url = context->send_url + escape_path_segment(token);
   call.headers = {"Content-Type: application/json; charset=utf-8"};
   call.body = *body;
   call.timeout = context->config.timeout;
-  context->account->client().call(
-      std::move(call), [context, body, token = std::move(token), token_retried,
-                        done = std::move(done)](outbound_answer answer) mutable {
-        if (!has_http_answer(answer))
-          return done(without_answer(answer));
-        auto verdict = classify_wechat_answer(answer.status, answer.body, retry_after_of(answer));
-        if (verdict.token_invalid && !token_retried) {
-          // WeChat did nothing with this call: fetch a new token (once for all the sends
-          // refused with this one) and send again at once.
-          context->account->refused(token);
-          return with_token(context, std::move(done),
-                            [context, body](std::string fresh, provider_callback again) {
-                              post(context, body, std::move(fresh), true, std::move(again));
-                            });
-        }
-        if (verdict.config_error && context->counters)
-          context->counters->provider_config_error(context->channel);
-        if (verdict.quota_exhausted)
-          verdict.result.retry_after = context->config.quota_pause;
-        done(std::move(verdict.result));
-      });
+  call_provider(
+      context->account->client(), std::move(call),
+      [](const outbound_answer& answer) {
+        return classify_wechat_answer(answer.status, answer.body, retry_after_of(answer));
+      },
+      std::move(answered_with));
 }
 
 } // namespace
@@ -209,10 +171,19 @@ void wechat_template_provider::send(provider_request request, provider_callback 
   message.url = config.link_url;
   message.client_msg_id = request.provider_request_id;
   auto body = std::make_shared<const std::string>(template_send_body(message));
-  with_token(context_, std::move(done),
-             [context = context_, body](std::string token, provider_callback then) {
-               post(context, body, std::move(token), false, std::move(then));
-             });
+  call_with_token(
+      account_->tokens(),
+      [context = context_, body](const std::string& token, auto answered_with) {
+        post(context, body, token, std::move(answered_with));
+      },
+      [quota_pause = config.quota_pause,
+       tell = tell_channel(context_->channel, context_->counters, std::move(done))](
+          classified_answer verdict) {
+        if (verdict.quota_exhausted)
+          verdict.result.retry_after = quota_pause;
+        tell(std::move(verdict));
+      },
+      [account = account_.get()](const std::string& stale) { account->refused(stale); });
 }
 
 bool wechat_template_provider::takes_callbacks() const {

@@ -187,8 +187,7 @@ void wechat_fake::unfollow(const std::string& openid) {
 }
 
 std::size_t wechat_fake::token_requests() const {
-  std::lock_guard<std::mutex> guard{mutex_};
-  return token_requests_;
+  return locked_copy(mutex_, token_requests_);
 }
 
 std::size_t wechat_fake::forced_refreshes() const {
@@ -197,13 +196,11 @@ std::size_t wechat_fake::forced_refreshes() const {
 }
 
 std::size_t wechat_fake::send_requests() const {
-  std::lock_guard<std::mutex> guard{mutex_};
-  return send_requests_;
+  return locked_copy(mutex_, send_requests_);
 }
 
 std::vector<wechat_sent> wechat_fake::sent() const {
-  std::lock_guard<std::mutex> guard{mutex_};
-  return sent_;
+  return locked_copy(mutex_, sent_);
 }
 
 wechat_fake::push wechat_fake::finish_push(const std::string& callback_token,

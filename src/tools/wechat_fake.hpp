@@ -1,6 +1,6 @@
 #pragma once
 
-#include "tools/fake_provider.hpp"
+#include "tools/fake_exchange.hpp"
 
 #include <chrono>
 #include <cstddef>

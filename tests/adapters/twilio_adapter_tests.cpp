@@ -1,7 +1,7 @@
-#include "adapters/answers.hpp"
 #include "observability/metrics.hpp"
 #include "providers/twilio_protocol.hpp"
 #include "providers/twilio_sms_provider.hpp"
+#include "support/adapter_calls.hpp"
 #include "support/fake_provider_server.hpp"
 #include "tools/twilio_fake.hpp"
 
@@ -12,7 +12,7 @@
 using namespace herald;
 using namespace herald::providers;
 using namespace std::chrono_literals;
-using test::answers;
+using answers = test::provider_answers;
 
 namespace {
 

@@ -1,13 +1,10 @@
-#include "adapters/answers.hpp"
 #include "observability/metrics.hpp"
 #include "providers/wechat_template_provider.hpp"
+#include "support/adapter_calls.hpp"
 #include "support/fake_provider_server.hpp"
 #include "tools/wechat_fake.hpp"
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,7 +13,7 @@
 using namespace herald;
 using namespace herald::providers;
 using namespace std::chrono_literals;
-using test::answers;
+using answers = test::provider_answers;
 
 namespace {
 
@@ -43,21 +40,11 @@ struct wechat_fixture {
   }
 
   static provider_request request(int n, const std::string& openid = "o-user-1") {
-    provider_request r;
-    r.task_id = "task-" + std::to_string(n);
-    r.channel = "wechat";
-    r.recipient = openid;
-    r.provider_request_id = "hrq_" + std::to_string(n);
-    r.title = "Order shipped";
-    r.body = "Order " + std::to_string(n) + " is on its way";
-    return r;
+    return test::numbered_request(n, "wechat", openid);
   }
 
   provider_result send_one(int n, const std::string& openid = "o-user-1") {
-    answers got;
-    adapter.send(request(n, openid), got.collect());
-    BOOST_REQUIRE(got.wait_for(1));
-    return got.results.front();
+    return test::send_and_wait(adapter, request(n, openid));
   }
 };
 
@@ -158,10 +145,7 @@ BOOST_AUTO_TEST_CASE(cut_or_garbled_answers_are_outcome_unknown_and_a_503_is_ret
 BOOST_AUTO_TEST_CASE(a_reply_slower_than_the_timeout_is_outcome_unknown) {
   send_one(0);
   fake.script({tools::wechat_fault::hang});
-  const auto started = std::chrono::steady_clock::now();
-  const auto result = send_one(1);
-  BOOST_TEST((result.outcome == call_outcome::timeout));
-  BOOST_TEST((std::chrono::steady_clock::now() - started >= 2000ms));
+  test::check_unanswered_times_out([&] { return send_one(1); }, config.timeout);
 }
 
 BOOST_AUTO_TEST_CASE(a_refused_secret_makes_sends_wait_counts_and_never_shows_the_secret) {

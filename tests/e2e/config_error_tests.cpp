@@ -2,6 +2,7 @@
 // 2 and one line on stderr, `herald: config error: FILE: key: reason` (design.md §8).
 
 #include "support/herald_process.hpp"
+#include "support/jws_test_keys.hpp"
 
 #include <string>
 
@@ -49,6 +50,22 @@ BOOST_AUTO_TEST_CASE(unreadable_file_is_named) {
   BOOST_TEST(run.exit_code == 2);
   BOOST_TEST(run.err ==
              "herald: config error: " + dir.file("absent.json") + ": cannot read the file\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_malformed_service_account_stops_herald_in_one_line) {
+  temp_dir dir("herald-e2e-config");
+  const auto key_file = dir.file("service-account.json");
+  auto file = service_account_file(shared_rsa_key(), "https://oauth2.example/token");
+  file.replace(file.find("\"client_email\""), 1, "\"x"); // "client_email" missing
+  write_file(key_file, file);
+  std::string path;
+  const auto run = migrate_with(
+      dir,
+      R"({"channels":[{"name":"app","type":"fcm","service_account_file":")" + key_file + "\"}]}",
+      path);
+  BOOST_TEST(run.exit_code == 2);
+  BOOST_TEST(run.err == "herald: config error: " + path +
+                            ": channels[0]: fcm service account: client_email is missing\n");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -3,6 +3,7 @@
 #include <sstream>
 #include <thread>
 
+#include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
 namespace herald::test {
@@ -25,6 +26,36 @@ running_herald::running_herald(const std::string& database, const std::string& c
       process_(arguments(port_, dir_, database, config), dir_.file("herald.log")) {
   if (!process_.wait_ready(host, port_, std::chrono::seconds(30)))
     BOOST_FAIL("herald did not answer /healthz within 30 s; its output:\n" << process_.log());
+}
+
+std::string submit_to(running_herald& herald, const std::string& channel, const std::string& biz_id,
+                      const std::string& recipient) {
+  const boost::json::object body{{"biz_type", "E2E"},
+                                 {"biz_id", biz_id},
+                                 {"user_id", "u-" + biz_id},
+                                 {"channels", boost::json::array{channel}},
+                                 {"to", {{channel, recipient}}},
+                                 {"content", {{"title", "Order shipped"}, {"body", "On its way"}}}};
+  auto response = herald.post(boost::json::serialize(body));
+  BOOST_REQUIRE_EQUAL(response.status, 202);
+  return std::string(boost::json::parse(response.body).at("message_id").as_string());
+}
+
+boost::json::object first_task(running_herald& herald, const std::string& message_id) {
+  auto response = herald.get("/v1/messages/" + message_id);
+  BOOST_REQUIRE_EQUAL(response.status, 200);
+  return boost::json::parse(response.body).at("tasks").as_array().at(0).as_object();
+}
+
+bool first_task_reaches(running_herald& herald, const std::string& message_id,
+                        const std::string& status, std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (first_task(herald, message_id).at("status").as_string() != status) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50)); // polling a condition, bounded
+  }
+  return true;
 }
 
 http_response running_herald::get(const std::string& target) {

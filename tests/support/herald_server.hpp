@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/json/object.hpp>
+
 namespace herald::test {
 
 inline const std::string host = "127.0.0.1";
@@ -42,6 +44,19 @@ private:
   std::uint16_t port_;
   herald_process process_;
 };
+
+/// Submits one message for a single channel with a title and body (POST /v1/messages, which
+/// must answer 202); its message id. biz_type "E2E", user "u-<biz_id>".
+std::string submit_to(running_herald& herald, const std::string& channel, const std::string& biz_id,
+                      const std::string& recipient);
+
+/// The message's first task as GET /v1/messages/{id} shows it (a JSON object).
+boost::json::object first_task(running_herald& herald, const std::string& message_id);
+
+/// Whether the message's first task reaches `status` within `bound` (polled every 50 ms).
+bool first_task_reaches(running_herald& herald, const std::string& message_id,
+                        const std::string& status,
+                        std::chrono::milliseconds bound = std::chrono::seconds(30));
 
 /// Sum of every sample of `name` whose labels contain each of `labels` (e.g.
 /// `outcome="success"`).

@@ -104,6 +104,20 @@ inline std::string public_key_pem(EVP_PKEY* key) {
   return bio_text(out.get());
 }
 
+/// A Google service-account key file (its JSON text) holding `key`, trading assertions at
+/// `token_uri`; the other fields as the fakes (tools/fcm_fake.hpp) expect them by default.
+inline std::string service_account_file(EVP_PKEY* key, const std::string& token_uri,
+                                        const std::string& project_id = "herald-fake") {
+  return boost::json::serialize(
+      boost::json::object{{"type", "service_account"},
+                          {"project_id", project_id},
+                          {"private_key_id", "fake-key-id-1"},
+                          {"private_key", private_key_pem(key)},
+                          {"client_email", "herald-sender@herald-fake.iam.gserviceaccount.com"},
+                          {"client_id", "123456789012345678901"},
+                          {"token_uri", token_uri}});
+}
+
 /// Whether `text` (a refusal's reason, say) holds any line of `pem`'s base64 body: a reason that
 /// does could leak a key into a log.
 inline bool quotes_pem_body(const std::string& text, const std::string& pem) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -43,6 +44,9 @@ struct reply {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body = "ok";
   bool hang = false; ///< never answer (the connection stays open)
+  /// How the answer ends: `cut` sends the head and half the body, `dropped` nothing, `garbage`
+  /// bytes that are no HTTP; each then closes the connection.
+  enum class ending { complete, cut, dropped, garbage } end = ending::complete;
 };
 
 /// A real HTTP/1.1 server on 127.0.0.1 (ephemeral port), one Asio thread, keep-alive; answers
@@ -151,6 +155,10 @@ private:
       held_.push_back(s); // keeps the connection open, silent, until the server goes
       return;
     }
+    if (answer.end != reply::ending::complete) {
+      break_off(s, answer);
+      return;
+    }
     s->response = {static_cast<boost::beast::http::status>(answer.status), s->request.version()};
     for (const auto& [name, value] : answer.headers)
       s->response.set(name, value);
@@ -166,6 +174,29 @@ private:
                                       else
                                         s->socket.shutdown(tcp::socket::shutdown_send, ec);
                                     });
+  }
+
+  /// Answers `answer` as it says it ends, then closes the connection.
+  void break_off(const std::shared_ptr<session>& s, const reply& answer) {
+    auto bytes = std::make_shared<std::string>();
+    if (answer.end == reply::ending::garbage) {
+      *bytes = "\x17\x03\x03 not an HTTP answer \x01\x02\r\n\r\n";
+    } else if (answer.end == reply::ending::cut) {
+      s->response = {static_cast<boost::beast::http::status>(answer.status), s->request.version()};
+      for (const auto& [name, value] : answer.headers)
+        s->response.set(name, value);
+      s->response.body() = answer.body;
+      s->response.prepare_payload(); // Content-Length of the whole body
+      std::ostringstream whole;
+      whole << s->response;
+      *bytes = whole.str();
+      bytes->resize(bytes->size() - (answer.body.size() + 1) / 2);
+    }
+    boost::asio::async_write(s->socket, boost::asio::buffer(*bytes),
+                             [s, bytes](boost::beast::error_code ec, std::size_t) {
+                               s->socket.shutdown(tcp::socket::shutdown_both, ec);
+                               s->socket.close(ec);
+                             });
   }
 
   script answer_;

@@ -1,10 +1,12 @@
 #include "app/config.hpp"
 #include "support/herald_process.hpp"
+#include "support/jws_test_keys.hpp"
 
 #include <functional>
 #include <string>
 #include <vector>
 
+#include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
 using namespace herald;
@@ -293,8 +295,8 @@ BOOST_AUTO_TEST_CASE(wechat_configuration_errors_are_one_line_naming_the_field) 
                  .find("lease_ms: must be longer than the provider call's timeout (80000 ms)") !=
              std::string::npos);
   BOOST_TEST(error_of(with_channel(R"("type":"carrier_pigeon")"))
-                 .find("(supported: simulated, webhook, wechat_template, sms_twilio)") !=
-             std::string::npos);
+                 .find("(supported: simulated, webhook, wechat_template, sms_twilio, fcm, "
+                       "apns)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(provider_credentials_never_travel_in_clear_off_this_machine) {
@@ -345,6 +347,142 @@ BOOST_AUTO_TEST_CASE(a_trailing_slash_on_base_url_does_not_make_another_account)
   BOOST_TEST(error_of(two("one")) == "");
   BOOST_TEST(error_of(two("two")).find("appid wx1 is configured with another app_secret") !=
              std::string::npos);
+}
+
+/// A folder holding a Google service-account key file and an APNs .p8 key for the push cases.
+struct push_credentials {
+  test::temp_dir dir{"herald-config-push"};
+  std::string service_account = dir.file("service-account.json");
+  std::string apns_key = dir.file("AuthKey_FAKEKEY001.p8");
+  std::string apns_pem = test::private_key_pem(ec_key());
+
+  push_credentials() {
+    test::write_file(service_account, test::service_account_file(test::shared_rsa_key(),
+                                                                 "https://oauth2.example/token"));
+    test::write_file(apns_key, apns_pem);
+  }
+  static EVP_PKEY* ec_key() {
+    static const auto key = test::generate_ec_key("P-256");
+    return key.get();
+  }
+  std::string fcm(const std::string& fields = "") const {
+    return with_channel(R"("type":"fcm","service_account_file":")" + service_account + "\"" +
+                        fields);
+  }
+  std::string apns(const std::string& fields = "") const {
+    return with_channel(R"("type":"apns","key_file":")" + apns_key +
+                        R"(","key_id":"FAKEKEY001","team_id":"FAKETEAM01",)"
+                        R"("topic":"org.herald.app")" +
+                        fields);
+  }
+};
+
+BOOST_AUTO_TEST_CASE(an_fcm_channel_reads_its_service_account_from_a_file_or_the_environment) {
+  push_credentials files;
+  auto cfg = app::parse_config(files.fcm(R"(,"timeout_ms":3000,"max_connections":4)"));
+  app::validate(cfg);
+  const auto& fcm = cfg.channels[0].fcm;
+  BOOST_TEST(fcm.service_account_json == test::read_file(files.service_account));
+  BOOST_TEST(fcm.base_url == "https://fcm.googleapis.com");
+  BOOST_TEST(fcm.project_id.empty()); // the service account's
+  BOOST_TEST(fcm.timeout.count() == 3000);
+  BOOST_TEST(fcm.max_connections == 4u);
+
+  ::setenv("HERALD_TEST_FCM_ACCOUNT", test::read_file(files.service_account).c_str(), 1);
+  cfg = app::parse_config(with_channel(
+      R"("type":"fcm","service_account_json_env":"HERALD_TEST_FCM_ACCOUNT","project_id":"p2")"));
+  app::validate(cfg);
+  BOOST_TEST(cfg.channels[0].fcm.service_account_json == test::read_file(files.service_account));
+  BOOST_TEST(cfg.channels[0].fcm.project_id == "p2");
+}
+
+BOOST_AUTO_TEST_CASE(fcm_configuration_errors_are_one_line_naming_the_field) {
+  push_credentials files;
+  BOOST_TEST(error_of(with_channel(R"("type":"fcm")")) ==
+             "channels[0]: fcm service account is required (service_account_file or "
+             "service_account_json_env)");
+  BOOST_TEST(
+      error_of(with_channel(R"("type":"fcm","service_account_file":"/nonexistent/sa.json")")) ==
+      "channels[0].service_account_file: cannot read the file /nonexistent/sa.json");
+  ::setenv("HERALD_TEST_FCM_ACCOUNT", "{}", 1);
+  BOOST_TEST(error_of(files.fcm(R"(,"service_account_json_env":"HERALD_TEST_FCM_ACCOUNT")")) ==
+             "channels[0].service_account_json_env: give service_account_file or "
+             "service_account_json_env, not both");
+  BOOST_TEST(error_of(files.fcm(R"(,"timeout_ms":20000,"lease_ms":60000)"))
+                 .find("lease_ms: must be longer than the provider call's timeout (80000 ms)") !=
+             std::string::npos);
+
+  // A malformed key file: a field missing, a key that is none. One line, never the key.
+  auto file = boost::json::parse(test::read_file(files.service_account)).as_object();
+  file.erase("client_email");
+  test::write_file(files.service_account, boost::json::serialize(file));
+  BOOST_TEST(error_of(files.fcm()) == "channels[0]: fcm service account: client_email is missing");
+  const auto pem = test::private_key_pem(test::shared_rsa_key());
+  file = boost::json::parse(test::service_account_file(test::shared_rsa_key(), "https://x/token"))
+             .as_object();
+  file["private_key"] = pem.substr(0, pem.size() / 2);
+  test::write_file(files.service_account, boost::json::serialize(file));
+  const auto error = error_of(files.fcm());
+  BOOST_TEST(error.rfind("channels[0]: fcm service account: private_key: ", 0) == 0u, error);
+  BOOST_TEST(error.find('\n') == std::string::npos, error);
+  BOOST_TEST(!test::quotes_pem_body(error, pem), error);
+}
+
+BOOST_AUTO_TEST_CASE(an_apns_channel_reads_its_key_from_a_file_or_the_environment) {
+  push_credentials files;
+  auto cfg = app::parse_config(files.apns(R"(,"push_type":"voip","timeout_ms":3000)"));
+  app::validate(cfg);
+  const auto& apns = cfg.channels[0].apns;
+  BOOST_TEST(apns.private_key_pem == files.apns_pem);
+  BOOST_TEST(apns.key_id == "FAKEKEY001");
+  BOOST_TEST(apns.team_id == "FAKETEAM01");
+  BOOST_TEST(apns.topic == "org.herald.app");
+  BOOST_TEST(apns.push_type == "voip");
+  BOOST_TEST(apns.base_url == "https://api.push.apple.com");
+  BOOST_TEST(apns.timeout.count() == 3000);
+
+  ::setenv("HERALD_TEST_APNS_KEY", files.apns_pem.c_str(), 1);
+  cfg = app::parse_config(
+      with_channel(R"("type":"apns","key_env":"HERALD_TEST_APNS_KEY","key_id":"K1","team_id":"T1",)"
+                   R"("topic":"org.herald.app","base_url":"https://api.sandbox.push.apple.com")"));
+  app::validate(cfg);
+  BOOST_TEST(cfg.channels[0].apns.private_key_pem == files.apns_pem);
+  BOOST_TEST(cfg.channels[0].apns.push_type == "alert");
+}
+
+BOOST_AUTO_TEST_CASE(apns_configuration_errors_are_one_line_naming_the_field) {
+  push_credentials files;
+  BOOST_TEST(error_of(files.apns(R"(,"push_type":"background")")) ==
+             "channels[0]: apns push_type must be alert or voip");
+  BOOST_TEST(error_of(with_channel(R"("type":"apns","key_id":"K","team_id":"T","topic":"t")")) ==
+             "channels[0]: apns key is required (key_file or key_env: the .p8 signing key)");
+  BOOST_TEST(error_of(files.apns(R"(,"timeout_ms":40000,"lease_ms":60000)"))
+                 .find("lease_ms: must be longer than the provider call's timeout (80000 ms)") !=
+             std::string::npos);
+  // An RSA key where the .p8 (P-256) belongs: refused in one line that does not quote it.
+  const auto rsa = test::private_key_pem(test::shared_rsa_key());
+  test::write_file(files.apns_key, rsa);
+  const auto error = error_of(files.apns());
+  BOOST_TEST(error.rfind("channels[0]: apns key: ", 0) == 0u, error);
+  BOOST_TEST(!test::quotes_pem_body(error, rsa), error);
+}
+
+BOOST_AUTO_TEST_CASE(channels_of_one_apns_key_must_share_the_key) {
+  push_credentials files;
+  const auto other = files.dir.file("other.p8");
+  const auto other_key = test::generate_ec_key("P-256");
+  test::write_file(other, test::private_key_pem(other_key.get()));
+  const auto two = [&](const std::string& second_key_file) {
+    return R"({"channels":[)"
+           R"({"name":"ios-a","type":"apns","key_file":")" +
+           files.apns_key +
+           R"(","key_id":"K1","team_id":"T1","topic":"org.a"},)"
+           R"({"name":"ios-b","type":"apns","key_file":")" +
+           second_key_file + R"(","key_id":"K1","team_id":"T1","topic":"org.b"}]})";
+  };
+  BOOST_TEST(error_of(two(files.apns_key)) == "");
+  BOOST_TEST(error_of(two(other)) == "channel 'ios-b': APNs key K1 of team T1 is configured with "
+                                     "another private key by an earlier channel");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

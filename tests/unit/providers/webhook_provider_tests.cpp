@@ -257,6 +257,29 @@ BOOST_AUTO_TEST_CASE(a_silent_endpoint_times_out_after_the_configured_timeout) {
   BOOST_TEST(server.requests().size() == 1u); // it did arrive: the outcome is unknown
 }
 
+BOOST_AUTO_TEST_CASE(answers_that_break_off_or_are_no_http_are_outcome_unknown) {
+  test_server server{[](const recorded_request& seen) {
+    reply answer;
+    answer.status = 503; // what decides the class is lost with the answer
+    answer.body = R"({"error":"busy"})";
+    if (seen.body.find("garbage") != std::string::npos)
+      answer.end = reply::ending::garbage; // curl takes it for HTTP/0.9
+    else if (seen.body.find("dropped") != std::string::npos)
+      answer.end = reply::ending::dropped;
+    return answer;
+  }};
+  answers got;
+  webhook_provider provider{config_for(server.url(), 2000ms)};
+  provider.send(make_request("garbage"), got.callback("garbage"));
+  provider.send(make_request("dropped"), got.callback("dropped"));
+  auto results = got.by_tag(2);
+  for (const auto* tag : {"garbage", "dropped"}) {
+    BOOST_TEST(name(results[tag].outcome) == "timeout", tag << ": " << results[tag].detail);
+    BOOST_TEST(results[tag].detail.find("outcome unknown") != std::string::npos,
+               results[tag].detail);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_refused_connection_is_retryable) {
   answers got;
   webhook_provider provider{
@@ -410,7 +433,7 @@ private:
 
 provider_status_query status_query(const std::string& provider_request_id) {
   return {"task-" + provider_request_id, "webhook", provider_request_id,
-          "trace-" + provider_request_id};
+          "trace-" + provider_request_id, {}};
 }
 
 webhook_config asking_config(const std::string& status_url,
