@@ -94,6 +94,14 @@ public:
     out = value;
   }
 
+  void read(const char* key, bool& out) {
+    if (auto* v = find(key)) {
+      if (!v->is_bool())
+        fail(key, "must be true or false");
+      out = v->as_bool();
+    }
+  }
+
   void read_number(const char* key, double& out, double min, double max) {
     if (auto* v = find(key)) {
       // Boost.JSON reads 1e999 as infinity: refuse it with every other out-of-range value.
@@ -231,6 +239,21 @@ channel_config read_channel(const json::value& value, const std::string& path) {
     r.read_ms("timeout_ms", w.timeout, 1, 10 * one_minute_ms);
     r.read_integer("max_connections", w.max_connections, 1, 10000);
     r.read_ms("quota_pause_ms", w.quota_pause, 1000, one_day_ms);
+  } else if (ch.type == "smtp") {
+    auto& m = ch.smtp;
+    r.read("url", m.url);
+    r.read("from", m.from);
+    r.read("from_name", m.from_name);
+    r.read("username", m.username);
+    r.read_secret("password", m.password);
+    if (r.find("require_tls") != nullptr) {
+      bool require = true;
+      r.read("require_tls", require);
+      m.require_tls = require;
+    }
+    r.read_ms("timeout_ms", m.timeout, 1, 10 * one_minute_ms);
+    r.read_integer("max_connections", m.max_connections, 1, 10000);
+    r.read("html", m.html);
   } else {
     ch.simulated = read_simulated(r, ch.simulated);
   }
@@ -494,9 +517,13 @@ void validate(const config& cfg) {
       // At worst a call is a token fetch, the send, a second fetch and the send again (an
       // expired token): all must fit in the lease.
       call_timeout = 4 * ch.wechat.timeout;
+    } else if (ch.type == "smtp") {
+      if (auto problem = ch.smtp.validate(); !problem.empty())
+        throw config_error(where + ": " + problem);
+      call_timeout = ch.smtp.timeout;
     } else if (ch.type != "simulated") {
       throw config_error(where + ".type: unknown channel type '" + ch.type +
-                         "' (supported: simulated, webhook, wechat_template)");
+                         "' (supported: simulated, webhook, wechat_template, smtp)");
     }
     // A lease shorter than a call would let a sweep resend a call still in flight.
     if (call_timeout && ch.settings.lease <= *call_timeout)

@@ -12,6 +12,7 @@
 #include "observability/log.hpp"
 #include "persistence/faulty_task_store.hpp"
 #include "providers/simulated_provider.hpp"
+#include "providers/smtp_provider.hpp"
 #include "providers/webhook_provider.hpp"
 #include "providers/wechat_template_provider.hpp"
 
@@ -32,10 +33,11 @@ public:
 /// One configured channel: how it sends and which provider it calls.
 struct channel_config {
   actors::channel_settings settings;
-  std::string type = "simulated"; ///< "simulated", "webhook" or "wechat_template"
+  std::string type = "simulated"; ///< "simulated", "webhook", "wechat_template" or "smtp"
   providers::simulated_profile simulated;
   providers::webhook_config webhook;
   providers::wechat_config wechat;
+  providers::smtp_config smtp;
 };
 
 /// Who may call the API (docs/security.md).

@@ -115,6 +115,8 @@ make_channel_specs(const config& cfg, const std::string& node_id, const domain::
         account = std::make_shared<providers::wechat_account>(wechat, counters);
       provider = std::make_shared<providers::wechat_template_provider>(settings.name, wechat,
                                                                        account, counters);
+    } else if (ch.type == "smtp") {
+      provider = std::make_shared<providers::smtp_provider>(settings.name, ch.smtp, counters);
     } else {
       provider = std::make_shared<providers::simulated_provider>(ch.simulated, delays);
     }

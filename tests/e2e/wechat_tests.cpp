@@ -43,14 +43,8 @@ std::string submit(running_herald& herald, int n) {
   return std::string(json::parse(response.body).at("message_id").as_string());
 }
 
-json::object task_of(running_herald& herald, const std::string& message_id) {
-  auto response = herald.get("/v1/messages/" + message_id);
-  BOOST_REQUIRE_EQUAL(response.status, 200);
-  return json::parse(response.body).at("tasks").as_array().at(0).as_object();
-}
-
 std::string status_of(running_herald& herald, const std::string& message_id) {
-  return std::string(task_of(herald, message_id).at("status").as_string());
+  return std::string(first_task(herald, message_id).at("status").as_string());
 }
 
 /// Polls every 50 ms until `done`, at most `bound`.
@@ -105,7 +99,7 @@ BOOST_AUTO_TEST_CASE(the_daily_quota_pauses_the_channel_and_every_task_is_sent_a
   for (const auto& message : sent)
     msgids.insert(message.msgid);
   for (const auto& id : ids) {
-    const auto task = task_of(herald, id);
+    const auto task = first_task(herald, id);
     BOOST_TEST(msgids.count(std::string(task.at("provider_message_id").as_string())) == 1u);
   }
   BOOST_TEST(
@@ -120,8 +114,9 @@ BOOST_AUTO_TEST_CASE(finish_pushes_end_tasks_delivered_or_undelivered_and_forged
   BOOST_REQUIRE(eventually([&] { return fake.sent().size() == 3; }));
   BOOST_REQUIRE(eventually([&] { return status_of(herald, ids[2]) == "SENT"; }));
   auto msgid = [&](const std::string& id) {
-    BOOST_REQUIRE(eventually([&] { return task_of(herald, id).contains("provider_message_id"); }));
-    return std::string(task_of(herald, id).at("provider_message_id").as_string());
+    BOOST_REQUIRE(
+        eventually([&] { return first_task(herald, id).contains("provider_message_id"); }));
+    return std::string(first_task(herald, id).at("provider_message_id").as_string());
   };
 
   auto delivered = push(herald, msgid(ids[0]), "success");

@@ -3,6 +3,7 @@
 #include <sstream>
 #include <thread>
 
+#include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
 namespace herald::test {
@@ -77,6 +78,25 @@ double metric_sum(const std::string& text, const std::string& name,
       sum += std::stod(line.substr(space + 1));
   }
   return sum;
+}
+
+boost::json::object first_task(running_herald& herald, const std::string& message_id) {
+  auto response = herald.get("/v1/messages/" + message_id);
+  BOOST_REQUIRE_EQUAL(response.status, 200);
+  return boost::json::parse(response.body).at("tasks").as_array().at(0).as_object();
+}
+
+boost::json::object wait_for_status(running_herald& herald, const std::string& message_id,
+                                    const std::string& status) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  auto task = first_task(herald, message_id);
+  while (task.at("status").as_string() != status && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50)); // polling a condition, bounded
+    task = first_task(herald, message_id);
+  }
+  BOOST_REQUIRE_MESSAGE(task.at("status").as_string() == status,
+                        boost::json::serialize(task) + herald.process().log());
+  return task;
 }
 
 } // namespace herald::test

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/json/object.hpp>
+
 namespace herald::test {
 
 inline const std::string host = "127.0.0.1";
@@ -42,6 +44,14 @@ private:
   std::uint16_t port_;
   herald_process process_;
 };
+
+/// The first task of a message as GET /v1/messages/{id} shows it (the test fails without one).
+boost::json::object first_task(running_herald& herald, const std::string& message_id);
+
+/// Polls the message's first task every 50 ms until its status is `status`, at most 30 s, and
+/// returns it (the test fails, showing the task and herald's log, if it never gets there).
+boost::json::object wait_for_status(running_herald& herald, const std::string& message_id,
+                                    const std::string& status);
 
 /// Sum of every sample of `name` whose labels contain each of `labels` (e.g.
 /// `outcome="success"`).

@@ -289,7 +289,8 @@ BOOST_AUTO_TEST_CASE(wechat_configuration_errors_are_one_line_naming_the_field) 
                  .find("lease_ms: must be longer than the provider call's timeout (80000 ms)") !=
              std::string::npos);
   BOOST_TEST(error_of(with_channel(R"("type":"carrier_pigeon")"))
-                 .find("(supported: simulated, webhook, wechat_template)") != std::string::npos);
+                 .find("(supported: simulated, webhook, wechat_template, smtp)") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(channels_of_one_appid_must_share_its_secret) {
@@ -305,6 +306,41 @@ BOOST_AUTO_TEST_CASE(channels_of_one_appid_must_share_its_secret) {
   BOOST_TEST(error.find("appid wx1 is configured with another app_secret") != std::string::npos,
              error);
   BOOST_TEST(error.find("\"two\"") == std::string::npos, error); // the secret is not quoted
+}
+
+std::string with_smtp(const std::string& fields) {
+  return with_channel(R"("type":"smtp","url":"smtp://mail.example.com:587",)"
+                      R"("from":"notify@example.com",)" +
+                      fields);
+}
+
+BOOST_AUTO_TEST_CASE(an_smtp_channel_takes_its_password_from_the_environment_and_requires_tls) {
+  ::setenv("HERALD_TEST_SMTP_PASSWORD", "pw-from-env", 1);
+  const auto cfg = app::parse_config(
+      with_smtp(R"("username":"mailer","password_env":"HERALD_TEST_SMTP_PASSWORD",)"
+                R"("from_name":"Shop","html":true,"timeout_ms":15000,"max_connections":2)"));
+  app::validate(cfg);
+  const auto& smtp = cfg.channels[0].smtp;
+  BOOST_TEST(smtp.password == "pw-from-env");
+  BOOST_TEST(smtp.tls_required()); // a username makes TLS the default
+  BOOST_TEST(smtp.html);
+  BOOST_TEST(smtp.timeout.count() == 15000);
+  BOOST_TEST(smtp.max_connections == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(smtp_configuration_errors_are_one_line_naming_the_field) {
+  BOOST_TEST(error_of(with_smtp(R"("username":"mailer","password":"pw","require_tls":false)"))
+                 .find("channels[0]: smtp require_tls is false with a username") == 0u);
+  BOOST_TEST(error_of(with_smtp(R"("require_tls":"yes")")) ==
+             "channels[0].require_tls: must be true or false");
+  BOOST_TEST(error_of(with_smtp(R"("username":"mailer")")).find("smtp password is required") !=
+             std::string::npos);
+  BOOST_TEST(error_of(with_smtp(R"("timeout_ms":60000,"lease_ms":60000)"))
+                 .find("lease_ms: must be longer than the provider call's timeout (60000 ms)") !=
+             std::string::npos);
+  BOOST_TEST(error_of(with_channel(R"("type":"smtp","url":"smtp://mail.example.com",)"
+                                   R"("from":"not an address")"))
+                 .find("smtp from must be") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
