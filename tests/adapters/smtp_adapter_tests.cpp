@@ -1,12 +1,11 @@
 #include "observability/metrics.hpp"
 #include "providers/smtp_provider.hpp"
 #include "support/herald_process.hpp"
+#include "support/provider_answers.hpp"
 #include "tools/smtp_fake.hpp"
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -20,26 +19,6 @@ using herald::tools::smtp_fault;
 namespace json = boost::json;
 
 namespace {
-
-/// Waits for one provider answer from the client's thread, with a bound.
-struct one_answer {
-  std::mutex mutex;
-  std::condition_variable arrived;
-  std::optional<provider_result> result;
-
-  provider_callback collect() {
-    return [this](provider_result r) {
-      std::lock_guard<std::mutex> guard{mutex};
-      result = std::move(r);
-      arrived.notify_all();
-    };
-  }
-  provider_result wait() {
-    std::unique_lock<std::mutex> lock{mutex};
-    BOOST_REQUIRE(arrived.wait_for(lock, 20s, [&] { return result.has_value(); }));
-    return *result;
-  }
-};
 
 // Python's standard email package reads the message as a mail program would and prints what it
 // found; line breaks of the body come back as "\n".
@@ -99,9 +78,10 @@ struct smtp_fixture {
   }
 
   provider_result send(smtp_provider& adapter, int n, const std::string& to = "user@example.com") {
-    one_answer got;
+    test::provider_answers got;
     adapter.send(request(n, to), got.collect());
-    return got.wait();
+    BOOST_REQUIRE(got.wait_for(1));
+    return got.results.front();
   }
 
   std::size_t config_errors() const {

@@ -1,12 +1,11 @@
 #include "observability/metrics.hpp"
 #include "providers/wechat_template_provider.hpp"
 #include "support/fake_provider_server.hpp"
+#include "support/provider_answers.hpp"
 #include "tools/wechat_fake.hpp"
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,31 +17,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// Collects provider answers from the adapter's thread; waits for them with a bound.
-struct answers {
-  std::mutex mutex;
-  std::condition_variable arrived;
-  std::vector<provider_result> results;
-
-  provider_callback collect() {
-    return [this](provider_result result) {
-      std::lock_guard<std::mutex> guard{mutex};
-      results.push_back(std::move(result));
-      arrived.notify_all();
-    };
-  }
-  bool wait_for(std::size_t count, std::chrono::milliseconds bound = 20s) {
-    std::unique_lock<std::mutex> lock{mutex};
-    return arrived.wait_for(lock, bound, [&] { return results.size() >= count; });
-  }
-  std::size_t count(call_outcome outcome) {
-    std::lock_guard<std::mutex> guard{mutex};
-    std::size_t n = 0;
-    for (const auto& r : results)
-      n += r.outcome == outcome ? 1 : 0;
-    return n;
-  }
-};
+using answers = test::provider_answers;
 
 struct wechat_fixture {
   tools::wechat_fake fake{tools::wechat_fake::options{}};
