@@ -254,6 +254,8 @@ channel_config read_channel(const json::value& value, const std::string& path) {
     r.read_ms("timeout_ms", m.timeout, 1, 10 * one_minute_ms);
     r.read_integer("max_connections", m.max_connections, 1, 10000);
     r.read("html", m.html);
+  } else if (ch.type == "inapp") {
+    r.read_integer("batch_max", ch.inapp.batch_max, 1, 10000);
   } else {
     ch.simulated = read_simulated(r, ch.simulated);
   }
@@ -431,8 +433,11 @@ config parse_config(const std::string& text) {
   if (auto* templates = r.find("templates"))
     read_templates(*templates, cfg.rules);
   r.done();
-  for (auto& ch : cfg.channels)
+  for (auto& ch : cfg.channels) {
     cfg.rules.channels.insert(ch.settings.name);
+    if (ch.type == "inapp") // the inbox is the user's: `to` may leave it out
+      cfg.rules.user_addressed.insert(ch.settings.name);
+  }
   return cfg;
 }
 
@@ -521,9 +526,12 @@ void validate(const config& cfg) {
       if (auto problem = ch.smtp.validate(); !problem.empty())
         throw config_error(where + ": " + problem);
       call_timeout = ch.smtp.timeout;
+    } else if (ch.type == "inapp") {
+      if (auto problem = ch.inapp.validate(); !problem.empty())
+        throw config_error(where + ": " + problem);
     } else if (ch.type != "simulated") {
       throw config_error(where + ".type: unknown channel type '" + ch.type +
-                         "' (supported: simulated, webhook, wechat_template, smtp)");
+                         "' (supported: simulated, webhook, wechat_template, smtp, inapp)");
     }
     // A lease shorter than a call would let a sweep resend a call still in flight.
     if (call_timeout && ch.settings.lease <= *call_timeout)

@@ -11,6 +11,7 @@
 #include "domain/validation.hpp"
 #include "observability/log.hpp"
 #include "persistence/faulty_task_store.hpp"
+#include "providers/inapp_provider.hpp"
 #include "providers/simulated_provider.hpp"
 #include "providers/smtp_provider.hpp"
 #include "providers/webhook_provider.hpp"
@@ -33,11 +34,13 @@ public:
 /// One configured channel: how it sends and which provider it calls.
 struct channel_config {
   actors::channel_settings settings;
-  std::string type = "simulated"; ///< "simulated", "webhook", "wechat_template" or "smtp"
+  /// "simulated", "webhook", "wechat_template", "smtp" or "inapp"
+  std::string type = "simulated";
   providers::simulated_profile simulated;
   providers::webhook_config webhook;
   providers::wechat_config wechat;
   providers::smtp_config smtp;
+  providers::inapp_config inapp;
 };
 
 /// Who may call the API (docs/security.md).

@@ -289,7 +289,7 @@ BOOST_AUTO_TEST_CASE(wechat_configuration_errors_are_one_line_naming_the_field) 
                  .find("lease_ms: must be longer than the provider call's timeout (80000 ms)") !=
              std::string::npos);
   BOOST_TEST(error_of(with_channel(R"("type":"carrier_pigeon")"))
-                 .find("(supported: simulated, webhook, wechat_template, smtp)") !=
+                 .find("(supported: simulated, webhook, wechat_template, smtp, inapp)") !=
              std::string::npos);
 }
 
@@ -341,6 +341,17 @@ BOOST_AUTO_TEST_CASE(smtp_configuration_errors_are_one_line_naming_the_field) {
   BOOST_TEST(error_of(with_channel(R"("type":"smtp","url":"smtp://mail.example.com",)"
                                    R"("from":"not an address")"))
                  .find("smtp from must be") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(an_inapp_channel_is_addressed_by_the_user_id) {
+  const auto cfg = app::parse_config(with_channel(R"("type":"inapp","batch_max":50)"));
+  app::validate(cfg);
+  BOOST_TEST(cfg.channels[0].inapp.batch_max == 50u);
+  BOOST_TEST(cfg.rules.user_addressed.count(cfg.channels[0].settings.name) == 1u);
+  BOOST_TEST(error_of(with_channel(R"("type":"inapp","batch_max":0)")) ==
+             "channels[0].batch_max: must be between 1 and 10000");
+  BOOST_TEST(error_of(with_channel(R"("type":"inapp","url":"x")")) ==
+             "channels[0].url: unknown key");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
