@@ -24,7 +24,8 @@ constexpr long data_go_ahead = 354;
 std::string reply_detail(const outbound_answer& answer) {
   std::string text;
   for (const char c : answer.body)
-    text.push_back(c == '\r' || c == '\n' ? ' ' : c);
+    if (c != '\r') // lines joined by one space
+      text.push_back(c == '\n' ? ' ' : c);
   while (!text.empty() && text.back() == ' ')
     text.pop_back();
   if (text.empty())
