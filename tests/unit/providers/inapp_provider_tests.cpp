@@ -141,7 +141,7 @@ BOOST_AUTO_TEST_CASE(sends_queued_when_the_adapter_goes_are_answered_unwritten) 
     BOOST_REQUIRE(inbox.wait_transactions(1));
     adapter.send(request("tsk_queued"), got.collect());
     release = std::thread([&] {
-      std::this_thread::sleep_for(50ms); // lets the destructor start waiting for the writer
+      std::this_thread::sleep_for(300ms); // lets the destructor start waiting for the writer
       inbox.hold(false);
     });
   } // the destructor stops the writer while it still writes the first transaction
