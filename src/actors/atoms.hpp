@@ -49,6 +49,8 @@ CAF_ADD_ATOM(herald, herald::atoms, receipt_atom, "receipt")
 CAF_ADD_ATOM(herald, herald::atoms, stats_atom, "stats")
 CAF_ADD_ATOM(herald, herald::atoms, awaiting_atom, "awaiting")
 CAF_ADD_ATOM(herald, herald::atoms, status_atom, "status")
+CAF_ADD_ATOM(herald, herald::atoms, inbox_atom, "inbox")
+CAF_ADD_ATOM(herald, herald::atoms, item_atom, "item")
 
 namespace herald::actors {
 
@@ -85,6 +87,12 @@ using receipt_outcomes = std::vector<persistence::receipt_outcome>;
 using receipt_callback =
     std::function<void(std::variant<persistence::receipt_outcome, api::service_error>)>;
 using awaiting_receipts = std::vector<persistence::awaiting_receipt>;
+using maybe_inbox_item = std::optional<persistence::inbox_item>;
+/// Answer to an inbox page read.
+using inbox_callback =
+    std::function<void(std::variant<persistence::inbox_page, api::service_error>)>;
+/// Answer to an inbox item look-up.
+using item_callback = std::function<void(std::variant<maybe_inbox_item, api::service_error>)>;
 
 /// herald's error codes inside CAF errors (category "herald", registered by
 /// CAF_ERROR_CODE_ENUM below): `caf::make_error(errc::overloaded, "context")`.
@@ -134,3 +142,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::receipt_outcomes)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::receipt_callback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::awaiting_receipts)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::awaiting_cursor)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::inbox_query)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::inbox_page)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::maybe_inbox_item)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::inbox_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::item_callback)

@@ -111,6 +111,24 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
                     done(to_service_error(err));
                   });
       },
+      [self](inbox_atom, persistence::inbox_query& which, inbox_callback& done) {
+        self->request(self->state.reader, self->state.config.claim_timeout, inbox_atom_v,
+                      std::move(which))
+            .then([done](persistence::inbox_page& page) { done(std::move(page)); },
+                  [done](caf::error& err) {
+                    log::warn("ingest.inbox_failed", {{"error", describe(err)}});
+                    done(to_service_error(err));
+                  });
+      },
+      [self](item_atom, std::string& tenant, std::string& task_id, item_callback& done) {
+        self->request(self->state.reader, self->state.config.claim_timeout, item_atom_v,
+                      std::move(tenant), std::move(task_id))
+            .then([done](maybe_inbox_item& item) { done(std::move(item)); },
+                  [done](caf::error& err) {
+                    log::warn("ingest.inbox_item_failed", {{"error", describe(err)}});
+                    done(to_service_error(err));
+                  });
+      },
       [self](ready_atom, ready_callback& done) {
         // A component the supervisor could not keep running, or a channel that stopped
         // taking tasks, makes the node unready whatever the database says.

@@ -52,6 +52,10 @@ using store_reader_actor = caf::typed_actor<
                     std::uint64_t>::with<dead_letters>,
     /// Task counts per channel and state (GET /v1/stats).
     caf::replies_to<stats_atom, persistence::stats_query>::with<stats_list>,
+    /// A page of one user's inbox and their unread count.
+    caf::replies_to<inbox_atom, persistence::inbox_query>::with<persistence::inbox_page>,
+    /// A tenant's (empty: any tenant's) inbox item by task id, or none.
+    caf::replies_to<item_atom, std::string, std::string>::with<maybe_inbox_item>,
     /// Proves the database answers.
     caf::replies_to<ping_atom>::with<bool>>;
 
@@ -131,6 +135,10 @@ using ingest_actor = caf::typed_actor<
     caf::reacts_to<find_atom, std::string, std::string, find_callback>,
     /// Counts tasks per channel and state (GET /v1/stats).
     caf::reacts_to<stats_atom, persistence::stats_query, stats_callback>,
+    /// Reads a page of one user's inbox (GET /v1/users/{user_id}/inbox).
+    caf::reacts_to<inbox_atom, persistence::inbox_query, inbox_callback>,
+    /// Looks a tenant's inbox item up (tenant, task id).
+    caf::reacts_to<item_atom, std::string, std::string, item_callback>,
     /// Readiness: no problem on the health board, the database answers, the dispatcher runs.
     caf::reacts_to<ready_atom, ready_callback>>;
 

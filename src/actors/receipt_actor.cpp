@@ -17,7 +17,8 @@ using outcome = persistence::receipt_outcome::outcome;
 // id alone, which the task gets with its SENT commit, and the lookups are not used up.
 bool may_look_again(const receipt_state& st, const persistence::receipt_input& receipt,
                     std::uint32_t tries) {
-  return receipt.provider_request_id.empty() && tries + 1 < st.config.lookup_tries;
+  return receipt.provider_request_id.empty() && receipt.task_id.empty() &&
+         tries + 1 < st.config.lookup_tries;
 }
 
 void answered(self_pointer self, const persistence::receipt_input& receipt,

@@ -57,6 +57,14 @@ store_reader(store_reader_actor::stateful_pointer<store_reader_state> self,
       [self](stats_atom, const persistence::stats_query& which) {
         return guarded<stats_list>([&] { return self->state.store->stats(which); });
       },
+      [self](inbox_atom, const persistence::inbox_query& which) {
+        return guarded<persistence::inbox_page>(
+            [&] { return self->state.store->list_inbox(which); });
+      },
+      [self](item_atom, const std::string& tenant, const std::string& task_id) {
+        return guarded<maybe_inbox_item>(
+            [&] { return self->state.store->find_inbox_item(tenant, task_id); });
+      },
       [self](ping_atom) {
         return guarded<bool>([&] {
           self->state.store->ping();

@@ -531,6 +531,56 @@ std::string encode_receipt_outcome(const persistence::receipt_outcome& outcome) 
   return json::serialize(body);
 }
 
+std::string inbox_cursor_text(const persistence::inbox_cursor& cursor) {
+  return std::to_string(domain::to_unix_micros(cursor.created_at)) + "." + cursor.task_id;
+}
+
+std::optional<persistence::inbox_cursor> parse_inbox_cursor(std::string_view text) {
+  const auto dot = text.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot > 19)
+    return std::nullopt;
+  std::int64_t micros = 0;
+  const auto digits = text.substr(0, dot);
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), micros);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || micros < 0)
+    return std::nullopt;
+  const auto task_id = text.substr(dot + 1);
+  const bool plain_id = !task_id.empty() && task_id.size() <= 128 &&
+                        std::all_of(task_id.begin(), task_id.end(), [](char c) {
+                          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+                                 c == '_' || c == '.' || c == ':';
+                        });
+  if (!plain_id)
+    return std::nullopt;
+  return persistence::inbox_cursor{domain::from_unix_micros(micros), std::string{task_id}};
+}
+
+std::string encode_inbox_page(const std::string& user_id, const persistence::inbox_page& page,
+                              std::size_t limit) {
+  json::array items;
+  items.reserve(page.items.size());
+  for (const auto& entry : page.items) {
+    json::object item{{"task_id", entry.task_id},
+                      {"channel", entry.channel},
+                      {"title", entry.title},
+                      {"body", entry.body},
+                      {"created_at", domain::format_rfc3339(entry.created_at)},
+                      {"read", entry.read_at.has_value()}};
+    if (entry.read_at)
+      item["read_at"] = domain::format_rfc3339(*entry.read_at);
+    if (entry.clicked_at)
+      item["clicked_at"] = domain::format_rfc3339(*entry.clicked_at);
+    items.push_back(std::move(item));
+  }
+  json::object body{{"user_id", user_id}, {"unread_count", page.unread_count}};
+  body["items"] = std::move(items);
+  body["next_after"] = page.items.size() == limit && !page.items.empty()
+                           ? json::value(inbox_cursor_text(
+                                 {page.items.back().created_at, page.items.back().task_id}))
+                           : json::value(nullptr);
+  return json::serialize(body);
+}
+
 std::string encode_claim_result(const persistence::claim_result& result,
                                 const std::string& trace_id) {
   json::array tasks;

@@ -69,6 +69,19 @@ std::string encode_dead_letters(const std::vector<persistence::dead_letter>& let
 /// POST /v1/dead-letters/{id}/replay: {"task_id","status","replayed"}.
 std::string encode_replay(const persistence::replay_result& result, const std::string& task_id);
 
+/// An inbox page's cursor as clients pass it back (opaque to them): "<created_at unix
+/// microseconds>.<task id>".
+std::string inbox_cursor_text(const persistence::inbox_cursor& cursor);
+
+/// The cursor `text` names; nullopt when it is none (digits, '.', an id of A-Za-z0-9 - _ . :).
+std::optional<persistence::inbox_cursor> parse_inbox_cursor(std::string_view text);
+
+/// GET /v1/users/{user_id}/inbox: {"user_id","unread_count","items":[{"task_id","channel",
+/// "title","body","created_at","read","read_at"?,"clicked_at"?}],"next_after": cursor | null};
+/// next_after is set when the page is full (`limit` items), for the next page's `after`.
+std::string encode_inbox_page(const std::string& user_id, const persistence::inbox_page& page,
+                              std::size_t limit);
+
 /// `{"error":{"code","message","field"?}}`.
 std::string encode_error(const domain::validation_error& error);
 

@@ -1,6 +1,7 @@
 #include "api/routes.hpp"
 
 #include "api/trace_context.hpp"
+#include "domain/utf8.hpp"
 #include "domain/validation.hpp"
 #include "observability/log.hpp"
 #include "providers/webhook_signature.hpp"
@@ -29,6 +30,13 @@ constexpr std::string_view dead_letters_path = "/v1/dead-letters";
 constexpr std::string_view replay_suffix = "/replay";
 constexpr std::string_view receipts_prefix = "/v1/receipts/";
 constexpr std::string_view stats_path = "/v1/stats";
+constexpr std::string_view users_prefix = "/v1/users/";
+constexpr std::string_view inbox_suffix = "/inbox";
+constexpr std::string_view inbox_prefix = "/v1/inbox/";
+constexpr std::string_view read_suffix = "/read";
+constexpr std::string_view clicked_suffix = "/clicked";
+constexpr std::size_t default_inbox_page = 20;
+constexpr std::size_t max_inbox_page = 100;
 constexpr std::size_t max_dead_letter_page = 1000;
 constexpr std::size_t max_logged_path = 200;
 
@@ -297,6 +305,9 @@ enum class route_kind {
   replay_dead_letter,
   record_receipt,
   stats,
+  list_inbox,
+  mark_read,
+  mark_clicked,
   healthz,
   readyz,
   metrics
@@ -308,6 +319,18 @@ struct matched_route {
   std::string_view id;                ///< the {id} the path names, for routes that have one
   std::optional<domain::scope> needs; ///< the scope a caller must hold; none: open
 };
+
+/// The one path segment between `prefix` and `suffix`; nullopt when `path` is not of that form.
+std::optional<std::string_view> segment_between(std::string_view path, std::string_view prefix,
+                                                std::string_view suffix) {
+  if (path.size() <= prefix.size() + suffix.size() || path.substr(0, prefix.size()) != prefix ||
+      path.substr(path.size() - suffix.size()) != suffix)
+    return std::nullopt;
+  auto segment = path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
+  if (segment.find('/') != std::string_view::npos)
+    return std::nullopt;
+  return segment;
+}
 
 std::optional<matched_route> match_route(std::string_view path) {
   if (path == messages_path)
@@ -332,6 +355,13 @@ std::optional<matched_route> match_route(std::string_view path) {
                          path.substr(receipts_prefix.size()), std::nullopt};
   if (path == stats_path)
     return matched_route{route_kind::stats, http::verb::get, {}, domain::scope::read};
+  // The inbox: reading it and recording what its user did both need `read` (docs/api.md).
+  if (auto user = segment_between(path, users_prefix, inbox_suffix))
+    return matched_route{route_kind::list_inbox, http::verb::get, *user, domain::scope::read};
+  if (auto task = segment_between(path, inbox_prefix, read_suffix))
+    return matched_route{route_kind::mark_read, http::verb::post, *task, domain::scope::read};
+  if (auto task = segment_between(path, inbox_prefix, clicked_suffix))
+    return matched_route{route_kind::mark_clicked, http::verb::post, *task, domain::scope::read};
   if (path == "/healthz")
     return matched_route{route_kind::healthz, http::verb::get, {}, std::nullopt};
   if (path == "/readyz")
@@ -383,6 +413,13 @@ void routes::handle(http_request request, respond_fn respond) {
       return record_receipt(route->id, request, ex);
     case route_kind::stats:
       return stats(target.size() > path.size() ? target.substr(path.size() + 1) : "", *who, ex);
+    case route_kind::list_inbox:
+      return list_inbox(
+          route->id, target.size() > path.size() ? target.substr(path.size() + 1) : "", *who, ex);
+    case route_kind::mark_read:
+      return mark_inbox_item(route->id, domain::receipt_status::read, *who, ex);
+    case route_kind::mark_clicked:
+      return mark_inbox_item(route->id, domain::receipt_status::clicked, *who, ex);
     case route_kind::healthz:
       return ex->json(http::status::ok, status_body("ok"));
     case route_kind::readyz:
@@ -701,6 +738,118 @@ void routes::stats(std::string_view query, const caller& who, const exchange_ptr
                 http::status::ok,
                 encode_stats(std::get<std::vector<persistence::channel_stats>>(result), which));
           }));
+}
+
+namespace {
+
+/// A user id from the path, percent-decoded: 1-128 bytes of UTF-8 without control characters,
+/// as POST /v1/messages accepts them.
+std::optional<std::string> user_id_of(std::string_view segment) {
+  auto user = percent_decoded(segment);
+  if (!user || user->empty() || user->size() > 128 || !domain::is_valid_utf8(*user) ||
+      std::any_of(user->begin(), user->end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    return std::nullopt;
+  return user;
+}
+
+} // namespace
+
+void routes::list_inbox(std::string_view user, std::string_view query, const caller& who,
+                        const exchange_ptr& ex) {
+  query = query.substr(0, query.find('#'));
+  if (auto key = repeated_query_key(query))
+    return ex->error(http::status::bad_request, "invalid_request",
+                     "query parameter '" + std::string(*key) + "' given twice", std::string(*key));
+  auto user_id = user_id_of(user);
+  if (!user_id)
+    return ex->error(http::status::bad_request, "invalid_request",
+                     "user_id must be 1-128 bytes of UTF-8 without control characters "
+                     "(percent-encoded in the path)",
+                     "user_id");
+  persistence::inbox_query which;
+  which.user_id = std::move(*user_id);
+  // A key's tenant is the tenant; without keys (auth mode none) `tenant` names it.
+  auto tenant = query_value(query, "tenant");
+  if (tenant && !is_plausible_message_id(*tenant))
+    return ex->error(http::status::bad_request, "invalid_request", "tenant must be a plain name",
+                     "tenant");
+  if (!who.tenant.empty() && tenant && *tenant != who.tenant)
+    return ex->error(http::status::forbidden, "forbidden",
+                     "tenant is not the tenant of this API key", "tenant");
+  which.tenant = !who.tenant.empty() ? who.tenant : std::string(tenant.value_or("default"));
+  if (auto unread = query_value(query, "unread")) {
+    if (*unread != "true" && *unread != "false")
+      return ex->error(http::status::bad_request, "invalid_request", "unread must be true or false",
+                       "unread");
+    which.unread_only = *unread == "true";
+  }
+  if (auto after = query_value(query, "after")) {
+    which.after = parse_inbox_cursor(*after);
+    if (!which.after)
+      return ex->error(http::status::bad_request, "invalid_request",
+                       "after must be a next_after value of an earlier page", "after");
+  }
+  which.limit = default_inbox_page;
+  if (auto text = query_value(query, "limit")) {
+    auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), which.limit);
+    if (ec != std::errc{} || end != text->data() + text->size() || which.limit == 0 ||
+        which.limit > max_inbox_page)
+      return ex->error(http::status::bad_request, "invalid_request",
+                       "limit must be an integer from 1 to " + std::to_string(max_inbox_page),
+                       "limit");
+  }
+  const auto user_text = which.user_id;
+  const auto limit = which.limit;
+  service_.list_inbox(
+      std::move(which),
+      guarded(ex, [user_text, limit](const exchange_ptr& exchange,
+                                     std::variant<persistence::inbox_page, service_error>& result) {
+        if (auto* failure = std::get_if<service_error>(&result))
+          return exchange->error(*failure);
+        exchange->json(
+            http::status::ok,
+            encode_inbox_page(user_text, std::get<persistence::inbox_page>(result), limit));
+      }));
+}
+
+void routes::mark_inbox_item(std::string_view task_id, domain::receipt_status status,
+                             const caller& who, const exchange_ptr& ex) {
+  if (!is_plausible_message_id(task_id))
+    return ex->error(http::status::not_found, "not_found", "no such inbox item");
+  const auto at = clock_.now();
+  // The item names the task's channel (and proves the task is the tenant's); the receipt then
+  // goes through the receipt actor like a provider's, answered after COMMIT.
+  service_.find_inbox_item(
+      who.tenant, std::string(task_id),
+      guarded(ex, [service = &service_, status,
+                   at](const exchange_ptr& exchange,
+                       std::variant<std::optional<persistence::inbox_item>, service_error>& found) {
+        if (auto* failure = std::get_if<service_error>(&found))
+          return exchange->error(*failure);
+        const auto& item = std::get<std::optional<persistence::inbox_item>>(found);
+        if (!item)
+          return exchange->error(http::status::not_found, "not_found", "no such inbox item");
+        persistence::receipt_input input;
+        input.channel = item->channel;
+        input.task_id = item->task_id;
+        input.receipt.status = status;
+        input.receipt.source = domain::receipt_source::inbox;
+        input.receipt.occurred_at = at;
+        service->record_receipt(
+            std::move(input),
+            guarded(exchange,
+                    [](const exchange_ptr& answering,
+                       std::variant<persistence::receipt_outcome, service_error>& result) {
+                      if (auto* failure = std::get_if<service_error>(&result))
+                        return answering->error(*failure);
+                      const auto& outcome = std::get<persistence::receipt_outcome>(result);
+                      if (outcome.result == persistence::receipt_outcome::outcome::unknown_task)
+                        return answering->error(http::status::not_found, "not_found",
+                                                "no such inbox item");
+                      answering->json(http::status::ok, encode_receipt_outcome(outcome));
+                    }));
+      }));
 }
 
 void routes::readyz(const exchange_ptr& ex) {

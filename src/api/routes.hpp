@@ -72,6 +72,11 @@ private:
   void record_reading(const std::string& channel, providers::callback_reading reading,
                       const exchange_ptr& ex);
   void stats(std::string_view query, const caller& who, const exchange_ptr& ex);
+  void list_inbox(std::string_view user, std::string_view query, const caller& who,
+                  const exchange_ptr& ex);
+  /// Records the inbox's READ or CLICKED receipt for an item of the caller's tenant.
+  void mark_inbox_item(std::string_view task_id, domain::receipt_status status, const caller& who,
+                       const exchange_ptr& ex);
   void readyz(const exchange_ptr& ex);
   void serve_metrics(const exchange_ptr& ex);
 

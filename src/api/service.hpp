@@ -63,6 +63,17 @@ public:
         std::function<void(std::variant<std::vector<persistence::channel_stats>, service_error>)>
             done) = 0;
 
+  /// A page of one user's inbox (the query names the tenant) and their unread count.
+  virtual void
+  list_inbox(persistence::inbox_query which,
+             std::function<void(std::variant<persistence::inbox_page, service_error>)> done) = 0;
+
+  /// The inbox item of `task_id` if it is `tenant`'s (empty: any tenant's).
+  virtual void find_inbox_item(
+      std::string tenant, std::string task_id,
+      std::function<void(std::variant<std::optional<persistence::inbox_item>, service_error>)>
+          done) = 0;
+
   /// Whether the database answers and the actors run; `reason` says what is not ready.
   virtual void readiness(std::function<void(bool ready, std::string reason)> done) = 0;
 };

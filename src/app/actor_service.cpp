@@ -55,6 +55,21 @@ void actor_service::stats(
                  actors::stats_callback{std::move(done)});
 }
 
+void actor_service::list_inbox(
+    persistence::inbox_query which,
+    std::function<void(std::variant<persistence::inbox_page, api::service_error>)> done) {
+  caf::anon_send(ingest_, actors::inbox_atom_v, std::move(which),
+                 actors::inbox_callback{std::move(done)});
+}
+
+void actor_service::find_inbox_item(
+    std::string tenant, std::string task_id,
+    std::function<void(std::variant<std::optional<persistence::inbox_item>, api::service_error>)>
+        done) {
+  caf::anon_send(ingest_, actors::item_atom_v, std::move(tenant), std::move(task_id),
+                 actors::item_callback{std::move(done)});
+}
+
 void actor_service::readiness(std::function<void(bool ready, std::string reason)> done) {
   caf::anon_send(ingest_, actors::ready_atom_v, actors::ready_callback{std::move(done)});
 }

@@ -45,6 +45,15 @@ public:
       std::function<void(std::variant<std::vector<persistence::channel_stats>, api::service_error>)>
           done) override;
 
+  void list_inbox(
+      persistence::inbox_query which,
+      std::function<void(std::variant<persistence::inbox_page, api::service_error>)> done) override;
+
+  void find_inbox_item(
+      std::string tenant, std::string task_id,
+      std::function<void(std::variant<std::optional<persistence::inbox_item>, api::service_error>)>
+          done) override;
+
   void readiness(std::function<void(bool ready, std::string reason)> done) override;
 
 private:

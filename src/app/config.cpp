@@ -129,6 +129,14 @@ public:
     return value;
   }
 
+  void read(const char* key, bool& out) {
+    if (auto* v = find(key)) {
+      if (!v->is_bool())
+        fail(key, "must be true or false");
+      out = v->as_bool();
+    }
+  }
+
   void read_number(const char* key, double& out, double min, double max) {
     if (auto* v = find(key)) {
       // Boost.JSON reads 1e999 as infinity: refuse it with every other out-of-range value.
@@ -292,6 +300,23 @@ channel_config read_channel(const json::value& value, const std::string& path) {
     r.read("base_url", a.base_url);
     r.read_ms("timeout_ms", a.timeout, 1, 10 * one_minute_ms);
     r.read_integer("max_connections", a.max_connections, 1, 10000);
+  } else if (ch.type == "smtp") {
+    auto& m = ch.smtp;
+    r.read("url", m.url);
+    r.read("from", m.from);
+    r.read("from_name", m.from_name);
+    r.read("username", m.username);
+    r.read_secret("password", m.password);
+    if (r.find("require_tls") != nullptr) {
+      bool require = true;
+      r.read("require_tls", require);
+      m.require_tls = require;
+    }
+    r.read_ms("timeout_ms", m.timeout, 1, 10 * one_minute_ms);
+    r.read_integer("max_connections", m.max_connections, 1, 10000);
+    r.read("html", m.html);
+  } else if (ch.type == "inapp") {
+    r.read_integer("batch_max", ch.inapp.batch_max, 1, 10000);
   } else {
     ch.simulated = read_simulated(r, ch.simulated);
   }
@@ -469,8 +494,11 @@ config parse_config(const std::string& text) {
   if (auto* templates = r.find("templates"))
     read_templates(*templates, cfg.rules);
   r.done();
-  for (auto& ch : cfg.channels)
+  for (auto& ch : cfg.channels) {
     cfg.rules.channels.insert(ch.settings.name);
+    if (ch.type == "inapp") // the inbox is the user's: `to` may leave it out
+      cfg.rules.user_addressed.insert(ch.settings.name);
+  }
   return cfg;
 }
 
@@ -596,10 +624,17 @@ void validate(const config& cfg) {
       require_tls_off_loopback(ch.apns.base_url, where);
       // The provider token is signed here, not fetched: the send, and once more with a new one.
       call_timeout = 2 * ch.apns.timeout;
+    } else if (ch.type == "smtp") {
+      if (auto problem = ch.smtp.validate(); !problem.empty())
+        throw config_error(where + ": " + problem);
+      call_timeout = ch.smtp.timeout;
+    } else if (ch.type == "inapp") {
+      if (auto problem = ch.inapp.validate(); !problem.empty())
+        throw config_error(where + ": " + problem);
     } else if (ch.type != "simulated") {
       throw config_error(where + ".type: unknown channel type '" + ch.type +
                          "' (supported: simulated, webhook, wechat_template, sms_twilio, fcm, " +
-                         "apns)");
+                         "apns, smtp, inapp)");
     }
     // A lease shorter than a call would let a sweep resend a call still in flight.
     if (call_timeout && ch.settings.lease <= *call_timeout)

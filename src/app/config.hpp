@@ -13,7 +13,9 @@
 #include "persistence/faulty_task_store.hpp"
 #include "providers/apns_provider.hpp"
 #include "providers/fcm_provider.hpp"
+#include "providers/inapp_provider.hpp"
 #include "providers/simulated_provider.hpp"
+#include "providers/smtp_provider.hpp"
 #include "providers/twilio_sms_provider.hpp"
 #include "providers/webhook_provider.hpp"
 #include "providers/wechat_template_provider.hpp"
@@ -35,7 +37,7 @@ public:
 /// One configured channel: how it sends and which provider it calls.
 struct channel_config {
   actors::channel_settings settings;
-  /// simulated, webhook, wechat_template, sms_twilio, fcm or apns
+  /// simulated, webhook, wechat_template, sms_twilio, fcm, apns, smtp or inapp
   std::string type = "simulated";
   providers::simulated_profile simulated;
   providers::webhook_config webhook;
@@ -43,6 +45,8 @@ struct channel_config {
   providers::twilio_config twilio;
   providers::fcm_config fcm;
   providers::apns_config apns;
+  providers::smtp_config smtp;
+  providers::inapp_config inapp;
 };
 
 /// Who may call the API (docs/security.md).

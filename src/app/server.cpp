@@ -91,10 +91,22 @@ void resume_own_leases(const persistence::database_url& url, const std::string& 
   }
 }
 
+/// The inapp channels' connections, by channel: each writes its inbox on a thread of its own.
+using inbox_stores = std::map<std::string, std::shared_ptr<persistence::task_store>>;
+
+inbox_stores open_inbox_stores(const config& cfg, const persistence::database_url& url) {
+  inbox_stores stores;
+  for (auto& ch : cfg.channels)
+    if (ch.type == "inapp")
+      stores[ch.settings.name] = persistence::open_task_store(url, false);
+  return stores;
+}
+
 std::vector<actors::channel_spec>
 make_channel_specs(const config& cfg, const std::string& node_id, const domain::id_secret& secret,
                    const std::shared_ptr<providers::delay_scheduler>& delays,
-                   const std::shared_ptr<metrics>& counters) {
+                   const std::shared_ptr<metrics>& counters, const inbox_stores& inboxes,
+                   const std::shared_ptr<const domain::clock>& clock) {
   std::vector<actors::channel_spec> specs;
   // Channels of one WeChat appid share one account: one access token, one connection pool.
   std::map<std::pair<std::string, std::string>, std::shared_ptr<providers::wechat_account>>
@@ -136,6 +148,13 @@ make_channel_specs(const config& cfg, const std::string& node_id, const domain::
         account = std::make_shared<providers::apns_account>(ch.apns, counters, wall_clock);
       provider =
           std::make_shared<providers::apns_provider>(settings.name, ch.apns, account, counters);
+    } else if (ch.type == "smtp") {
+      provider = std::make_shared<providers::smtp_provider>(settings.name, ch.smtp, counters);
+    } else if (ch.type == "inapp") {
+      provider = std::make_shared<providers::inapp_provider>(
+          ch.inapp, [store = inboxes.at(ch.settings.name), clock](const auto& task_ids) {
+            return store->deliver_to_inbox(task_ids, clock->now());
+          });
     } else {
       provider = std::make_shared<providers::simulated_provider>(ch.simulated, delays);
     }
@@ -189,11 +208,13 @@ persistence::undelivered_failover undelivered_failover_of(const config& cfg,
   return failover;
 }
 
-/// Whether any channel takes receipts (callbacks, or a window the reconciler settles).
+/// Whether any channel takes receipts (callbacks, a window the reconciler settles, or the
+/// inbox's reads, which may come before the SENT commit: the item is written first).
 bool takes_receipts(const config& cfg) {
   return std::any_of(cfg.channels.begin(), cfg.channels.end(), [](const channel_config& ch) {
     return !ch.webhook.receipt_secret.empty() || !ch.wechat.callback_token.empty() ||
-           !ch.twilio.status_callback_url.empty() || ch.settings.receipt_window.count() > 0;
+           !ch.twilio.status_callback_url.empty() || ch.settings.receipt_window.count() > 0 ||
+           ch.type == "inapp";
   });
 }
 
@@ -323,6 +344,7 @@ int serve(const config& cfg) {
   std::shared_ptr<persistence::task_store> writer_store;
   std::shared_ptr<persistence::task_store> reader_store;
   std::shared_ptr<persistence::task_store> events_store; // none: no events url
+  inbox_stores inboxes;
   domain::id_secret id_secret;
   std::unique_ptr<api_access> access;
   try {
@@ -346,6 +368,7 @@ int serve(const config& cfg) {
     reader_store = persistence::open_task_store(url, false);
     if (!cfg.events.url.empty())
       events_store = persistence::open_task_store(url, false);
+    inboxes = open_inbox_stores(cfg, url);
     access = std::make_unique<api_access>(cfg.auth, url);
   } catch (const std::exception& e) {
     log::error("herald.database_unavailable", {{"database", url.text}, {"error", e.what()}});
@@ -367,7 +390,9 @@ int serve(const config& cfg) {
   {
     caf::actor_system sys{caf_cfg};
     const auto node_id = lease_owner_of(name);
-    auto specs = make_channel_specs(cfg, node_id, id_secret, delays, metrics_registry);
+    auto specs =
+        make_channel_specs(cfg, node_id, id_secret, delays, metrics_registry, inboxes, clock);
+    inboxes.clear(); // the adapters own their connections now
     auto options = routes_options_of(cfg, specs);
     auto n = spawn_node(sys, cfg, writer_store, reader_store, std::move(events_store),
                         std::move(specs), metrics_registry, clock, std::make_shared<health_board>(),

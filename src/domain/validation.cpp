@@ -93,8 +93,11 @@ resolve_channels(const message_request& request, const routing_rules& rules) {
 
 std::optional<validation_error> check_recipients(const message_request& request,
                                                  const std::vector<std::string>& channels,
-                                                 const request_limits& limits) {
+                                                 const routing_rules& rules) {
+  const auto& limits = rules.limits;
   for (const std::string& channel : channels) {
+    if (rules.user_addressed.count(channel) != 0)
+      continue; // the user_id, unless `to` names another address
     const auto it = request.to.find(channel);
     if (it == request.to.end() || it->second.empty())
       return validation_error{422, "missing_recipient",
@@ -263,7 +266,7 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
     return std::move(*error);
   const auto& resolved = std::get<std::vector<std::string>>(channels);
 
-  if (auto error = check_recipients(request, resolved, limits))
+  if (auto error = check_recipients(request, resolved, rules))
     return *error;
 
   auto text = render_content(request, rules);
@@ -286,6 +289,9 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
   for (const auto& [channel, recipient] : request.to)
     if (rules.channels.count(channel) != 0 && !recipient.empty())
       message.recipients.emplace(channel, recipient);
+  for (const auto& channel : rules.user_addressed) // also for failover to them
+    if (rules.channels.count(channel) != 0)
+      message.recipients.emplace(channel, request.user_id); // kept if `to` named one
   message.title = std::move(std::get<rendered>(text).title);
   message.body = std::move(std::get<rendered>(text).body);
   message.category = request.category;
@@ -298,7 +304,8 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
   plan.tasks.reserve(resolved.size());
   for (const std::string& channel : resolved) {
     const task_key key{message.key, channel};
-    plan.tasks.push_back(task_record{task_id_for(key, secret), channel, request.to.at(channel),
+    plan.tasks.push_back(task_record{task_id_for(key, secret), channel,
+                                     message.recipients.at(channel),
                                      provider_request_id_for(key, secret)});
   }
   return plan;

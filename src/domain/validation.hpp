@@ -45,6 +45,9 @@ struct routing_rules {
   std::vector<std::string> default_route;                 ///< when biz_type has no route
   std::map<std::string, message_template> templates;
   request_limits limits;
+  /// Channels that reach a user by their user_id (the in-app inbox): `to` may leave them out,
+  /// and their address is then the user_id.
+  std::set<std::string> user_addressed;
 };
 
 /// Applies every business rule to a decoded request: field limits, channel resolution

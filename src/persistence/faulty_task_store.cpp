@@ -90,6 +90,21 @@ faulty_task_store::record_receipts(const std::vector<receipt_input>& receipts,
   return write("record_receipts", [&] { return real_->record_receipts(receipts, failover, now); });
 }
 
+std::vector<std::string>
+faulty_task_store::deliver_to_inbox(const std::vector<std::string>& task_ids,
+                                    domain::timestamp now) {
+  return write("deliver_to_inbox", [&] { return real_->deliver_to_inbox(task_ids, now); });
+}
+
+inbox_page faulty_task_store::list_inbox(const inbox_query& which) {
+  return real_->list_inbox(which);
+}
+
+std::optional<inbox_item> faulty_task_store::find_inbox_item(const std::string& tenant,
+                                                             const std::string& task_id) {
+  return real_->find_inbox_item(tenant, task_id);
+}
+
 std::optional<message_view> faulty_task_store::find_message(const std::string& tenant,
                                                             const std::string& message_id) {
   return real_->find_message(tenant, message_id);

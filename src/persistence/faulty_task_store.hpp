@@ -26,9 +26,10 @@ struct store_faults {
 };
 
 /// A decorator over a real store that fails or delays chosen writes (claim, apply, fail_over,
-/// record_receipts, replay, release_leases, settle_events) — for tests, and for drills that load
-/// herald while its database misbehaves. Reads pass through. A failure is a store_error, as the
-/// real store throws; "lost answer" failures throw after the inner store committed.
+/// record_receipts, replay, release_leases, settle_events, deliver_to_inbox) — for tests, and for
+/// drills that load herald while its database misbehaves. Reads pass through. A failure is a
+/// store_error, as the real store throws; "lost answer" failures throw after the inner store
+/// committed.
 class faulty_task_store final : public task_store {
 public:
   enum class fault {
@@ -53,6 +54,11 @@ public:
   std::vector<receipt_outcome> record_receipts(const std::vector<receipt_input>& receipts,
                                                const undelivered_failover& failover,
                                                domain::timestamp now) override;
+  std::vector<std::string> deliver_to_inbox(const std::vector<std::string>& task_ids,
+                                            domain::timestamp now) override;
+  inbox_page list_inbox(const inbox_query& which) override;
+  std::optional<inbox_item> find_inbox_item(const std::string& tenant,
+                                            const std::string& task_id) override;
   std::optional<message_view> find_message(const std::string& tenant,
                                            const std::string& message_id) override;
   std::vector<domain::delivery> load_unfinished(const std::string& after_task_id, std::size_t limit,

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -719,6 +720,9 @@ const std::vector<json_column> receipt_row_columns = {
 const std::vector<json_column> move_columns = {
     text{"task_id"}, text{"from_status"}, text{"to_status"}, {"changed_at", bigint}};
 
+const std::vector<json_column> inbox_mark_columns = {
+    text{"task_id"}, {"first_read", bigint}, {"first_click", bigint}};
+
 } // namespace
 
 namespace store_detail {
@@ -781,12 +785,17 @@ sql_task_store::record_receipts(const std::vector<receipt_input>& receipts,
   // A receipt names its task by herald's request id, or else by the provider's message id.
   json_batch by_request(dialect_, receipt_lookup_columns);
   json_batch by_message(dialect_, receipt_lookup_columns);
+  json_batch by_task(dialect_, receipt_lookup_columns);
   for (std::size_t i = 0; i < receipts.size(); ++i) {
     const auto& r = receipts[i];
-    const auto& id = r.provider_request_id.empty() ? r.provider_message_id : r.provider_request_id;
+    const auto& id = !r.task_id.empty()              ? r.task_id
+                     : r.provider_request_id.empty() ? r.provider_message_id
+                                                     : r.provider_request_id;
     if (!domain::is_plausible_provider_id(id))
       continue; // names no task (and a NUL would fail the whole batch on PostgreSQL)
-    auto& lookup = r.provider_request_id.empty() ? by_message : by_request;
+    auto& lookup = !r.task_id.empty()              ? by_task
+                   : r.provider_request_id.empty() ? by_message
+                                                   : by_request;
     lookup.add_row();
     lookup.number(static_cast<std::int64_t>(i)).text(r.channel).text(id);
   }
@@ -797,6 +806,8 @@ sql_task_store::record_receipts(const std::vector<receipt_input>& receipts,
       find_prefix + "t.provider_request_id = r.wanted_id" + std::string(dialect_.lock_tasks());
   const std::string find_by_message =
       find_prefix + "t.provider_message_id = r.wanted_id" + std::string(dialect_.lock_tasks());
+  const std::string find_by_task =
+      find_prefix + "t.id = r.wanted_id" + std::string(dialect_.lock_tasks());
   const std::string insert_receipts =
       "INSERT INTO receipts (task_id, status, occurred_at, received_at, source, detail) "
       "SELECT r.task_id, r.status, r.occurred_at, r.received_at, r.source, r.detail FROM " +
@@ -807,10 +818,12 @@ sql_task_store::record_receipts(const std::vector<receipt_input>& receipts,
     std::vector<receipt_outcome> outcomes(receipts.size());
     std::vector<domain::task_state> read_state(receipts.size());
     std::set<std::size_t> ambiguous;
-    for (auto* lookup : {&by_request, &by_message}) {
+    for (auto* lookup : {&by_request, &by_message, &by_task}) {
       if (lookup->empty())
         continue;
-      const auto& query = lookup == &by_request ? find_by_request : find_by_message;
+      const auto& query = lookup == &by_request   ? find_by_request
+                          : lookup == &by_message ? find_by_message
+                                                  : find_by_task;
       for (const auto& row : statements_->fetch(query, {lookup->finish()}, 3)) {
         auto slot = static_cast<std::size_t>(to_int(row[0]));
         if (slot >= outcomes.size())
@@ -845,6 +858,7 @@ sql_task_store::record_receipts(const std::vector<receipt_input>& receipts,
     if (!rows.empty())
       for (const auto& row : statements_->fetch(insert_receipts, {rows.finish()}, 2))
         inserted.emplace(text_of(row[0]), text_of(row[1]));
+    run_inbox_marks(receipts, outcomes);
     const auto moved = run_moves(moves, now);
     std::vector<std::string> undelivered;
     for (std::size_t i = 0; i < receipts.size(); ++i) {
@@ -873,6 +887,43 @@ sql_task_store::record_receipts(const std::vector<receipt_input>& receipts,
         outcome.fallback = it->second;
     return outcomes;
   });
+}
+
+// Marks the inbox items of READ and CLICKED receipts from the inbox, in the open transaction:
+// read_at (a click is a read too) and clicked_at, each set once, to the first receipt's time.
+void sql_task_store::run_inbox_marks(const std::vector<receipt_input>& receipts,
+                                     const std::vector<receipt_outcome>& found) {
+  struct marks {
+    std::optional<std::int64_t> read;
+    std::optional<std::int64_t> clicked;
+  };
+  std::map<std::string, marks> by_task;
+  const auto earliest = [](std::optional<std::int64_t>& mark, std::int64_t at) {
+    mark = mark ? std::min(*mark, at) : at;
+  };
+  for (std::size_t i = 0; i < receipts.size(); ++i) {
+    const auto& r = receipts[i].receipt;
+    const bool read = r.status == domain::receipt_status::read;
+    const bool clicked = r.status == domain::receipt_status::clicked;
+    if (found[i].task_id.empty() || r.source != domain::receipt_source::inbox || !(read || clicked))
+      continue;
+    auto& mark = by_task[found[i].task_id];
+    earliest(mark.read, domain::to_unix_micros(r.occurred_at));
+    if (clicked)
+      earliest(mark.clicked, domain::to_unix_micros(r.occurred_at));
+  }
+  if (by_task.empty())
+    return;
+  json_batch rows(dialect_, inbox_mark_columns);
+  for (const auto& [task_id, mark] : by_task) {
+    rows.add_row();
+    rows.text(task_id).time(mark.read).time(mark.clicked);
+  }
+  statements_->execute("UPDATE inbox SET read_at = COALESCE(read_at, r.first_read), "
+                       "clicked_at = COALESCE(clicked_at, r.first_click) FROM " +
+                           dialect_.json_rows("rows", inbox_mark_columns) +
+                           " WHERE inbox.task_id = r.task_id",
+                       {rows.finish()});
 }
 
 // For tasks that just became UNDELIVERED: claims the fallback channel's task for each whose
@@ -1001,6 +1052,99 @@ std::vector<awaiting_receipt> sql_task_store::load_awaiting_receipt(const std::s
            domain::from_unix_micros(to_int(row[4])), text_of(row[5])});
     }
     return page;
+  });
+}
+
+// --- The in-app inbox ------------------------------------------------------------------------
+
+namespace {
+
+/// Columns of an inbox_item: inbox `i` (see inbox_item_of).
+const std::string inbox_columns = "i.task_id, i.tenant, i.user_id, i.channel, i.title, i.body, "
+                                  "i.created_at, i.read_at, i.clicked_at";
+constexpr std::size_t inbox_column_count = 9;
+
+inbox_item inbox_item_of(const sql_row& i) {
+  inbox_item item;
+  item.task_id = text_of(i[0]);
+  item.tenant = text_of(i[1]);
+  item.user_id = text_of(i[2]);
+  item.channel = text_of(i[3]);
+  item.title = text_of(i[4]);
+  item.body = text_of(i[5]);
+  item.created_at = domain::from_unix_micros(to_int(i[6]));
+  item.read_at = time_of(i[7]);
+  item.clicked_at = time_of(i[8]);
+  return item;
+}
+
+} // namespace
+
+std::vector<std::string> sql_task_store::deliver_to_inbox(const std::vector<std::string>& task_ids,
+                                                          domain::timestamp now) {
+  json_batch ids(dialect_, id_columns);
+  std::unordered_set<std::string_view> seen;
+  for (const auto& id : task_ids)
+    if (domain::is_plausible_provider_id(id) && seen.insert(id).second) {
+      ids.add_row();
+      ids.text(id);
+    }
+  if (ids.empty())
+    return {};
+  // The item is the task's own: its tenant, recipient and channel, its message's text.
+  const std::string insert =
+      "INSERT INTO inbox (task_id, tenant, user_id, channel, title, body, created_at) "
+      "SELECT t.id, t.tenant, t.recipient, t.channel, m.title, m.body, CAST(:now AS BIGINT) FROM " +
+      dialect_.json_rows("ids", id_columns) +
+      " JOIN tasks t ON t.id = r.task_id JOIN messages m ON m.id = t.message_id "
+      "WHERE true ON CONFLICT DO NOTHING";
+  const std::string present = "SELECT i.task_id FROM " + dialect_.json_rows("ids", id_columns) +
+                              " JOIN inbox i ON i.task_id = r.task_id";
+  const auto rows = ids.finish();
+  return in_transaction("deliver_to_inbox", [&] {
+    statements_->execute(insert, {micros_text(now), rows});
+    std::vector<std::string> delivered;
+    for (const auto& row : statements_->fetch(present, {rows}, 1))
+      delivered.push_back(text_of(row[0]));
+    return delivered;
+  });
+}
+
+inbox_page sql_task_store::list_inbox(const inbox_query& which) {
+  if (which.limit == 0)
+    return {};
+  const std::string of_user = " FROM inbox i WHERE i.tenant = :tenant AND i.user_id = :user_id";
+  const std::string unread = " AND i.read_at IS NULL";
+  std::string page_query = "SELECT " + inbox_columns + of_user;
+  std::vector<std::string> params{which.tenant, which.user_id};
+  if (which.unread_only)
+    page_query += unread;
+  if (which.after) {
+    page_query += " AND (i.created_at, i.task_id) < (CAST(:created_at AS BIGINT), :task_id)";
+    params.push_back(micros_text(which.after->created_at));
+    params.push_back(which.after->task_id);
+  }
+  page_query += " ORDER BY i.created_at DESC, i.task_id DESC LIMIT " + std::to_string(which.limit);
+  return outside_transaction("list_inbox", [&] {
+    inbox_page page;
+    for (const auto& row : statements_->fetch(page_query, params, inbox_column_count))
+      page.items.push_back(inbox_item_of(row));
+    const auto count =
+        statements_->fetch("SELECT COUNT(*)" + of_user + unread, {which.tenant, which.user_id}, 1);
+    page.unread_count = count.empty() ? 0 : static_cast<std::uint64_t>(to_int(count[0][0]));
+    return page;
+  });
+}
+
+std::optional<inbox_item> sql_task_store::find_inbox_item(const std::string& tenant,
+                                                          const std::string& task_id) {
+  return outside_transaction("find_inbox_item", [&]() -> std::optional<inbox_item> {
+    auto rows = statements_->fetch("SELECT " + inbox_columns +
+                                       " FROM inbox i WHERE i.task_id = :id" + of_tenant("i."),
+                                   {task_id, tenant, tenant}, inbox_column_count);
+    if (rows.empty())
+      return std::nullopt;
+    return inbox_item_of(rows[0]);
   });
 }
 

@@ -49,6 +49,11 @@ public:
   std::vector<receipt_outcome> record_receipts(const std::vector<receipt_input>& receipts,
                                                const undelivered_failover& failover,
                                                domain::timestamp now) override;
+  std::vector<std::string> deliver_to_inbox(const std::vector<std::string>& task_ids,
+                                            domain::timestamp now) override;
+  inbox_page list_inbox(const inbox_query& which) override;
+  std::optional<inbox_item> find_inbox_item(const std::string& tenant,
+                                            const std::string& task_id) override;
   std::optional<message_view> find_message(const std::string& tenant,
                                            const std::string& message_id) override;
   std::vector<domain::delivery> load_unfinished(const std::string& after_task_id, std::size_t limit,
@@ -88,6 +93,8 @@ private:
   std::unordered_map<std::string, domain::delivery>
   claim_fallbacks(const std::vector<std::string>& undelivered, const undelivered_failover& failover,
                   domain::timestamp now);
+  void run_inbox_marks(const std::vector<receipt_input>& receipts,
+                       const std::vector<receipt_outcome>& found);
   void run_receipt_catch_up(const std::vector<std::string>& sent_ids, domain::timestamp at);
   /// Writes the outbox rows of the states entered in the open transaction (those with an
   /// enabled event type; none when events are off) in ONE statement, ids deterministic and

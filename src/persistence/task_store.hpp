@@ -144,12 +144,14 @@ struct failover_result {
 };
 
 /// A receipt to record: it names its task by herald's provider request id or by the
-/// provider's message id (either is enough), always within one channel.
+/// provider's message id (either is enough), always within one channel; the inbox, which knows
+/// its items' tasks, names the task itself.
 struct receipt_input {
   std::string channel;
   std::string provider_request_id; ///< empty: find the task by provider_message_id
   std::string provider_message_id; ///< empty: find the task by provider_request_id
   receipt_record receipt;
+  std::string task_id; ///< set: the task (of `channel`) is this one, the ids above are unused
 };
 
 /// Where UNDELIVERED tasks fail over to: a channel's fallback (none: it has none), and the
@@ -248,6 +250,40 @@ struct event_outcome {
   domain::timestamp at;
 };
 
+/// One item of a user's in-app inbox (migration 0006): what an inapp channel's send wrote.
+struct inbox_item {
+  std::string task_id;
+  std::string tenant;
+  std::string user_id; ///< the task's recipient
+  std::string channel;
+  std::string title;
+  std::string body;
+  domain::timestamp created_at;
+  std::optional<domain::timestamp> read_at;    ///< the first READ (or CLICKED) receipt's time
+  std::optional<domain::timestamp> clicked_at; ///< the first CLICKED receipt's time
+};
+
+/// Where a page of an inbox starts: after this item, newest first.
+struct inbox_cursor {
+  domain::timestamp created_at{};
+  std::string task_id;
+};
+
+/// Which items GET /v1/users/{user_id}/inbox pages: one user's of one tenant.
+struct inbox_query {
+  std::string tenant;
+  std::string user_id;
+  bool unread_only = false;
+  std::optional<inbox_cursor> after; ///< none: from the newest
+  std::size_t limit = 20;
+};
+
+/// A page of a user's inbox, newest first, and how many of their items are unread.
+struct inbox_page {
+  std::vector<inbox_item> items;
+  std::uint64_t unread_count = 0;
+};
+
 /// What a store opens with.
 struct store_options {
   /// The states whose entry writes a status event into the outbox, in the same transaction
@@ -306,10 +342,26 @@ public:
   /// Records the receipts and moves their tasks forward (domain::state_after_receipt) in one
   /// transaction; an UNDELIVERED task whose channel has a fallback claims the fallback's task
   /// in that same transaction. Outcomes in input order. Idempotent: the same receipt again
-  /// writes nothing and answers where the task stands.
+  /// writes nothing and answers where the task stands. A READ or CLICKED receipt from the inbox
+  /// (source inbox) also marks the task's inbox item read (and clicked), once.
   virtual std::vector<receipt_outcome> record_receipts(const std::vector<receipt_input>& receipts,
                                                        const undelivered_failover& failover,
                                                        domain::timestamp now) = 0;
+
+  /// Puts each task into its user's inbox (inapp channels) in one transaction: tenant, user (the
+  /// task's recipient), channel, title and body come from the task and its message, created_at
+  /// is `now`. A task already in the inbox keeps its item, so a resend writes nothing. Returns
+  /// the ids that are in the inbox now (an id no task has is not).
+  virtual std::vector<std::string> deliver_to_inbox(const std::vector<std::string>& task_ids,
+                                                    domain::timestamp now) = 0;
+
+  /// A page of one user's inbox, newest first (unread items only if asked), and the user's
+  /// unread count, read one after the other (index inbox (tenant, user_id, created_at)).
+  virtual inbox_page list_inbox(const inbox_query& which) = 0;
+
+  /// The inbox item of `task_id` if it is `tenant`'s (empty: any tenant's).
+  virtual std::optional<inbox_item> find_inbox_item(const std::string& tenant,
+                                                    const std::string& task_id) = 0;
 
   /// The message, its tasks and their attempts; nullopt if unknown or of another tenant than
   /// `tenant` (empty: any tenant, for auth mode none).

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <new>
 #include <stdexcept>
+#include <sys/socket.h>
 #include <thread>
 #include <unordered_map>
 
@@ -73,6 +74,7 @@ struct transfer {
   outbound_callback done;
   std::size_t max_body = 0;
   std::size_t upload_offset = 0; ///< SMTP: how much of the message curl has read
+  bool reply_complete = true;    ///< SMTP: the last reply line ended its reply
   slist headers;
   slist recipients;
   outbound_answer answer;
@@ -111,6 +113,30 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   return bytes;
 }
 
+/// SMTP: curl hands every reply line of the server to the header callback. Keeps the last
+/// reply, all its lines: "250-" continues a reply, "250 " (or a bare code) ends it (RFC 5321
+/// §4.2.1), and the first line after an ended reply starts the next.
+size_t on_smtp_reply(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<transfer*>(user);
+  const auto bytes = size * count;
+  const std::string_view line{data, bytes};
+  auto& reply = t->answer.body;
+  // The 221 to the QUIT curl sends when it closes a connection after a failure must not hide
+  // the reply that failed the transfer.
+  if (line.substr(0, 4) == "221 " || line.substr(0, 4) == "221-")
+    return bytes;
+  if (t->reply_complete) {
+    reply.clear();
+    t->answer.body_cut = false;
+  }
+  t->reply_complete = line.size() < 4 || line[3] != '-';
+  const auto room = t->max_body > reply.size() ? t->max_body - reply.size() : 0;
+  reply.append(line.substr(0, room));
+  if (bytes > room)
+    t->answer.body_cut = true;
+  return bytes;
+}
+
 size_t on_upload(char* buffer, size_t size, size_t count, void* user) {
   auto* t = static_cast<transfer*>(user);
   const auto& body = t->request.body;
@@ -118,6 +144,16 @@ size_t on_upload(char* buffer, size_t size, size_t count, void* user) {
   std::copy_n(body.data() + t->upload_offset, n, buffer);
   t->upload_offset += n;
   return n;
+}
+
+/// Ends the connection a failed SMTP transfer leaves in curl's pool. curl (7.88) keeps a
+/// connection whose final reply timed out, and would send the next message's MAIL FROM into
+/// the same silence; a socket shut down here reads as closed, so curl drops it before reuse.
+void end_connection(CURL* easy) {
+  curl_socket_t socket = CURL_SOCKET_BAD;
+  if (curl_easy_getinfo(easy, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK &&
+      socket != CURL_SOCKET_BAD)
+    ::shutdown(socket, SHUT_RDWR);
 }
 
 outbound_answer stopped_answer() {
@@ -190,6 +226,8 @@ void configure(CURL* easy, transfer& t, const std::string& user_agent) {
     set(CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
     set(CURLOPT_READFUNCTION, on_upload);
     set(CURLOPT_READDATA, &t);
+    set(CURLOPT_HEADERFUNCTION, on_smtp_reply);
+    set(CURLOPT_HEADERDATA, &t);
     return;
   }
   set(CURLOPT_PROTOCOLS_STR, "http,https");
@@ -402,6 +440,8 @@ struct http_client::impl {
       curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &answer.status);
       if (code != CURLE_OK)
         answer.error = t->error; // may be empty: classifiers fall back to curl_easy_strerror
+      if (code != CURLE_OK && t->request.smtp)
+        end_connection(easy);
       curl_multi_remove_handle(multi, easy);
       release(easy);
       finished.emplace_back(std::move(t->done), std::move(answer));

@@ -38,13 +38,16 @@ struct outbound_call {
 };
 
 /// How one call ended. `code` is curl's result (0: the transfer completed); `status` the final
-/// HTTP status or SMTP reply code, 0 when none came.
+/// HTTP status, or for SMTP the last reply code the server sent (CURLINFO_RESPONSE_CODE: 354
+/// when the message was being sent and no final reply came), 0 when none came.
 struct outbound_answer {
   int code = 0;
   long status = 0;
   /// The final response's headers, names lower-cased, in order.
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;      ///< the start of the answer's body (http_client_options::max_body)
+  /// HTTP: the start of the answer's body (http_client_options::max_body). SMTP: the last reply
+  /// the server sent, all its lines ("550 5.1.1 no such user\r\n"), as long as max_body.
+  std::string body;
   bool body_cut = false; ///< more came than was kept
   std::string error;     ///< curl's error buffer, may be empty (may quote the URL: mask it)
   bool stopped = false;  ///< the client stopped before the call ended: it may have arrived

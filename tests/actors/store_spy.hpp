@@ -49,6 +49,20 @@ public:
     return real_->fail_over(change, attempts, fallback);
   }
 
+  std::vector<std::string> deliver_to_inbox(const std::vector<std::string>& task_ids,
+                                            domain::timestamp now) override {
+    return real_->deliver_to_inbox(task_ids, now);
+  }
+
+  persistence::inbox_page list_inbox(const persistence::inbox_query& which) override {
+    return real_->list_inbox(which);
+  }
+
+  std::optional<persistence::inbox_item> find_inbox_item(const std::string& tenant,
+                                                         const std::string& task_id) override {
+    return real_->find_inbox_item(tenant, task_id);
+  }
+
   std::optional<persistence::message_view> find_message(const std::string& tenant,
                                                         const std::string& message_id) override {
     return real_->find_message(tenant, message_id);

@@ -34,6 +34,10 @@ struct provider_answers {
     std::unique_lock<std::mutex> lock{mutex};
     return arrived.wait_for(lock, bound, [&] { return results.size() >= count; });
   }
+  std::size_t size() {
+    std::lock_guard<std::mutex> guard{mutex};
+    return results.size();
+  }
   std::size_t count(call_outcome outcome) {
     std::lock_guard<std::mutex> guard{mutex};
     std::size_t n = 0;

@@ -110,4 +110,12 @@ double metric_sum(const std::string& text, const std::string& name,
   return sum;
 }
 
+boost::json::object wait_for_status(running_herald& herald, const std::string& message_id,
+                                    const std::string& status) {
+  const bool reached = first_task_reaches(herald, message_id, status);
+  auto task = first_task(herald, message_id);
+  BOOST_REQUIRE_MESSAGE(reached, boost::json::serialize(task) + herald.process().log());
+  return task;
+}
+
 } // namespace herald::test

@@ -58,6 +58,11 @@ bool first_task_reaches(running_herald& herald, const std::string& message_id,
                         const std::string& status,
                         std::chrono::milliseconds bound = std::chrono::seconds(30));
 
+/// Polls the message's first task every 50 ms until its status is `status`, at most 30 s, and
+/// returns it (the test fails, showing the task and herald's log, if it never gets there).
+boost::json::object wait_for_status(running_herald& herald, const std::string& message_id,
+                                    const std::string& status);
+
 /// Sum of every sample of `name` whose labels contain each of `labels` (e.g.
 /// `outcome="success"`).
 double metric_sum(const std::string& text, const std::string& name,

@@ -141,8 +141,10 @@ public:
         [this, receipt = std::move(receipt), done = std::move(done)] {
           receipts.push_back(receipt);
           persistence::receipt_outcome outcome;
-          if (receipt.channel == "sms" && receipt.provider_request_id == "hrq_sent") {
-            outcome.task_id = "tsk_sent";
+          const bool inbox_task = receipt.channel == "inapp" && receipt.task_id == "tsk_inbox";
+          if (inbox_task ||
+              (receipt.channel == "sms" && receipt.provider_request_id == "hrq_sent")) {
+            outcome.task_id = inbox_task ? "tsk_inbox" : "tsk_sent";
             outcome.result = persistence::receipt_outcome::outcome::applied;
             outcome.first_time = receipts.size() == 1;
             outcome.state = domain::state_of(receipt.receipt.status);
@@ -185,6 +187,47 @@ public:
           done(result);
         },
         false);
+  }
+
+  /// One inbox item, "tsk_inbox" on inapp for u-123 of tenant "default", whatever the query
+  /// (remembered in `inbox_asked`).
+  void list_inbox(persistence::inbox_query which,
+                  std::function<void(std::variant<persistence::inbox_page, api::service_error>)>
+                      done) override {
+    enqueue(
+        [this, which = std::move(which), done = std::move(done)] {
+          inbox_asked.push_back(which);
+          persistence::inbox_page page;
+          page.items.push_back(inbox_item());
+          page.unread_count = 1;
+          done(page);
+        },
+        false);
+  }
+
+  void find_inbox_item(
+      std::string tenant, std::string task_id,
+      std::function<void(std::variant<std::optional<persistence::inbox_item>, api::service_error>)>
+          done) override {
+    enqueue(
+        [this, tenant, task_id, done = std::move(done)] {
+          remember_tenant(tenant);
+          const bool found = task_id == "tsk_inbox" && (tenant.empty() || tenant == "default");
+          done(found ? std::optional<persistence::inbox_item>(inbox_item()) : std::nullopt);
+        },
+        false);
+  }
+
+  static persistence::inbox_item inbox_item() {
+    persistence::inbox_item item;
+    item.task_id = "tsk_inbox";
+    item.tenant = "default";
+    item.user_id = "u-123";
+    item.channel = "inapp";
+    item.title = "Shipped";
+    item.body = "Order 1 is on its way";
+    item.created_at = *domain::parse_rfc3339("2026-12-01T09:00:00Z");
+    return item;
   }
 
   void readiness(std::function<void(bool, std::string)> done) override {
@@ -231,6 +274,7 @@ public:
   // Written by the worker before it answers; read by the test after the answer came.
   std::vector<persistence::receipt_input> receipts;
   std::vector<persistence::stats_query> stats_asked;
+  std::vector<persistence::inbox_query> inbox_asked;
 
 private:
   void enqueue(std::function<void()> job, bool holdable) {
@@ -1304,6 +1348,97 @@ BOOST_AUTO_TEST_CASE(stats_refuse_bad_windows) {
     BOOST_TEST(response.status == 400, target);
   }
   BOOST_TEST(f.service.stats_asked.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(routes_inbox_tests)
+
+BOOST_AUTO_TEST_CASE(an_inbox_page_is_read_with_its_query_checked) {
+  server_fixture f;
+  auto response = f.get("/v1/users/u%20123/inbox?unread=true&limit=5&after=1796119200000000.tsk_a");
+  BOOST_REQUIRE(response.status == 200);
+  auto body = json::parse(response.body).as_object();
+  BOOST_TEST(text(body.at("user_id")) == "u 123");
+  BOOST_TEST(body.at("unread_count").to_number<int>() == 1);
+  BOOST_TEST(body.at("next_after").is_null()); // fewer items than the limit
+  const auto& item = body.at("items").as_array().at(0).as_object();
+  BOOST_TEST(text(item.at("task_id")) == "tsk_inbox");
+  BOOST_TEST(text(item.at("title")) == "Shipped");
+  BOOST_TEST(text(item.at("created_at")) == "2026-12-01T09:00:00.000000Z");
+  BOOST_TEST(item.at("read").as_bool() == false);
+  BOOST_TEST(!item.contains("read_at"));
+  BOOST_REQUIRE(f.service.inbox_asked.size() == 1u);
+  const auto& asked = f.service.inbox_asked.front();
+  BOOST_TEST(asked.tenant == "default"); // no keys: `tenant`, else "default"
+  BOOST_TEST(asked.user_id == "u 123");
+  BOOST_TEST(asked.unread_only);
+  BOOST_TEST(asked.limit == 5u);
+  BOOST_REQUIRE(asked.after.has_value());
+  BOOST_TEST(asked.after->task_id == "tsk_a");
+  BOOST_TEST(domain::format_rfc3339(asked.after->created_at) == "2026-12-01T10:00:00.000000Z");
+
+  auto full = json::parse(f.get("/v1/users/u-123/inbox?limit=1&tenant=acme").body).as_object();
+  BOOST_TEST(text(full.at("next_after")) == "1796115600000000.tsk_inbox");
+  BOOST_TEST(f.service.inbox_asked.back().tenant == "acme");
+  BOOST_TEST(f.service.inbox_asked.back().limit == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_inbox_query_is_400_naming_the_field) {
+  server_fixture f;
+  for (const auto& [target, field] :
+       {std::pair{"/v1/users/u-1/inbox?limit=0", "limit"},
+        std::pair{"/v1/users/u-1/inbox?limit=101", "limit"},
+        std::pair{"/v1/users/u-1/inbox?unread=yes", "unread"},
+        std::pair{"/v1/users/u-1/inbox?after=tsk_1", "after"},
+        std::pair{"/v1/users/u-1/inbox?after=12.tsk%201", "after"},
+        std::pair{"/v1/users/u-1/inbox?limit=1&limit=2", "limit"},
+        std::pair{"/v1/users/u%00x/inbox", "user_id"}, std::pair{"/v1/users/%ff/inbox", "user_id"},
+        std::pair{"/v1/users/u%2/inbox", "user_id"},
+        std::pair{"/v1/users/u-1/inbox?tenant=a%20b", "tenant"}}) {
+    auto response = f.get(target);
+    BOOST_TEST(response.status == 400, target);
+    BOOST_TEST(text(error_of(response).at("field")) == field, target);
+  }
+  BOOST_TEST(f.service.inbox_asked.empty());
+  BOOST_TEST(f.get("/v1/users/u-1/inbox/stream").status == 404);
+  BOOST_TEST(f.request("POST", "/v1/users/u-1/inbox", "", {}).status == 405);
+}
+
+BOOST_AUTO_TEST_CASE(marking_an_item_records_an_inbox_receipt_after_the_service) {
+  server_fixture f;
+  auto read = f.request("POST", "/v1/inbox/tsk_inbox/read", "", {});
+  BOOST_REQUIRE(read.status == 200);
+  auto answer = json::parse(read.body);
+  BOOST_TEST(answer.at("task_id").as_string() == "tsk_inbox");
+  BOOST_TEST(answer.at("state").as_string() == "READ");
+  BOOST_REQUIRE(f.service.receipts.size() == 1u);
+  const auto& recorded = f.service.receipts.front();
+  BOOST_TEST(recorded.channel == "inapp");
+  BOOST_TEST(recorded.task_id == "tsk_inbox");
+  BOOST_TEST(recorded.provider_request_id.empty());
+  BOOST_TEST(domain::to_string(recorded.receipt.source) == "inbox");
+  BOOST_TEST(domain::format_rfc3339(recorded.receipt.occurred_at) == "2026-12-01T10:00:00.000000Z");
+  auto clicked = f.request("POST", "/v1/inbox/tsk_inbox/clicked", "", {});
+  BOOST_TEST(json::parse(clicked.body).at("state").as_string() == "CLICKED");
+  BOOST_TEST(f.request("POST", "/v1/inbox/tsk_other/read", "", {}).status == 404);
+  BOOST_TEST(f.request("POST", "/v1/inbox/tsk%20x/read", "", {}).status == 404);
+  BOOST_TEST(f.get("/v1/inbox/tsk_inbox/read").status == 405);
+  BOOST_TEST(f.service.receipts.size() == 2u); // nothing recorded for the refused ones
+}
+
+BOOST_FIXTURE_TEST_CASE(the_inbox_is_the_key_tenants_and_needs_read, keyed_fixture) {
+  BOOST_TEST(http.get("/v1/users/u-1/inbox", bearer(reader)).status == 200);
+  BOOST_TEST(http.service.inbox_asked.back().tenant == "acme");
+  BOOST_TEST(http.get("/v1/users/u-1/inbox?tenant=acme", bearer(reader)).status == 200);
+  auto other = http.get("/v1/users/u-1/inbox?tenant=default", bearer(reader));
+  BOOST_TEST(other.status == 403);
+  BOOST_TEST(text(error_of(other).at("field")) == "tenant");
+  BOOST_TEST(http.get("/v1/users/u-1/inbox").status == 401);
+  // tsk_inbox is tenant default's: for acme it does not exist.
+  BOOST_TEST(http.request("POST", "/v1/inbox/tsk_inbox/read", "", bearer(reader)).status == 404);
+  BOOST_TEST(http.service.last_tenant() == "acme");
+  BOOST_TEST(http.service.receipts.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

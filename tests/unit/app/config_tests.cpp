@@ -296,7 +296,7 @@ BOOST_AUTO_TEST_CASE(wechat_configuration_errors_are_one_line_naming_the_field) 
              std::string::npos);
   BOOST_TEST(error_of(with_channel(R"("type":"carrier_pigeon")"))
                  .find("(supported: simulated, webhook, wechat_template, sms_twilio, fcm, "
-                       "apns)") != std::string::npos);
+                       "apns, smtp, inapp)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(provider_credentials_never_travel_in_clear_off_this_machine) {
@@ -483,6 +483,52 @@ BOOST_AUTO_TEST_CASE(channels_of_one_apns_key_must_share_the_key) {
   BOOST_TEST(error_of(two(files.apns_key)) == "");
   BOOST_TEST(error_of(two(other)) == "channel 'ios-b': APNs key K1 of team T1 is configured with "
                                      "another private key by an earlier channel");
+}
+
+std::string with_smtp(const std::string& fields) {
+  return with_channel(R"("type":"smtp","url":"smtp://mail.example.com:587",)"
+                      R"("from":"notify@example.com",)" +
+                      fields);
+}
+
+BOOST_AUTO_TEST_CASE(an_smtp_channel_takes_its_password_from_the_environment_and_requires_tls) {
+  ::setenv("HERALD_TEST_SMTP_PASSWORD", "pw-from-env", 1);
+  const auto cfg = app::parse_config(
+      with_smtp(R"("username":"mailer","password_env":"HERALD_TEST_SMTP_PASSWORD",)"
+                R"("from_name":"Shop","html":true,"timeout_ms":15000,"max_connections":2)"));
+  app::validate(cfg);
+  const auto& smtp = cfg.channels[0].smtp;
+  BOOST_TEST(smtp.password == "pw-from-env");
+  BOOST_TEST(smtp.tls_required()); // a username makes TLS the default
+  BOOST_TEST(smtp.html);
+  BOOST_TEST(smtp.timeout.count() == 15000);
+  BOOST_TEST(smtp.max_connections == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(smtp_configuration_errors_are_one_line_naming_the_field) {
+  BOOST_TEST(error_of(with_smtp(R"("username":"mailer","password":"pw","require_tls":false)"))
+                 .find("channels[0]: smtp require_tls is false with a username") == 0u);
+  BOOST_TEST(error_of(with_smtp(R"("require_tls":"yes")")) ==
+             "channels[0].require_tls: must be true or false");
+  BOOST_TEST(error_of(with_smtp(R"("username":"mailer")")).find("smtp password is required") !=
+             std::string::npos);
+  BOOST_TEST(error_of(with_smtp(R"("timeout_ms":60000,"lease_ms":60000)"))
+                 .find("lease_ms: must be longer than the provider call's timeout (60000 ms)") !=
+             std::string::npos);
+  BOOST_TEST(error_of(with_channel(R"("type":"smtp","url":"smtp://mail.example.com",)"
+                                   R"("from":"not an address")"))
+                 .find("smtp from must be") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(an_inapp_channel_is_addressed_by_the_user_id) {
+  const auto cfg = app::parse_config(with_channel(R"("type":"inapp","batch_max":50)"));
+  app::validate(cfg);
+  BOOST_TEST(cfg.channels[0].inapp.batch_max == 50u);
+  BOOST_TEST(cfg.rules.user_addressed.count(cfg.channels[0].settings.name) == 1u);
+  BOOST_TEST(error_of(with_channel(R"("type":"inapp","batch_max":0)")) ==
+             "channels[0].batch_max: must be between 1 and 10000");
+  BOOST_TEST(error_of(with_channel(R"("type":"inapp","url":"x")")) ==
+             "channels[0].url: unknown key");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

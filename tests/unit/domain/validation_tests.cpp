@@ -282,6 +282,20 @@ BOOST_AUTO_TEST_CASE(recipients_for_unused_channels_are_ignored) {
   BOOST_TEST(accepted().tasks.size() == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(a_user_addressed_channel_defaults_to_the_user_id) {
+  rules.channels.insert("inapp");
+  rules.user_addressed = {"inapp"};
+  request.channels = {"inapp", "sms"};
+  auto plan = accepted();
+  BOOST_TEST(plan.tasks[0].recipient == "u-123");
+  BOOST_TEST(plan.message.recipients.at("inapp") == "u-123");
+  request.channels = {"sms"}; // kept for failover to the inbox all the same
+  BOOST_TEST(accepted().message.recipients.at("inapp") == "u-123");
+  request.channels = {"inapp"};
+  request.to["inapp"] = "u-123-other-profile"; // named: that address is used
+  BOOST_TEST(accepted().tasks[0].recipient == "u-123-other-profile");
+}
+
 BOOST_AUTO_TEST_CASE(recipient_is_bounded) {
   request.to["sms"] = std::string(320, '1');
   accepted();
