@@ -1,8 +1,10 @@
 #include "tools/sim_provider.hpp"
 
 #include "api/http_server.hpp"
+#include "tools/fcm_fake.hpp"
 #include "tools/sim_provider_config.hpp"
 #include "tools/sim_provider_service.hpp"
+#include "tools/smtp_fake.hpp"
 #include "tools/twilio_fake.hpp"
 #include "tools/wechat_fake.hpp"
 
@@ -71,7 +73,46 @@ int serve(Fake& fake, const sim_provider_options& options, const char* mode,
   return 0;
 }
 
+/// The SMTP fake on its own TCP server (SMTP is no HTTP).
+int serve_smtp(const sim_provider_options& options, const std::function<int()>& wait_for_stop) {
+  smtp_fake::options identity;
+  identity.username = options.account;
+  identity.password = options.secret;
+  smtp_fake fake{identity};
+  std::unique_ptr<smtp_fake_server> server;
+  try {
+    server = std::make_unique<smtp_fake_server>(fake, options.listen.port);
+  } catch (const std::exception& e) {
+    std::cerr << "herald sim-provider: cannot listen on " << options.listen.to_string() << ": "
+              << e.what() << "\n";
+    return 1;
+  }
+  namespace json = boost::json;
+  std::cout << json::serialize(json::object{{"event", "sim_provider.listening"},
+                                            {"mode", "smtp"},
+                                            {"host", "127.0.0.1"},
+                                            {"port", server->port()}})
+            << std::endl;
+  auto received = wait_for_stop();
+  server.reset();
+  std::cout << json::serialize(
+                   json::object{{"event", "sim_provider.stopped"}, {"signal", received}})
+            << std::endl;
+  return 0;
+}
+
 int serve_fake(const sim_provider_options& options, const std::function<int()>& wait_for_stop) {
+  if (options.mode == sim_mode::smtp)
+    return serve_smtp(options, wait_for_stop);
+  if (options.mode == sim_mode::fcm) {
+    fcm_fake::options identity;
+    if (!options.account.empty())
+      identity.client_email = options.account;
+    if (!options.secret.empty())
+      identity.private_key_id = options.secret;
+    fcm_fake fake{identity};
+    return serve(fake, options, "fcm", wait_for_stop);
+  }
   if (options.mode == sim_mode::wechat) {
     wechat_fake::options identity;
     identity.templates.clear(); // a load test uses the team's own template ids

@@ -61,8 +61,12 @@ sim_provider_options parse_sim_provider_args(const std::vector<std::string>& arg
                  options.mode = sim_mode::wechat;
                else if (v == "twilio")
                  options.mode = sim_mode::twilio;
+               else if (v == "fcm")
+                 options.mode = sim_mode::fcm;
+               else if (v == "smtp")
+                 options.mode = sim_mode::smtp;
                else
-                 throw usage_error(name + " must be webhook, wechat or twilio");
+                 throw usage_error(name + " must be webhook, wechat, twilio, fcm or smtp");
              })
       .value("--account", [&](const auto&, const auto& v) { options.account = v; })
       .value("--secret", [&](const auto&, const auto& v) { options.secret = v; })
@@ -132,10 +136,10 @@ sim_provider_options parse_sim_provider_args(const std::vector<std::string>& arg
   if (options.mode != sim_mode::webhook &&
       (receipts.to || faults.fail_rate + faults.timeout_rate + faults.permanent_rate > 0 ||
        options.dedupe_by_id))
-    throw usage_error("--mode wechat and twilio serve the provider's fake: fault and receipt "
-                      "options belong to --mode webhook");
+    throw usage_error("--mode wechat, twilio, fcm and smtp serve the provider's fake: fault "
+                      "and receipt options belong to --mode webhook");
   if (options.mode == sim_mode::webhook && (!options.account.empty() || !options.secret.empty()))
-    throw usage_error("--account and --secret belong to --mode wechat and twilio");
+    throw usage_error("--account and --secret belong to --mode wechat, twilio, fcm and smtp");
   if (receipts.to && receipts.secret.empty())
     throw usage_error("--receipt-to needs --receipt-secret (receipts are signed)");
   if (!receipts.to && !receipts.secret.empty())
@@ -150,12 +154,16 @@ std::string sim_provider_usage() {
   --mode M               webhook (default: herald's webhook contract, the options below),
                          wechat (WeChat's Official Account API: GET /cgi-bin/token, POST
                          /cgi-bin/message/template/send; point a wechat_template channel's
-                         base_url here) or twilio (the Messages API under /2010-04-01/;
-                         point an sms_twilio channel's base_url here)
+                         base_url here), twilio (the Messages API under /2010-04-01/;
+                         point an sms_twilio channel's base_url here), fcm (FCM HTTP v1 and
+                         a token endpoint at /token: a service account's token_uri and the
+                         channel's base_url) or smtp (an SMTP server on the port)
   --account ID           wechat: the appid (default wx-fake-app); twilio: the Account SID
-                         (default AC00000000000000000000000000000001)
+                         (default AC00000000000000000000000000000001); fcm: the service
+                         account's client_email; smtp: the AUTH user (default: no AUTH)
   --secret S             wechat: the AppSecret (default fake-app-secret); twilio: the auth
-                         token (default fake-auth-token)
+                         token (default fake-auth-token); fcm: the private_key_id; smtp: the
+                         AUTH password
   --fail-rate F          share of calls answered 503, not processed (default 0)
   --timeout-rate F       share of calls processed but never answered (default 0)
   --permanent-rate F     share of calls answered 400, not processed (default 0)

@@ -56,13 +56,14 @@ struct receipt_profile {
 
 /// What the simulated provider speaks: herald's own webhook contract (with faults and
 /// receipts), or a provider's documented API through its fake (src/tools/*_fake).
-enum class sim_mode { webhook, wechat, twilio };
+enum class sim_mode { webhook, wechat, twilio, fcm, smtp };
 
 struct sim_provider_options {
   host_port listen;
   sim_mode mode = sim_mode::webhook;
   /// The fake's credentials: WeChat's appid and AppSecret, Twilio's Account SID and auth
-  /// token. Empty: the fake's defaults.
+  /// token, FCM's service-account client_email and private_key_id, SMTP's AUTH user and
+  /// password. Empty: the fake's defaults (SMTP: no AUTH).
   std::string account;
   std::string secret;
   fault_profile faults;

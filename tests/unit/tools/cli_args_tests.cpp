@@ -238,12 +238,16 @@ BOOST_AUTO_TEST_CASE(a_provider_mode_serves_its_fake_with_its_own_credentials) {
   BOOST_TEST(options.account == "AC1");
   BOOST_TEST(options.secret == "tok");
   BOOST_TEST((parse_sim_provider_args({"--listen", "127.0.0.1:0"}).mode == sim_mode::webhook));
+  BOOST_TEST((parse_sim_provider_args({"--listen", "127.0.0.1:0", "--mode", "fcm"}).mode ==
+              sim_mode::fcm));
+  BOOST_TEST((parse_sim_provider_args({"--listen", "127.0.0.1:0", "--mode", "smtp"}).mode ==
+              sim_mode::smtp));
   auto error = [](args a) { return usage_message([&] { parse_sim_provider_args(a); }); };
   BOOST_TEST(mentions(error({"--listen", "127.0.0.1:0", "--mode", "pigeon"}), "--mode"));
   BOOST_TEST(mentions(error({"--listen", "127.0.0.1:0", "--mode", "wechat", "--fail-rate", "0.1"}),
                       "--mode webhook"));
   BOOST_TEST(
-      mentions(error({"--listen", "127.0.0.1:0", "--secret", "x"}), "--mode wechat and twilio"));
+      mentions(error({"--listen", "127.0.0.1:0", "--secret", "x"}), "--mode wechat, twilio"));
 }
 
 BOOST_AUTO_TEST_CASE(receipt_options_parse) {
