@@ -1,7 +1,9 @@
 #include "tools/sim_provider.hpp"
 
 #include "api/http_server.hpp"
+#include "tools/apns_fake.hpp"
 #include "tools/fcm_fake.hpp"
+#include "tools/h2c_server.hpp"
 #include "tools/sim_provider_config.hpp"
 #include "tools/sim_provider_service.hpp"
 #include "tools/smtp_fake.hpp"
@@ -43,17 +45,14 @@ template <class Fake> api::request_handler fake_handler(Fake& fake) {
   };
 }
 
-template <class Fake>
-int serve(Fake& fake, const sim_provider_options& options, const char* mode,
-          const std::function<int()>& wait_for_stop) {
-  api::http_options http;
-  http.host = options.listen.host;
-  http.port = options.listen.port;
-  http.max_body_bytes = 1 << 20;
-  http.io_threads = 2;
-  api::http_server server(http, fake_handler(fake));
+/// Starts a fake's server (`start()` returns it owned; it has port()), says where it listens,
+/// serves until a stop signal, then stops it.
+template <class Start>
+int run_fake_server(const sim_provider_options& options, const char* mode, Start start,
+                    const std::function<int()>& wait_for_stop) {
+  decltype(start()) server;
   try {
-    server.start();
+    server = start();
   } catch (const std::exception& e) {
     std::cerr << "herald sim-provider: cannot listen on " << options.listen.to_string() << ": "
               << e.what() << "\n";
@@ -63,34 +62,6 @@ int serve(Fake& fake, const sim_provider_options& options, const char* mode,
   std::cout << json::serialize(json::object{{"event", "sim_provider.listening"},
                                             {"mode", mode},
                                             {"host", options.listen.host},
-                                            {"port", server.port()}})
-            << std::endl;
-  auto received = wait_for_stop();
-  server.stop();
-  std::cout << json::serialize(
-                   json::object{{"event", "sim_provider.stopped"}, {"signal", received}})
-            << std::endl;
-  return 0;
-}
-
-/// The SMTP fake on its own TCP server (SMTP is no HTTP).
-int serve_smtp(const sim_provider_options& options, const std::function<int()>& wait_for_stop) {
-  smtp_fake::options identity;
-  identity.username = options.account;
-  identity.password = options.secret;
-  smtp_fake fake{identity};
-  std::unique_ptr<smtp_fake_server> server;
-  try {
-    server = std::make_unique<smtp_fake_server>(fake, options.listen.port);
-  } catch (const std::exception& e) {
-    std::cerr << "herald sim-provider: cannot listen on " << options.listen.to_string() << ": "
-              << e.what() << "\n";
-    return 1;
-  }
-  namespace json = boost::json;
-  std::cout << json::serialize(json::object{{"event", "sim_provider.listening"},
-                                            {"mode", "smtp"},
-                                            {"host", "127.0.0.1"},
                                             {"port", server->port()}})
             << std::endl;
   auto received = wait_for_stop();
@@ -101,9 +72,62 @@ int serve_smtp(const sim_provider_options& options, const std::function<int()>& 
   return 0;
 }
 
+/// A fake that speaks HTTP/1.1.
+template <class Fake>
+int serve(Fake& fake, const sim_provider_options& options, const char* mode,
+          const std::function<int()>& wait_for_stop) {
+  return run_fake_server(
+      options, mode,
+      [&] {
+        api::http_options http;
+        http.host = options.listen.host;
+        http.port = options.listen.port;
+        http.max_body_bytes = 1 << 20;
+        http.io_threads = 2;
+        auto server = std::make_unique<api::http_server>(http, fake_handler(fake));
+        server->start();
+        return server;
+      },
+      wait_for_stop);
+}
+
+/// The SMTP fake on its own TCP server (SMTP is no HTTP).
+int serve_smtp(const sim_provider_options& options, const std::function<int()>& wait_for_stop) {
+  smtp_fake::options identity;
+  identity.username = options.account;
+  identity.password = options.secret;
+  smtp_fake fake{identity};
+  return run_fake_server(
+      options, "smtp",
+      [&] { return std::make_unique<smtp_fake_server>(fake, options.listen.port); }, wait_for_stop);
+}
+
+/// The APNs fake over HTTP/2 with prior knowledge (APNs speaks nothing else; an apns channel
+/// with an http:// base_url talks h2c).
+int serve_apns(const sim_provider_options& options, const std::function<int()>& wait_for_stop) {
+  apns_fake::options identity;
+  if (!options.account.empty())
+    identity.team_id = options.account;
+  if (!options.secret.empty())
+    identity.key_id = options.secret;
+  if (!options.topic.empty())
+    identity.topic = options.topic;
+  apns_fake fake{identity};
+  return run_fake_server(
+      options, "apns",
+      [&] {
+        return std::make_unique<h2c_server>(
+            [&fake](const fake_request& request) { return fake.handle(request); },
+            options.listen.host, options.listen.port);
+      },
+      wait_for_stop);
+}
+
 int serve_fake(const sim_provider_options& options, const std::function<int()>& wait_for_stop) {
   if (options.mode == sim_mode::smtp)
     return serve_smtp(options, wait_for_stop);
+  if (options.mode == sim_mode::apns)
+    return serve_apns(options, wait_for_stop);
   if (options.mode == sim_mode::fcm) {
     fcm_fake::options identity;
     if (!options.account.empty())

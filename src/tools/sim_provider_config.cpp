@@ -63,13 +63,16 @@ sim_provider_options parse_sim_provider_args(const std::vector<std::string>& arg
                  options.mode = sim_mode::twilio;
                else if (v == "fcm")
                  options.mode = sim_mode::fcm;
+               else if (v == "apns")
+                 options.mode = sim_mode::apns;
                else if (v == "smtp")
                  options.mode = sim_mode::smtp;
                else
-                 throw usage_error(name + " must be webhook, wechat, twilio, fcm or smtp");
+                 throw usage_error(name + " must be webhook, wechat, twilio, fcm, apns or smtp");
              })
       .value("--account", [&](const auto&, const auto& v) { options.account = v; })
       .value("--secret", [&](const auto&, const auto& v) { options.secret = v; })
+      .value("--topic", [&](const auto&, const auto& v) { options.topic = v; })
       .value("--fail-rate",
              [&](const auto& name, const auto& v) { faults.fail_rate = parse_rate(name, v); })
       .value("--timeout-rate",
@@ -136,10 +139,13 @@ sim_provider_options parse_sim_provider_args(const std::vector<std::string>& arg
   if (options.mode != sim_mode::webhook &&
       (receipts.to || faults.fail_rate + faults.timeout_rate + faults.permanent_rate > 0 ||
        options.dedupe_by_id))
-    throw usage_error("--mode wechat, twilio, fcm and smtp serve the provider's fake: fault "
-                      "and receipt options belong to --mode webhook");
+    throw usage_error("--mode wechat, twilio, fcm, apns and smtp serve the provider's fake: "
+                      "fault and receipt options belong to --mode webhook");
   if (options.mode == sim_mode::webhook && (!options.account.empty() || !options.secret.empty()))
-    throw usage_error("--account and --secret belong to --mode wechat, twilio, fcm and smtp");
+    throw usage_error("--account and --secret belong to --mode wechat, twilio, fcm, apns and "
+                      "smtp");
+  if (options.mode != sim_mode::apns && !options.topic.empty())
+    throw usage_error("--topic belongs to --mode apns");
   if (receipts.to && receipts.secret.empty())
     throw usage_error("--receipt-to needs --receipt-secret (receipts are signed)");
   if (!receipts.to && !receipts.secret.empty())
@@ -157,13 +163,16 @@ std::string sim_provider_usage() {
                          base_url here), twilio (the Messages API under /2010-04-01/;
                          point an sms_twilio channel's base_url here), fcm (FCM HTTP v1 and
                          a token endpoint at /token: a service account's token_uri and the
-                         channel's base_url) or smtp (an SMTP server on the port)
+                         channel's base_url), apns (APNs over HTTP/2 with prior knowledge:
+                         an apns channel with an http:// base_url) or smtp (an SMTP server)
   --account ID           wechat: the appid (default wx-fake-app); twilio: the Account SID
                          (default AC00000000000000000000000000000001); fcm: the service
-                         account's client_email; smtp: the AUTH user (default: no AUTH)
+                         account's client_email; apns: the team id; smtp: the AUTH user
+                         (default: no AUTH)
   --secret S             wechat: the AppSecret (default fake-app-secret); twilio: the auth
-                         token (default fake-auth-token); fcm: the private_key_id; smtp: the
-                         AUTH password
+                         token (default fake-auth-token); fcm: the private_key_id; apns: the
+                         key id; smtp: the AUTH password
+  --topic T              apns: the bundle id accepted in apns-topic (default org.herald.fake)
   --fail-rate F          share of calls answered 503, not processed (default 0)
   --timeout-rate F       share of calls processed but never answered (default 0)
   --permanent-rate F     share of calls answered 400, not processed (default 0)

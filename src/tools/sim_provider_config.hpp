@@ -56,16 +56,17 @@ struct receipt_profile {
 
 /// What the simulated provider speaks: herald's own webhook contract (with faults and
 /// receipts), or a provider's documented API through its fake (src/tools/*_fake).
-enum class sim_mode { webhook, wechat, twilio, fcm, smtp };
+enum class sim_mode { webhook, wechat, twilio, fcm, apns, smtp };
 
 struct sim_provider_options {
   host_port listen;
   sim_mode mode = sim_mode::webhook;
   /// The fake's credentials: WeChat's appid and AppSecret, Twilio's Account SID and auth
-  /// token, FCM's service-account client_email and private_key_id, SMTP's AUTH user and
-  /// password. Empty: the fake's defaults (SMTP: no AUTH).
+  /// token, FCM's service-account client_email and private_key_id, APNs' team id and key id,
+  /// SMTP's AUTH user and password. Empty: the fake's defaults (SMTP: no AUTH).
   std::string account;
   std::string secret;
+  std::string topic; ///< apns: the bundle id the fake accepts in apns-topic
   fault_profile faults;
   std::chrono::milliseconds latency{0};  ///< before every answer
   std::chrono::milliseconds hold{30000}; ///< a timed-out call's connection is dropped after this

@@ -242,6 +242,14 @@ BOOST_AUTO_TEST_CASE(a_provider_mode_serves_its_fake_with_its_own_credentials) {
               sim_mode::fcm));
   BOOST_TEST((parse_sim_provider_args({"--listen", "127.0.0.1:0", "--mode", "smtp"}).mode ==
               sim_mode::smtp));
+  const auto apns = parse_sim_provider_args(
+      {"--listen", "127.0.0.1:0", "--mode", "apns", "--topic", "com.example.shop"});
+  BOOST_TEST((apns.mode == sim_mode::apns));
+  BOOST_TEST(apns.topic == "com.example.shop");
+  BOOST_TEST(mentions(usage_message([] {
+                        parse_sim_provider_args({"--listen", "127.0.0.1:0", "--topic", "t"});
+                      }),
+                      "--mode apns"));
   auto error = [](args a) { return usage_message([&] { parse_sim_provider_args(a); }); };
   BOOST_TEST(mentions(error({"--listen", "127.0.0.1:0", "--mode", "pigeon"}), "--mode"));
   BOOST_TEST(mentions(error({"--listen", "127.0.0.1:0", "--mode", "wechat", "--fail-rate", "0.1"}),
