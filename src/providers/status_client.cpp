@@ -52,9 +52,7 @@ status_client::status_client(status_client_config config)
   if (auto problem = http_url_problem(config.status_url, "status_url"); !problem.empty())
     throw std::invalid_argument(problem);
   timeout_ = config.timeout;
-  base_ = std::move(config.status_url);
-  while (!base_.empty() && base_.back() == '/')
-    base_.pop_back();
+  base_ = without_trailing_slash(std::move(config.status_url));
 }
 
 void status_client::query(const provider_status_query& query, status_callback done) {

@@ -57,8 +57,7 @@ int hex_value(char c) {
 }
 
 bool is_messaging_service_sid(std::string_view sender) {
-  return sender.size() == 34 && sender.substr(0, 2) == "MG" &&
-         std::all_of(sender.begin() + 2, sender.end(), is_hex);
+  return is_twilio_sid(sender, "MG");
 }
 
 bool is_error_code(std::string_view text) {
@@ -211,6 +210,11 @@ status_answer parse_message_resource(long http_status, std::string_view body) {
                                       string_field(*answer, "error_message"));
   }
   return found;
+}
+
+bool is_twilio_sid(std::string_view text, std::string_view prefix) {
+  return text.size() == 34 && text.substr(0, 2) == prefix &&
+         std::all_of(text.begin() + 2, text.end(), is_hex);
 }
 
 } // namespace herald::providers

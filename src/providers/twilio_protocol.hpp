@@ -36,6 +36,10 @@ std::string twilio_signature(std::string_view auth_token, std::string_view url,
 bool verify_twilio_signature(std::string_view auth_token, std::string_view url,
                              const name_values& params, std::string_view signature);
 
+/// Whether `text` is a Twilio SID of the kind `prefix` names ("AC" account, "SM"/"MM"
+/// message, "MG" messaging service): the prefix and 32 hex digits.
+bool is_twilio_sid(std::string_view text, std::string_view prefix);
+
 /// One outbound message.
 struct twilio_message {
   /// A Messaging Service SID ("MG" and 32 hex digits), sent as MessagingServiceSid; anything

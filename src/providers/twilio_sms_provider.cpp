@@ -17,21 +17,10 @@ struct twilio_sms_provider::context {
   std::shared_ptr<herald::metrics> counters;
 };
 
-namespace {
-
-bool is_sid(std::string_view text, std::string_view prefix) {
-  if (text.size() != 34 || text.substr(0, 2) != prefix)
-    return false;
-  for (const char c : text.substr(2))
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
-      return false;
-  return true;
-}
-
-} // namespace
+namespace {} // namespace
 
 std::string twilio_config::validate() const {
-  if (!is_sid(account_sid, "AC"))
+  if (!is_twilio_sid(account_sid, "AC"))
     return "twilio account_sid must be \"AC\" followed by 32 hex digits";
   if (auth_token.empty())
     return "twilio auth_token is required (auth_token_env names the variable holding it)";
@@ -56,10 +45,8 @@ std::shared_ptr<const twilio_sms_provider::context>
 context_of(std::string channel, twilio_config config, std::shared_ptr<metrics> counters) {
   if (auto problem = config.validate(); !problem.empty())
     throw std::invalid_argument(problem);
-  auto base = config.base_url;
-  while (!base.empty() && base.back() == '/')
-    base.pop_back();
-  auto url = base + "/2010-04-01/Accounts/" + config.account_sid + "/Messages";
+  auto url = without_trailing_slash(config.base_url) + "/2010-04-01/Accounts/" +
+             config.account_sid + "/Messages";
   return std::make_shared<const twilio_sms_provider::context>(twilio_sms_provider::context{
       std::move(channel), std::move(config), std::move(url), std::move(counters)});
 }
@@ -99,7 +86,8 @@ void twilio_sms_provider::send(provider_request request, provider_callback done)
 void twilio_sms_provider::query_status(provider_status_query query, status_callback done) {
   if (!done)
     return;
-  if (!is_sid(query.provider_message_id, "SM") && !is_sid(query.provider_message_id, "MM"))
+  if (!is_twilio_sid(query.provider_message_id, "SM") &&
+      !is_twilio_sid(query.provider_message_id, "MM"))
     return done({status_answer::kind::unknown,
                  provider_status::accepted,
                  {},

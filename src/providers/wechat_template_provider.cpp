@@ -51,10 +51,7 @@ std::string wechat_config::validate() const {
 }
 
 std::string wechat_config::api_base() const {
-  auto base = base_url;
-  while (!base.empty() && base.back() == '/')
-    base.pop_back();
-  return base;
+  return without_trailing_slash(base_url);
 }
 
 wechat_account::wechat_account(const wechat_config& config, std::shared_ptr<metrics> metrics)

@@ -191,8 +191,7 @@ std::size_t wechat_fake::token_requests() const {
 }
 
 std::size_t wechat_fake::forced_refreshes() const {
-  std::lock_guard<std::mutex> guard{mutex_};
-  return forced_refreshes_;
+  return locked_copy(mutex_, forced_refreshes_);
 }
 
 std::size_t wechat_fake::send_requests() const {
