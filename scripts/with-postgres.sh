@@ -5,6 +5,8 @@
 # The cluster lives in a temporary folder and is stopped and removed when this script exits,
 # also when the command fails; the command's exit code is this script's exit code.
 # If HERALD_TEST_POSTGRES_URL is already set, the command just runs against that server.
+# Tests run the cluster with fsync off (it is thrown away); HERALD_PG_DURABLE=1 keeps fsync and
+# synchronous_commit on, as benchmarks need (scripts/bench.sh).
 set -euo pipefail
 
 if [[ $# -eq 0 ]]; then
@@ -68,11 +70,13 @@ port_free() {
 
 # Another cluster (or a parallel run of this script) may take the port between the check and
 # the start: try the next one when the server does not come up.
+durability="-c fsync=off"
+[[ "${HERALD_PG_DURABLE:-0}" == 1 ]] && durability="-c fsync=on -c synchronous_commit=on"
 port=55432
 for _ in $(seq 1 50); do
   if port_free "$port"; then
     if "${as_owner[@]}" "$pg_bin/pg_ctl" -D "$data" -l "$log" -w -t 30 \
-      -o "-p $port -k $work -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
+      -o "-p $port -k $work -c listen_addresses=127.0.0.1 $durability -c max_connections=200 ${HERALD_PG_OPTIONS:-}" \
       start >/dev/null 2>&1; then
       started=1
       break
