@@ -13,6 +13,7 @@ struct latency_summary {
   std::size_t count = 0;
   double p50 = 0;
   double p99 = 0;
+  double p999 = 0; ///< the 99.9th percentile
   double max = 0;
 };
 

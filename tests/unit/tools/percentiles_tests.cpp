@@ -38,9 +38,23 @@ BOOST_AUTO_TEST_CASE(summary_of_latencies) {
   BOOST_TEST(summary.p99 == 40.0);
   BOOST_TEST(summary.max == 250.0);
 
+  // p999 of 1000 values is the 999th: the outlier above it stays the max only.
+  BOOST_TEST(summary.p999 == 40.0);
+
+  std::vector<double> many(2000, 1.0);
+  many[5] = 300.0; // the 2000th: max
+  many[6] = 90.0;  // the 1999th: above p999 (the 1998th)
+  many[7] = 70.0;  // the 1998th: p999
+  many[8] = 50.0;
+  auto tail = summarize_latencies(many);
+  BOOST_TEST(tail.p99 == 1.0);
+  BOOST_TEST(tail.p999 == 70.0);
+  BOOST_TEST(tail.max == 300.0);
+
   auto empty = summarize_latencies({});
   BOOST_TEST(empty.count == 0u);
   BOOST_TEST(empty.max == 0.0);
+  BOOST_TEST(empty.p999 == 0.0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
