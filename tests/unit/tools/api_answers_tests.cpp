@@ -101,4 +101,27 @@ BOOST_AUTO_TEST_CASE(sums_every_series_of_one_name) {
   BOOST_TEST(!metric_sum("", "herald_retry_queue_depth"));
 }
 
+BOOST_AUTO_TEST_CASE(sums_the_series_with_one_label_value) {
+  // prometheus-cpp's shape: labels sorted by name, a value that may hold quotes and commas.
+  const char* text =
+      "# HELP herald_provider_calls_total Provider calls by outcome\n"
+      "# TYPE herald_provider_calls_total counter\n"
+      "herald_provider_calls_total{channel=\"sms\",outcome=\"success\"} 40\n"
+      "herald_provider_calls_total{channel=\"sms\",outcome=\"retryable\"} 7\n"
+      "herald_provider_calls_total{channel=\"app\",outcome=\"success\"} 2 1700000000000\n"
+      "herald_provider_calls_total{channel=\"x,outcome=\\\"success\\\"\",outcome=\"timeout\"} 100\n"
+      "herald_provider_calls_total{outcome=\"successful\"} 1000\n"
+      "herald_provider_calls_totals{outcome=\"success\"} 5000\n"
+      "herald_provider_calls_total{outcome=\"success\"} 0.5\n";
+  BOOST_TEST(*metric_sum(text, "herald_provider_calls_total", "outcome", "success") == 42.5);
+  BOOST_TEST(*metric_sum(text, "herald_provider_calls_total", "outcome", "timeout") == 100.0);
+  BOOST_TEST(*metric_sum(text, "herald_provider_calls_total") == 1149.5);
+  BOOST_TEST(*metric_sum(text, "herald_provider_calls_total", "channel", "sms") == 47.0);
+  BOOST_TEST(!metric_sum(text, "herald_provider_calls_total", "outcome", "permanent"));
+  BOOST_TEST(!metric_sum(text, "herald_provider_calls_total", "result", "success"));
+  // A family with no series yet (no call made) has no sample at all.
+  BOOST_TEST(!metric_sum("# TYPE herald_provider_calls_total counter\n",
+                         "herald_provider_calls_total", "outcome", "success"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,61 @@
+#include "tools/delivery_samples.hpp"
+
+#include "tools/metrics_text.hpp"
+
+#include <algorithm>
+
+namespace herald::tools {
+
+namespace {
+
+constexpr std::string_view calls_metric = "herald_provider_calls_total";
+
+} // namespace
+
+provider_sample read_provider_sample(std::string_view metrics, double at_s) {
+  auto calls = metric_sum(metrics, calls_metric);
+  provider_sample sample;
+  sample.at_s = at_s;
+  sample.has_counter = calls.has_value();
+  sample.calls = calls.value_or(0);
+  sample.successes = metric_sum(metrics, calls_metric, "outcome", "success").value_or(0);
+  sample.retry_queue_depth = metric_sum(metrics, "herald_retry_queue_depth").value_or(0);
+  return sample;
+}
+
+delivery_figures delivery_from_samples(const provider_sample& baseline,
+                                       const std::vector<provider_sample>& samples) {
+  delivery_figures figures;
+  if (samples.empty())
+    return figures;
+  const auto& last = samples.back();
+  figures.calls = last.calls - baseline.calls;
+  figures.delivered = last.successes - baseline.successes;
+  if (figures.delivered <= 0)
+    return figures;
+  auto first_final = std::find_if(samples.begin(), samples.end(), [&](const provider_sample& s) {
+    return s.successes >= last.successes;
+  });
+  figures.last_at_s = first_final->at_s;
+  if (figures.last_at_s > 0)
+    figures.per_s = figures.delivered / figures.last_at_s;
+  return figures;
+}
+
+bool deliveries_settled(const provider_sample& baseline,
+                        const std::vector<provider_sample>& samples, double expected,
+                        double since_s, double quiet_s) {
+  if (samples.empty())
+    return false;
+  const auto& last = samples.back();
+  if (expected > 0 && last.successes - baseline.successes >= expected)
+    return true;
+  if (last.retry_queue_depth > 0)
+    return false;
+  auto unchanged_since =
+      std::find_if(samples.begin(), samples.end(),
+                   [&](const provider_sample& s) { return s.calls >= last.calls; });
+  return last.at_s - std::max(unchanged_since->at_s, since_s) >= quiet_s;
+}
+
+} // namespace herald::tools

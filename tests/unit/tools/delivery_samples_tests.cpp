@@ -1,0 +1,92 @@
+#include "tools/delivery_samples.hpp"
+
+#include <string>
+
+#include <boost/test/unit_test.hpp>
+
+using namespace herald::tools;
+
+namespace {
+
+provider_sample at(double at_s, double calls, double successes, double retry_queue = 0) {
+  provider_sample sample;
+  sample.at_s = at_s;
+  sample.calls = calls;
+  sample.successes = successes;
+  sample.retry_queue_depth = retry_queue;
+  return sample;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(delivery_samples_tests)
+
+BOOST_AUTO_TEST_CASE(a_metrics_answer_becomes_a_sample) {
+  std::string text = "# HELP herald_provider_calls_total Provider calls by outcome\n"
+                     "# TYPE herald_provider_calls_total counter\n"
+                     "herald_provider_calls_total{channel=\"app\",outcome=\"success\"} 30\n"
+                     "herald_provider_calls_total{channel=\"sms\",outcome=\"retryable\"} 4\n"
+                     "herald_provider_calls_total{channel=\"sms\",outcome=\"success\"} 25\n"
+                     "herald_retry_queue_depth 3\n";
+  auto sample = read_provider_sample(text, 1.5);
+  BOOST_TEST(sample.at_s == 1.5);
+  BOOST_TEST(sample.has_counter);
+  BOOST_TEST(sample.calls == 59.0);
+  BOOST_TEST(sample.successes == 55.0);
+  BOOST_TEST(sample.retry_queue_depth == 3.0);
+
+  // Before herald's first call the family is not on /metrics at all: zero calls.
+  auto idle = read_provider_sample("herald_retry_queue_depth 0\n", 0);
+  BOOST_TEST(!idle.has_counter);
+  BOOST_TEST(idle.calls == 0.0);
+  BOOST_TEST(idle.successes == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(rate_counts_to_the_first_sample_with_the_final_count) {
+  auto baseline = at(-0.1, 100, 90); // an earlier run's calls
+  std::vector<provider_sample> samples{at(0.25, 100, 90),  at(0.5, 150, 130), at(1.0, 400, 370),
+                                       at(1.25, 500, 490), at(1.5, 505, 490), at(1.75, 505, 490)};
+  auto figures = delivery_from_samples(baseline, samples);
+  BOOST_TEST(figures.calls == 405.0);
+  BOOST_TEST(figures.delivered == 400.0);
+  // The last success was seen at 1.25 s; the retryable calls after it do not stretch the time.
+  BOOST_TEST(figures.last_at_s == 1.25);
+  BOOST_TEST(figures.per_s == 320.0);
+}
+
+BOOST_AUTO_TEST_CASE(no_delivery_gives_no_rate) {
+  auto baseline = at(0, 10, 10);
+  auto figures = delivery_from_samples(baseline, {at(0.25, 12, 10), at(0.5, 14, 10)});
+  BOOST_TEST(figures.delivered == 0.0);
+  BOOST_TEST(figures.calls == 4.0);
+  BOOST_TEST(figures.last_at_s == 0.0);
+  BOOST_TEST(figures.per_s == 0.0);
+  BOOST_TEST(delivery_from_samples(baseline, {}).delivered == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(the_wait_ends_when_all_tasks_were_delivered) {
+  auto baseline = at(0, 100, 100);
+  BOOST_TEST(!deliveries_settled(baseline, {at(1, 140, 139)}, 40, 1, 2));
+  BOOST_TEST(deliveries_settled(baseline, {at(1, 140, 140)}, 40, 1, 2));
+  BOOST_TEST(!deliveries_settled(baseline, {}, 40, 1, 2));
+}
+
+BOOST_AUTO_TEST_CASE(the_wait_ends_when_calls_went_quiet_with_no_retry_waiting) {
+  auto baseline = at(0, 0, 0);
+  // Calls stopped at 1.0 s, two tasks failed for good: quiet from 1.0 s.
+  std::vector<provider_sample> quiet{at(0.5, 10, 10), at(1.0, 20, 18), at(2.0, 20, 18),
+                                     at(3.0, 20, 18)};
+  BOOST_TEST(deliveries_settled(baseline, quiet, 20, 1.0, 2.0));
+  BOOST_TEST(!deliveries_settled(baseline, quiet, 20, 1.0, 2.5));
+  // Quiet counts from the end of the submissions at the earliest.
+  BOOST_TEST(!deliveries_settled(baseline, quiet, 20, 1.5, 2.0));
+  // A task waiting for its retry is a delivery yet to come.
+  auto waiting = quiet;
+  waiting.back().retry_queue_depth = 2;
+  BOOST_TEST(!deliveries_settled(baseline, waiting, 20, 1.0, 2.0));
+  // Calls that keep coming (retryable ones too) are not quiet.
+  std::vector<provider_sample> busy{at(1.0, 20, 18), at(2.0, 21, 18), at(3.0, 22, 18)};
+  BOOST_TEST(!deliveries_settled(baseline, busy, 20, 1.0, 2.0));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
