@@ -57,6 +57,30 @@ std::optional<stats_counts> stats_row(const json::value& value) {
   return counts;
 }
 
+/// A single POST's answer body, or a batch item's result that has the same fields.
+std::optional<accepted_answer> submit_answer_of(const json::value& value) {
+  if (!value.is_object())
+    return std::nullopt;
+  const auto& object = value.get_object();
+  accepted_answer answer;
+  answer.message_id = string_field(object, "message_id");
+  auto* tasks = object.if_contains("tasks");
+  if (answer.message_id.empty() || !tasks || !tasks->is_array())
+    return std::nullopt;
+  for (const auto& item : tasks->get_array()) {
+    if (!item.is_object())
+      return std::nullopt;
+    const auto& task = item.get_object();
+    answered_task parsed{string_field(task, "task_id"), string_field(task, "channel"), false};
+    if (auto* duplicate = task.if_contains("duplicate"); duplicate && duplicate->is_bool())
+      parsed.duplicate = duplicate->get_bool();
+    if (parsed.task_id.empty())
+      return std::nullopt;
+    answer.tasks.push_back(std::move(parsed));
+  }
+  return answer;
+}
+
 } // namespace
 
 std::optional<herald_stats> parse_stats_answer(std::string_view body) {
@@ -115,26 +139,36 @@ std::optional<provider_receipt_stats> parse_provider_stats(std::string_view body
 
 std::optional<accepted_answer> parse_submit_answer(std::string_view body) {
   auto value = parse(body);
+  if (!value)
+    return std::nullopt;
+  return submit_answer_of(*value);
+}
+
+std::optional<std::vector<batch_item_result>> parse_batch_answer(std::string_view body,
+                                                                 std::size_t items) {
+  auto value = parse(body);
   if (!value || !value->is_object())
     return std::nullopt;
-  const auto& object = value->get_object();
-  accepted_answer answer;
-  answer.message_id = string_field(object, "message_id");
-  auto* tasks = object.if_contains("tasks");
-  if (answer.message_id.empty() || !tasks || !tasks->is_array())
+  auto* results = value->get_object().if_contains("results");
+  if (!results || !results->is_array() || results->get_array().size() != items)
     return std::nullopt;
-  for (const auto& item : tasks->get_array()) {
-    if (!item.is_object())
+  std::vector<batch_item_result> parsed;
+  parsed.reserve(items);
+  for (const auto& item : results->get_array()) {
+    auto* status = item.is_object() ? item.get_object().if_contains("status") : nullptr;
+    auto code = count_value(status);
+    if (!status || !status->is_number() || code < 100 || code > 599)
       return std::nullopt;
-    const auto& task = item.get_object();
-    answered_task parsed{string_field(task, "task_id"), string_field(task, "channel"), false};
-    if (auto* duplicate = task.if_contains("duplicate"); duplicate && duplicate->is_bool())
-      parsed.duplicate = duplicate->get_bool();
-    if (parsed.task_id.empty())
-      return std::nullopt;
-    answer.tasks.push_back(std::move(parsed));
+    batch_item_result result;
+    result.status = static_cast<int>(code);
+    if (result.status >= 200 && result.status < 300) {
+      result.answer = submit_answer_of(item);
+    } else if (auto* error = item.get_object().if_contains("error"); error && error->is_object()) {
+      result.error_code = string_field(error->get_object(), "code");
+    }
+    parsed.push_back(std::move(result));
   }
-  return answer;
+  return parsed;
 }
 
 std::optional<observed_message> parse_message_view(std::string_view body) {

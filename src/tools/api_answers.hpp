@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace herald::tools {
 
@@ -14,6 +15,20 @@ namespace herald::tools {
 /// "duplicate"}]}); nullopt when it is not that shape. `event`, `late` and `status` are left
 /// for the caller.
 std::optional<accepted_answer> parse_submit_answer(std::string_view body);
+
+/// One item's result in a 200 answer of POST /v1/messages/batch.
+struct batch_item_result {
+  int status = 0; ///< the HTTP status the item would have had on its own
+  /// For a 2xx: the item read as parse_submit_answer reads a single answer (nullopt when it is
+  /// not that shape). `event`, `late` and `status` are left for the caller.
+  std::optional<accepted_answer> answer;
+  std::string error_code; ///< error.code of a rejected item ("" when absent)
+};
+
+/// Reads a 200 answer of POST /v1/messages/batch ({"results":[{"status",…}…]}) sent with
+/// `items` messages; nullopt unless it holds exactly `items` results, each with a status.
+std::optional<std::vector<batch_item_result>> parse_batch_answer(std::string_view body,
+                                                                 std::size_t items);
 
 /// Reads GET /v1/messages/{id} (found = true); nullopt when it is not that shape.
 std::optional<observed_message> parse_message_view(std::string_view body);

@@ -104,4 +104,20 @@ load_plan make_load_plan(const load_options& options) {
   return plan;
 }
 
+std::string batch_body(const load_plan& plan, const std::vector<std::size_t>& events) {
+  std::size_t size = 16;
+  for (auto event : events)
+    size += plan.events[event].body.size() + 1;
+  std::string body;
+  body.reserve(size);
+  body += R"({"messages":[)";
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (i > 0)
+      body += ',';
+    body += plan.events[events[i]].body;
+  }
+  body += "]}";
+  return body;
+}
+
 } // namespace herald::tools

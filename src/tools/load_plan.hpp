@@ -42,4 +42,8 @@ std::vector<std::size_t> choose_events(std::size_t events, double ratio, std::ui
 
 load_plan make_load_plan(const load_options& options);
 
+/// The POST /v1/messages/batch body for `events` (indexes into plan.events, 1..1000 of them):
+/// {"messages":[<each event's POST /v1/messages body, byte for byte>, …]} in that order.
+std::string batch_body(const load_plan& plan, const std::vector<std::size_t>& events);
+
 } // namespace herald::tools

@@ -21,6 +21,48 @@ BOOST_AUTO_TEST_CASE(submit_answer) {
     BOOST_TEST(!parse_submit_answer(bad), bad);
 }
 
+BOOST_AUTO_TEST_CASE(batch_answer_one_result_per_item_in_order) {
+  auto results = parse_batch_answer(
+      R"({"results":[
+        {"status":202,"message_id":"m1","trace_id":"t1","tasks":[{"task_id":"a","channel":"sms","status":"PENDING","duplicate":false}]},
+        {"status":400,"error":{"code":"invalid_field","message":"to.sms is not E.164","field":"to.sms"}},
+        {"status":200,"message_id":"m2","trace_id":"t2","tasks":[{"task_id":"b","channel":"app","status":"SENT","duplicate":true}]},
+        {"status":503,"error":{"code":"overloaded","message":"try again"}},
+        {"status":202,"message_id":"m3"}]})",
+      5);
+  BOOST_REQUIRE(results);
+  BOOST_REQUIRE(results->size() == 5u);
+  const auto& r = *results;
+  BOOST_TEST(r[0].status == 202);
+  BOOST_REQUIRE(r[0].answer);
+  BOOST_TEST(r[0].answer->message_id == "m1");
+  BOOST_TEST(r[0].answer->tasks.at(0).task_id == "a");
+  BOOST_TEST(!r[0].answer->tasks.at(0).duplicate);
+  BOOST_TEST(r[1].status == 400);
+  BOOST_TEST(!r[1].answer);
+  BOOST_TEST(r[1].error_code == "invalid_field");
+  BOOST_TEST(r[2].status == 200);
+  BOOST_REQUIRE(r[2].answer);
+  BOOST_TEST(r[2].answer->message_id == "m2");
+  BOOST_TEST(r[2].answer->tasks.at(0).duplicate);
+  BOOST_TEST(r[3].status == 503);
+  BOOST_TEST(r[3].error_code == "overloaded");
+  // A 2xx item without tasks is accepted but not understood.
+  BOOST_TEST(r[4].status == 202);
+  BOOST_TEST(!r[4].answer);
+}
+
+BOOST_AUTO_TEST_CASE(batch_answer_of_another_shape_is_refused) {
+  const char* one = R"({"results":[{"status":202,"message_id":"m","tasks":[]}]})";
+  BOOST_TEST(parse_batch_answer(one, 1).has_value());
+  BOOST_TEST(!parse_batch_answer(one, 2)); // a result missing: nothing can be matched to items
+  BOOST_TEST(!parse_batch_answer(R"({"results":[]})", 1));
+  for (auto bad : {"", "[]", R"({"error":{"code":"overloaded"}})", R"({"results":{}})",
+                   R"({"results":[{"message_id":"m"}]})", R"({"results":[{"status":"202"}]})",
+                   R"({"results":[{"status":2020}]})", R"({"results":[7]})"})
+    BOOST_TEST(!parse_batch_answer(bad, 1), bad);
+}
+
 BOOST_AUTO_TEST_CASE(message_view) {
   auto view = parse_message_view(
       R"({"message_id":"m1","tasks":[{"task_id":"a","channel":"sms","recipient":"+86***00","status":"SENT","attempts":2,"provider_request_id":"p1","attempt_log":[]}]})");

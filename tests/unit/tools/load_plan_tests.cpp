@@ -78,6 +78,22 @@ BOOST_AUTO_TEST_CASE(the_plan_is_a_function_of_the_seed) {
   BOOST_TEST(make_load_plan(other).late != a.late);
 }
 
+BOOST_AUTO_TEST_CASE(a_batch_body_holds_each_event_body_in_order) {
+  auto plan = make_load_plan(options_for(5, 0, 0));
+  auto body = batch_body(plan, {3, 0, 3});
+  auto parsed = json::parse(body).as_object();
+  BOOST_TEST(parsed.size() == 1u); // "messages" only
+  const auto& messages = parsed.at("messages").as_array();
+  BOOST_REQUIRE(messages.size() == 3u);
+  BOOST_TEST(messages[0].at("biz_id").as_string() == "t-3");
+  BOOST_TEST(messages[1].at("biz_id").as_string() == "t-0");
+  // Each item is the single POST's body byte for byte, so a retry is the same request.
+  BOOST_TEST(json::serialize(messages[1]) == plan.events[0].body);
+  BOOST_TEST(body == R"({"messages":[)" + plan.events[3].body + "," + plan.events[0].body + "," +
+                         plan.events[3].body + "]}");
+  BOOST_TEST(batch_body(plan, {1}) == R"({"messages":[)" + plan.events[1].body + "]}");
+}
+
 BOOST_AUTO_TEST_CASE(choose_events_takes_the_rounded_share) {
   BOOST_TEST(choose_events(10, 0, 1).empty());
   BOOST_TEST(choose_events(10, 1, 1).size() == 10u);
