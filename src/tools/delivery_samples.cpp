@@ -3,6 +3,7 @@
 #include "tools/metrics_text.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace herald::tools {
 
@@ -28,6 +29,13 @@ delivery_figures delivery_from_samples(const provider_sample& baseline,
   delivery_figures figures;
   if (samples.empty())
     return figures;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const auto& before = i == 0 ? baseline : samples[i - 1];
+    if (samples[i].calls < before.calls || samples[i].successes < before.successes) {
+      figures.counter_reset = true;
+      return figures;
+    }
+  }
   const auto& last = samples.back();
   figures.calls = last.calls - baseline.calls;
   figures.delivered = last.successes - baseline.successes;
@@ -52,10 +60,12 @@ bool deliveries_settled(const provider_sample& baseline,
     return true;
   if (last.retry_queue_depth > 0)
     return false;
-  auto unchanged_since =
-      std::find_if(samples.begin(), samples.end(),
-                   [&](const provider_sample& s) { return s.calls >= last.calls; });
-  return last.at_s - std::max(unchanged_since->at_s, since_s) >= quiet_s;
+  // The oldest of the readings at the end that show the same count (a restarted herald's
+  // counter may have shown it before, too).
+  auto unchanged = samples.rbegin();
+  while (std::next(unchanged) != samples.rend() && std::next(unchanged)->calls == last.calls)
+    ++unchanged;
+  return last.at_s - std::max(unchanged->at_s, since_s) >= quiet_s;
 }
 
 } // namespace herald::tools

@@ -25,6 +25,9 @@ struct delivery_figures {
   double delivered = 0; ///< provider calls that succeeded
   double last_at_s = 0; ///< the first sample showing the final success count (0 if none)
   double per_s = 0;     ///< delivered / last_at_s
+  /// The counter went down between two readings: herald restarted and counts from 0 again, so
+  /// the figures above mean nothing (all 0).
+  bool counter_reset = false;
 };
 
 /// `samples` in time order. The last success happened at or before `last_at_s`, after the

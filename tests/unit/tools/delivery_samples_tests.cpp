@@ -64,6 +64,25 @@ BOOST_AUTO_TEST_CASE(no_delivery_gives_no_rate) {
   BOOST_TEST(delivery_from_samples(baseline, {}).delivered == 0.0);
 }
 
+BOOST_AUTO_TEST_CASE(a_restarted_herald_gives_no_figures) {
+  auto baseline = at(0, 100, 100);
+  // Killed after 150 calls; the new process counted 30 by the end.
+  std::vector<provider_sample> samples{at(1, 150, 150), at(2, 10, 10), at(3, 30, 30)};
+  auto figures = delivery_from_samples(baseline, samples);
+  BOOST_TEST(figures.counter_reset);
+  BOOST_TEST(figures.delivered == 0.0);
+  BOOST_TEST(figures.per_s == 0.0);
+  // Restarted before the first reading: below the baseline.
+  BOOST_TEST(delivery_from_samples(baseline, {at(1, 20, 20)}).counter_reset);
+  BOOST_TEST(!delivery_from_samples(baseline, {at(1, 120, 110)}).counter_reset);
+  // Quiet counts from when the new process's count stopped, not from an old equal reading.
+  std::vector<provider_sample> again{at(1, 30, 30), at(2, 150, 150), at(3, 10, 10), at(4, 30, 30),
+                                     at(5, 30, 30)};
+  BOOST_TEST(!deliveries_settled(baseline, again, 1000, 0, 2));
+  again.push_back(at(6, 30, 30));
+  BOOST_TEST(deliveries_settled(baseline, again, 1000, 0, 2));
+}
+
 BOOST_AUTO_TEST_CASE(the_wait_ends_when_all_tasks_were_delivered) {
   auto baseline = at(0, 100, 100);
   BOOST_TEST(!deliveries_settled(baseline, {at(1, 140, 139)}, 40, 1, 2));
