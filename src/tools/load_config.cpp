@@ -85,6 +85,12 @@ load_options parse_load_args(const std::vector<std::string>& args) {
              [&](const auto& name, const auto& v) {
                options.concurrency = static_cast<unsigned>(parse_count(name, v, 1, 256));
              })
+      .value("--rate", [&](const auto& name,
+                           const auto& v) { options.rate = parse_count(name, v, 1, 1'000'000); })
+      .value("--batch",
+             [&](const auto& name, const auto& v) {
+               options.batch = static_cast<std::size_t>(parse_count(name, v, 1, 1000));
+             })
       .value("--provider",
              [&](const auto& name, const auto& v) { options.provider = loopback_only(name, v); })
       .value("--provider-channels",
@@ -129,6 +135,8 @@ load_options parse_load_args(const std::vector<std::string>& args) {
     throw usage_error("--provider-channels needs --provider");
   if (options.reset_provider && !options.provider)
     throw usage_error("--reset-provider needs --provider");
+  if (options.rate && !parser.seen("--concurrency"))
+    options.concurrency = open_loop_concurrency;
   if (!has_provider_channels)
     options.provider_channels = options.channels;
   return options;
@@ -143,7 +151,15 @@ std::string load_usage() {
   --channels LIST           channels of every event (default sms,wechat,app)
   --duplicate-ratio R       share of events resubmitted at a random later moment (default 0.1)
   --late-duplicates R2      share of events resubmitted after the drain (default 0.05)
-  --concurrency C           keep-alive connections (default 8)
+  --concurrency C           keep-alive connections, one thread each, 1-256 (default 8;
+                            64 with --rate)
+  --rate N                  open loop: N requests/s on a fixed schedule (request i due at
+                            start + i/N) whatever the answers; latency counts from the due
+                            time. A request no connection was free for starts late and is
+                            counted ("late starts"): then the figures are no longer open-loop
+                            and --concurrency must be raised. Default: closed loop
+  --batch K                 send the events through POST /v1/messages/batch, K (1-1000) per
+                            request; --rate then counts batch requests
   --provider HOST:PORT      the sim-provider to check deliveries against (loopback only)
   --provider-channels LIST  channels routed to that provider (default: --channels)
   --reset-provider          POST /calls/reset to the provider before the run
@@ -159,6 +175,12 @@ std::string load_usage() {
   --to-from-channel         recipients "<channel>:<user>" instead of channel-shaped ones
   --seed N                  seed of the plan (default 1)
   --json                    one JSON object on stdout instead of the report
+  Rates: accepted POSTs/s and tasks/s from the first submission to the last accepted answer;
+  delivered tasks/s from herald's GET /metrics herald_provider_calls_total{outcome="success"},
+  read every 250 ms from before the run until it reaches the accepted tasks or stops growing:
+  successes / (first submission -> the reading that showed the last one). The drain reads
+  every message afterwards (the correctness half); it enters no rate. Latency p50/p99/p999/max
+  of the POST answers (per batch request with --batch).
   At the end it reads GET /v1/stats over the run's window and checks its counts against the
   messages (stats_match; a herald without /v1/stats is reported "stats: not available"; the
   window must hold no other tasks), and reports herald_receipts_total and

@@ -3,6 +3,7 @@
 #include "tools/cli_args.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -18,7 +19,13 @@ struct load_options {
   std::vector<std::string> channels{"sms", "wechat", "app"};
   double duplicate_ratio = 0.1;  ///< events resubmitted once during the run
   double late_duplicates = 0.05; ///< events resubmitted once after the drain
-  unsigned concurrency = 8;
+  unsigned concurrency = 8;      ///< connections; open_loop_concurrency with --rate unless given
+  /// Open loop: requests per second on a fixed schedule (request i due at start + i / rate),
+  /// sent whether or not earlier answers came back. Unset: closed loop, each connection sends
+  /// its next request when the last one was answered.
+  std::optional<std::uint64_t> rate;
+  /// Events per POST /v1/messages/batch request; 0: one POST /v1/messages per event.
+  std::size_t batch = 0;
   std::optional<host_port> provider;
   /// Channels whose tasks go to the sim-provider (checked against it); all channels unless
   /// --provider-channels says otherwise.
@@ -41,6 +48,10 @@ struct load_options {
 
 /// Parses the arguments after `herald load`; throws usage_error (also for non-loopback
 /// addresses: the tool is for local load tests only).
+/// --concurrency's default with --rate: enough connections for the schedule while answers
+/// take up to 64 / rate seconds.
+constexpr unsigned open_loop_concurrency = 64;
+
 load_options parse_load_args(const std::vector<std::string>& args);
 
 std::string load_usage();

@@ -23,34 +23,58 @@ double rounded(double value) {
   return std::round(value * 1000) / 1000;
 }
 
+json::object latency_json(const std::vector<double>& values_ms) {
+  auto latency = summarize_latencies(values_ms);
+  return json::object{{"count", latency.count},
+                      {"p50", rounded(latency.p50)},
+                      {"p99", rounded(latency.p99)},
+                      {"p999", rounded(latency.p999)},
+                      {"max", rounded(latency.max)}};
+}
+
 /// `accepted_tasks` only for the live phase (late resubmissions create none).
 json::object stats_json(const submit_stats& stats, std::optional<std::size_t> accepted_tasks) {
-  auto latency = summarize_latencies(stats.latencies_ms);
   json::object rejected;
   for (const auto& [status, count] : stats.rejected_statuses)
     rejected[std::to_string(status)] = count;
-  json::object body{
-      {"submissions", stats.submissions},
-      {"exchanges", stats.exchanges},
-      {"accepted", stats.accepted},
-      {"created_answers", stats.created_answers},
-      {"duplicate_answers", stats.duplicate_answers},
-      {"rejected", stats.rejected},
-      {"rejected_statuses", std::move(rejected)},
-      {"gave_up", stats.gave_up},
-      {"retries_overloaded", stats.retries_overloaded},
-      {"retries_connection", stats.retries_connection},
-      {"retries_server_error", stats.retries_server_error},
-      {"duration_s", rounded(stats.duration_s)},
-      {"accepted_per_s", rounded(rate(static_cast<double>(stats.accepted), stats.duration_s))},
-      {"latency_ms", json::object{{"count", latency.count},
-                                  {"p50", rounded(latency.p50)},
-                                  {"p99", rounded(latency.p99)},
-                                  {"max", rounded(latency.max)}}}};
+  json::object body{{"submissions", stats.submissions},
+                    {"requests", stats.requests},
+                    {"exchanges", stats.exchanges},
+                    {"accepted", stats.accepted},
+                    {"created_answers", stats.created_answers},
+                    {"duplicate_answers", stats.duplicate_answers},
+                    {"rejected", stats.rejected},
+                    {"rejected_statuses", std::move(rejected)},
+                    {"gave_up", stats.gave_up},
+                    {"retries_overloaded", stats.retries_overloaded},
+                    {"retries_connection", stats.retries_connection},
+                    {"retries_server_error", stats.retries_server_error},
+                    {"duration_s", rounded(stats.duration_s)},
+                    {"accepted_window_s", rounded(stats.accepted_window_s)},
+                    {"accepted_per_s",
+                     rounded(rate(static_cast<double>(stats.accepted), stats.accepted_window_s))},
+                    {"late_starts", stats.late_starts},
+                    {"max_start_lag_ms", rounded(stats.max_start_lag_ms)},
+                    {"latency_ms", latency_json(stats.latencies_ms)},
+                    {"batch_latency_ms", latency_json(stats.batch_latencies_ms)}};
   if (accepted_tasks)
     body["accepted_tasks_per_s"] =
-        rounded(rate(static_cast<double>(*accepted_tasks), stats.duration_s));
+        rounded(rate(static_cast<double>(*accepted_tasks), stats.accepted_window_s));
   return body;
+}
+
+json::object delivery_json(const delivery_stats& delivery) {
+  return json::object{{"available", delivery.available},
+                      {"counter_reset", delivery.figures.counter_reset},
+                      {"provider_calls", delivery.figures.calls},
+                      {"delivered", delivery.figures.delivered},
+                      {"expected_tasks", delivery.expected},
+                      {"last_provider_call_s", rounded(delivery.figures.last_at_s)},
+                      {"delivered_per_s", rounded(delivery.figures.per_s)},
+                      {"settled", delivery.settled},
+                      {"wait_s", rounded(delivery.wait_s)},
+                      {"samples", delivery.samples},
+                      {"successes_after_wait", delivery.successes_after_wait}};
 }
 
 json::value optional_number(const std::optional<double>& value) {
@@ -109,6 +133,67 @@ std::string fixed(double value, int digits = 1) {
   return buffer;
 }
 
+/// "accepted … POSTs/s, … tasks/s (…); delivered … tasks/s (…)": the rates of a run.
+std::string rates_text(const load_options& options, const load_run& run,
+                       std::size_t accepted_tasks) {
+  const auto& live = run.live;
+  std::ostringstream out;
+  out << "  rates      accepted "
+      << fixed(rate(static_cast<double>(live.accepted), live.accepted_window_s));
+  if (options.batch > 0)
+    out << " events/s in "
+        << fixed(rate(static_cast<double>(live.requests), live.accepted_window_s))
+        << " batches/s, ";
+  else
+    out << " POSTs/s, ";
+  out << fixed(rate(static_cast<double>(accepted_tasks), live.accepted_window_s))
+      << " tasks/s (first submission to last accepted answer " << fixed(live.accepted_window_s, 2)
+      << " s); ";
+  const auto& delivery = run.delivery;
+  if (!delivery.available || delivery.figures.counter_reset) {
+    out << "delivered not measured ("
+        << (delivery.available ? "herald restarted: its counters began again"
+                               : "no herald_provider_calls_total on /metrics")
+        << ")\n";
+    return out.str();
+  }
+  out << "delivered " << fixed(delivery.figures.per_s) << " tasks/s ("
+      << static_cast<long long>(delivery.figures.delivered) << " provider successes of "
+      << static_cast<long long>(delivery.figures.calls) << " calls for "
+      << static_cast<long long>(delivery.expected) << " tasks, last provider call at "
+      << fixed(delivery.figures.last_at_s) << " s";
+  if (!delivery.settled)
+    out << "; still calling when the wait ended";
+  if (delivery.successes_after_wait > 0)
+    out << "; " << static_cast<long long>(delivery.successes_after_wait)
+        << " more successes during the drain, not counted";
+  out << ")\n";
+  return out.str();
+}
+
+/// "latency    p50/p99/p999/max …": the POST latencies, or the batch requests' ones.
+std::string latency_text(const load_options& options, const submit_stats& live) {
+  bool batch = options.batch > 0;
+  auto latency = summarize_latencies(batch ? live.batch_latencies_ms : live.latencies_ms);
+  std::ostringstream out;
+  out << (batch ? "  latency    batch p50/p99/p999/max " : "  latency    POST p50/p99/p999/max ")
+      << fixed(latency.p50, 2) << "/" << fixed(latency.p99, 2) << "/" << fixed(latency.p999, 2)
+      << "/" << fixed(latency.max, 2) << " ms (" << latency.count
+      << (batch ? " batch requests of up to " + std::to_string(options.batch) + " events"
+                : std::string(" POSTs"));
+  if (options.rate) {
+    out << ", open loop at " << *options.rate << "/s from the due time, " << live.late_starts
+        << " late starts";
+    if (live.late_starts > 0)
+      out << " (up to " << fixed(live.max_start_lag_ms, 1)
+          << " ms behind: not open-loop any more, raise --concurrency)";
+  } else {
+    out << ", closed loop, " << options.concurrency << " connections";
+  }
+  out << ")\n";
+  return out.str();
+}
+
 } // namespace
 
 std::string report_json(const load_options& options, const load_run& run,
@@ -124,6 +209,11 @@ std::string report_json(const load_options& options, const load_run& run,
     channels.emplace_back(channel);
   body["channels"] = std::move(channels);
   body["duration_s"] = rounded(run.total_duration_s);
+  body["mode"] =
+      json::object{{"loop", options.rate ? "open" : "closed"},
+                   {"rate", options.rate ? json::value(*options.rate) : json::value(nullptr)},
+                   {"batch", options.batch ? json::value(options.batch) : json::value(nullptr)},
+                   {"concurrency", options.concurrency}};
   body["ingest"] = stats_json(run.live, report.accepted_tasks);
   body["late"] = stats_json(run.late, std::nullopt);
   body["drain"] = wait_json(run.drain);
@@ -140,9 +230,11 @@ std::string report_json(const load_options& options, const load_run& run,
   } else {
     body["stats"] = json::object{{"available", false}, {"reason", run.record.stats_unavailable}};
   }
+  body["delivery"] = delivery_json(run.delivery);
   body["delivered_tasks"] = report.delivered_tasks;
-  body["delivered_per_s"] =
-      rounded(rate(static_cast<double>(report.delivered_tasks), run.elapsed_to_drain_s));
+  body["delivered_per_s"] = run.delivery.available && !run.delivery.figures.counter_reset
+                                ? json::value(rounded(run.delivery.figures.per_s))
+                                : json::value(nullptr);
   json::object states;
   for (const auto& [state, count] : report.states)
     states[state] = count;
@@ -181,24 +273,18 @@ std::string report_json(const load_options& options, const load_run& run,
 std::string report_text(const load_options& options, const load_run& run,
                         const check_report& report) {
   std::ostringstream out;
-  auto latency = summarize_latencies(run.live.latencies_ms);
   out << "herald load against " << options.target.to_string() << ": " << run.record.events
       << " events x " << options.channels.size() << " channels in " << fixed(run.total_duration_s)
       << " s\n";
-  out << "  ingest     " << run.live.accepted << "/" << run.live.submissions << " POSTs accepted ("
+  out << "  ingest     " << run.live.accepted << "/" << run.live.submissions
+      << (options.batch ? " events accepted in " + std::to_string(run.live.requests) + " batches ("
+                        : std::string(" POSTs accepted ("))
       << run.live.created_answers << " x 202, " << run.live.duplicate_answers << " x 200), "
       << run.live.rejected << " rejected, " << run.live.gave_up
       << " given up; retries: " << run.live.retries_overloaded << " overloaded, "
       << run.live.retries_connection << " connection, " << run.live.retries_server_error
       << " server error\n";
-  out << "  throughput " << fixed(rate(static_cast<double>(run.live.accepted), run.live.duration_s))
-      << " accepted POSTs/s, "
-      << fixed(rate(static_cast<double>(report.accepted_tasks), run.live.duration_s))
-      << " accepted tasks/s, "
-      << fixed(rate(static_cast<double>(report.delivered_tasks), run.elapsed_to_drain_s))
-      << " delivered tasks/s\n";
-  out << "  latency    p50 " << fixed(latency.p50, 2) << " ms, p99 " << fixed(latency.p99, 2)
-      << " ms, max " << fixed(latency.max, 2) << " ms (" << latency.count << " POSTs)\n";
+  out << rates_text(options, run, report.accepted_tasks) << latency_text(options, run.live);
   out << "  drain      " << (run.drain.complete ? "complete" : "INCOMPLETE") << " after "
       << fixed(run.drain.duration_s) << " s, " << run.drain.rounds << " rounds";
   if (!run.drain.complete)

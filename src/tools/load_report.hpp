@@ -9,8 +9,10 @@
 namespace herald::tools {
 
 /// The whole result as one JSON object (see load_usage / the report's field names):
-/// {"target","provider","events","channels","pass",
-///  "ingest":{…,"latency_ms":{"count","p50","p99","max"},"accepted_per_s"},
+/// {"target","provider","events","channels","pass","mode":{"loop","rate","batch","concurrency"},
+///  "ingest":{…,"latency_ms":{"count","p50","p99","p999","max"},"batch_latency_ms":{same},
+///  "accepted_per_s","accepted_tasks_per_s","accepted_window_s","late_starts"},
+///  "delivery":{"available","delivered","last_provider_call_s","delivered_per_s",…},
 ///  "late":{…},"drain":{"complete","rounds","pending_at_end","duration_s","retry_queue_depth"},
 ///  "settle":{same}|null,"receipts":{"herald":{"receipts_total","receipts_rejected_total",
 ///  "reconciled_total"},"provider":{"requests","without_receipt","dropped",…}|null},

@@ -4,12 +4,15 @@
 #include "tools/api_answers.hpp"
 #include "tools/http_client.hpp"
 #include "tools/metrics_text.hpp"
+#include "tools/request_schedule.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <ostream>
 #include <set>
 #include <thread>
@@ -29,6 +32,10 @@ constexpr milliseconds max_retry_after{5000};
 constexpr milliseconds drain_pause_idle{250};
 constexpr milliseconds drain_pause_busy{1000};
 constexpr auto progress_every = std::chrono::seconds(5);
+constexpr milliseconds sample_every{250};
+constexpr milliseconds open_loop_lead{100};
+/// No provider call for this long (retry queue empty) ends the wait for deliveries.
+constexpr double delivery_quiet_s = 2.0;
 
 double seconds_since(steady::time_point start) {
   return std::chrono::duration<double>(steady::now() - start).count();
@@ -66,113 +73,217 @@ milliseconds retry_after_or(const std::string& header, milliseconds fallback) {
   return std::clamp(wanted, first_backoff, max_retry_after);
 }
 
-enum class submit_kind { accepted, rejected, gave_up };
+enum class submit_kind {
+  accepted,
+  rejected,
+  gave_up,
+  unreadable ///< in a batch answered 200 whose body was not understood
+};
 
+/// What became of one event's submission.
 struct submit_result {
   submit_kind kind = submit_kind::gave_up;
   int status = 0;
-  std::string body;
+  std::optional<accepted_answer> answer; ///< a 2xx answer that was understood
 };
 
-/// POSTs one body until it gets a 2xx or a definite rejection. The body is identical on every
-/// try, so retrying is safe (herald is idempotent). Bounded by options.drain_timeout and a
-/// count; once any submission gave up on a dead herald (`herald_gone`), the others try once.
-submit_result submit_with_retry(http_client& client, const std::string& body,
-                                const load_options& options, std::atomic<bool>& herald_gone,
-                                submit_stats& stats) {
+enum class retry_class { overloaded, server_error, final };
+
+/// 503 and 429 are retried after Retry-After, 408 and other 5xx with backoff; the rest is final.
+retry_class classify(int status) {
+  if (status == 503 || status == 429)
+    return retry_class::overloaded;
+  if (status == 408 || status >= 500)
+    return retry_class::server_error;
+  return retry_class::final;
+}
+
+double milliseconds_between(steady::time_point from, steady::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+/// Submits `events` as one request (a POST /v1/messages, or with `batch` a POST
+/// /v1/messages/batch) until each got a 2xx or a definite rejection; a batch item answered
+/// 503/429/408/5xx goes again with the other such items. Every body is identical on every try,
+/// so retrying is safe (herald is idempotent). Bounded by options.drain_timeout and a count;
+/// once any submission gave up on a dead herald (`herald_gone`), the others try once. `due`
+/// (open loop) is where latency counts from; `last_accepted` moves to each 2xx answer.
+std::vector<submit_result>
+submit_with_retry(http_client& client, const load_plan& plan,
+                  const std::vector<std::size_t>& events, bool batch, const load_options& options,
+                  std::atomic<bool>& herald_gone, std::optional<steady::time_point> due,
+                  submit_stats& stats, steady::time_point& last_accepted) {
+  std::vector<submit_result> results(events.size());
+  std::vector<std::size_t> pending(events.size()); // positions in `events` still to send
+  for (std::size_t i = 0; i < pending.size(); ++i)
+    pending[i] = i;
   auto budget_end = steady::now() + options.drain_timeout;
   auto backoff = first_backoff;
   bool last_was_connection_error = false;
-  for (std::size_t n = 0; n < max_exchanges_per_submission; ++n) {
+  for (std::size_t n = 0; n < max_exchanges_per_submission && !pending.empty(); ++n) {
     if (n > 0 && (steady::now() >= budget_end || herald_gone.load()))
       break;
     ++stats.exchanges;
     auto started = steady::now();
     http_reply reply;
     try {
-      reply = client.request("POST", "/v1/messages", body);
+      if (batch) {
+        std::vector<std::size_t> sent;
+        for (auto position : pending)
+          sent.push_back(events[position]);
+        reply = client.request("POST", "/v1/messages/batch", batch_body(plan, sent));
+      } else {
+        reply = client.request("POST", "/v1/messages", plan.events[events[pending[0]]].body);
+      }
     } catch (const connection_error&) {
       last_was_connection_error = true;
-      ++stats.retries_connection;
+      stats.retries_connection += pending.size();
       sleep_until_at_most(backoff, budget_end);
       backoff = std::min(backoff * 2, max_backoff);
       continue;
     }
     last_was_connection_error = false;
-    if (reply.status >= 200 && reply.status < 300) {
-      stats.latencies_ms.push_back(
-          std::chrono::duration<double, std::milli>(steady::now() - started).count());
-      return {submit_kind::accepted, reply.status, std::move(reply.body)};
+    auto answered = steady::now();
+    std::vector<std::size_t> again; // positions this answer decided nothing for
+    bool overloaded = false;
+    auto decide = [&](std::size_t position, int status, std::optional<accepted_answer> answer) {
+      if (status >= 200 && status < 300) {
+        results[position] = {submit_kind::accepted, status, std::move(answer)};
+        last_accepted = answered;
+        return;
+      }
+      switch (classify(status)) {
+      case retry_class::overloaded:
+        ++stats.retries_overloaded;
+        overloaded = true;
+        again.push_back(position);
+        break;
+      case retry_class::server_error:
+        ++stats.retries_server_error;
+        again.push_back(position);
+        break;
+      case retry_class::final:
+        results[position] = {submit_kind::rejected, status, std::nullopt};
+        break;
+      }
+    };
+    bool success = reply.status >= 200 && reply.status < 300;
+    if (success)
+      (batch ? stats.batch_latencies_ms : stats.latencies_ms)
+          .push_back(milliseconds_between(due.value_or(started), answered));
+    if (success && !batch) {
+      decide(pending[0], reply.status, parse_submit_answer(reply.body));
+    } else if (success) {
+      auto items = parse_batch_answer(reply.body, pending.size());
+      for (std::size_t k = 0; k < pending.size(); ++k) {
+        if (!items)
+          results[pending[k]] = {submit_kind::unreadable, reply.status, std::nullopt};
+        else
+          decide(pending[k], (*items)[k].status, std::move((*items)[k].answer));
+      }
+    } else {
+      for (auto position : pending)
+        decide(position, reply.status, std::nullopt);
     }
-    if (reply.status == 503 || reply.status == 429) {
-      ++stats.retries_overloaded;
-      sleep_until_at_most(retry_after_or(reply.retry_after, backoff), budget_end);
+    pending = std::move(again);
+    if (!pending.empty()) {
+      sleep_until_at_most(overloaded ? retry_after_or(reply.retry_after, backoff) : backoff,
+                          budget_end);
       backoff = std::min(backoff * 2, max_backoff);
-      continue;
     }
-    if (reply.status == 408 || reply.status >= 500) {
-      ++stats.retries_server_error;
-      sleep_until_at_most(backoff, budget_end);
-      backoff = std::min(backoff * 2, max_backoff);
-      continue;
-    }
-    return {submit_kind::rejected, reply.status, std::move(reply.body)};
   }
   if (last_was_connection_error)
     herald_gone = true;
-  return {};
+  return results;
 }
 
-/// Submits `events` (event indexes; `resubmission` flags only matter for the plan) and
-/// returns the accepted answers in submission order.
+/// One submitting thread's own counts, merged at the end.
+struct worker_tally {
+  submit_stats stats;
+  std::size_t unparseable = 0;
+  steady::time_point last_accepted{};
+};
+
+/// Submits `events` (event indexes; `resubmission` flags only matter for the plan) from
+/// `started` on (the open loop's connections are up before, waiting for their first request), one
+/// per request or options.batch per request, closed loop or on `schedule`, and returns the accepted
+/// answers in submission order.
 std::vector<accepted_answer> submit_all(const load_options& options, const load_plan& plan,
                                         const std::vector<std::size_t>& events, bool late,
-                                        submit_stats& total, std::size_t& unparseable) {
+                                        const std::optional<open_loop_schedule>& schedule,
+                                        steady::time_point started, submit_stats& total,
+                                        std::size_t& unparseable) {
   std::vector<std::optional<accepted_answer>> slots(events.size());
-  std::vector<submit_stats> per_worker(options.concurrency);
-  std::vector<std::size_t> unparseable_per_worker(options.concurrency, 0);
+  std::vector<worker_tally> tallies(options.concurrency);
   std::vector<std::unique_ptr<http_client>> clients;
   for (unsigned w = 0; w < options.concurrency; ++w)
     clients.push_back(std::make_unique<http_client>(options.target, options.request_timeout));
   std::atomic<bool> herald_gone{false};
+  const bool batch = options.batch > 0;
+  auto requests = request_groups(events.size(), batch ? options.batch : 1);
 
-  auto started = steady::now();
-  parallel_for(events.size(), options.concurrency, [&](std::size_t w, std::size_t i) {
-    auto event = events[i];
-    auto& stats = per_worker[w];
-    auto result =
-        submit_with_retry(*clients[w], plan.events[event].body, options, herald_gone, stats);
-    switch (result.kind) {
-    case submit_kind::accepted: {
-      ++stats.accepted;
-      ++(result.status == 202 ? stats.created_answers : stats.duplicate_answers);
-      auto answer = parse_submit_answer(result.body);
-      if (!answer) {
-        ++unparseable_per_worker[w];
-        return;
+  if (!schedule)
+    std::this_thread::sleep_until(started);
+  parallel_for(requests.size(), options.concurrency, [&](std::size_t w, std::size_t r) {
+    auto& tally = tallies[w];
+    auto& stats = tally.stats;
+    std::optional<steady::time_point> due;
+    if (schedule) {
+      due = started + std::chrono::duration_cast<steady::duration>(schedule->due(r));
+      auto taken = steady::now();
+      if (schedule->late(r, taken - started)) {
+        ++stats.late_starts;
+        stats.max_start_lag_ms =
+            std::max(stats.max_start_lag_ms, milliseconds_between(*due, taken));
+      } else {
+        std::this_thread::sleep_until(*due);
       }
-      answer->event = event;
-      answer->late = late;
-      answer->status = result.status;
-      slots[i] = std::move(answer);
-      break;
     }
-    case submit_kind::rejected:
-      ++stats.rejected;
-      ++stats.rejected_statuses[result.status];
-      break;
-    case submit_kind::gave_up:
-      ++stats.gave_up;
-      break;
+    auto [first, end] = requests[r];
+    std::vector<std::size_t> request_events(events.begin() + static_cast<std::ptrdiff_t>(first),
+                                            events.begin() + static_cast<std::ptrdiff_t>(end));
+    auto results = submit_with_retry(*clients[w], plan, request_events, batch, options, herald_gone,
+                                     due, stats, tally.last_accepted);
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      auto& result = results[k];
+      switch (result.kind) {
+      case submit_kind::accepted:
+        ++stats.accepted;
+        ++(result.status == 202 ? stats.created_answers : stats.duplicate_answers);
+        if (!result.answer) {
+          ++tally.unparseable;
+          break;
+        }
+        result.answer->event = request_events[k];
+        result.answer->late = late;
+        result.answer->status = result.status;
+        slots[first + k] = std::move(result.answer);
+        break;
+      case submit_kind::rejected:
+        ++stats.rejected;
+        ++stats.rejected_statuses[result.status];
+        break;
+      case submit_kind::gave_up:
+        ++stats.gave_up;
+        break;
+      case submit_kind::unreadable:
+        ++tally.unparseable;
+        break;
+      }
     }
   });
 
   total.submissions += events.size();
-  for (const auto& stats : per_worker)
-    total.merge(stats);
+  total.requests += requests.size();
+  steady::time_point last_accepted{};
+  for (const auto& tally : tallies) {
+    total.merge(tally.stats);
+    unparseable += tally.unparseable;
+    last_accepted = std::max(last_accepted, tally.last_accepted);
+  }
   total.duration_s += seconds_since(started);
-  for (auto count : unparseable_per_worker)
-    unparseable += count;
+  if (last_accepted > started)
+    total.accepted_window_s += std::chrono::duration<double>(last_accepted - started).count();
   std::vector<accepted_answer> answers;
   for (auto& slot : slots)
     if (slot)
@@ -188,6 +299,124 @@ std::optional<double> read_metric(http_client& client, const char* name) {
   } catch (const connection_error&) {
   }
   return std::nullopt;
+}
+
+/// Reads herald's provider call counter (GET /metrics) every sample_every on its own thread
+/// until stopped. The baseline is read first; `origin()` is the first submission's time,
+/// which every sample's `at_s` counts from.
+class delivery_sampler {
+public:
+  /// The first submission is `lead` after the baseline reading.
+  delivery_sampler(const load_options& options, steady::duration lead)
+      : client_(options.target, options.request_timeout) {
+    origin_ = steady::now();
+    baseline_ = read_now();
+    origin_ = steady::now() + lead;
+    if (baseline_)
+      thread_ = std::thread([this] { sample_until_stopped(); });
+  }
+  ~delivery_sampler() { stop(); }
+  delivery_sampler(const delivery_sampler&) = delete;
+  delivery_sampler& operator=(const delivery_sampler&) = delete;
+
+  bool available() const { return baseline_.has_value(); }
+  const provider_sample& baseline() const { return *baseline_; }
+  steady::time_point origin() const { return origin_; }
+
+  std::vector<provider_sample> samples() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return samples_;
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable())
+      thread_.join();
+  }
+
+  /// One reading now (after stop(): the sampling thread owns the connection until then).
+  std::optional<provider_sample> read_now() {
+    try {
+      auto reply = client_.request("GET", "/metrics");
+      if (reply.status == 200 && reply.body.find("herald_") != std::string::npos)
+        return read_provider_sample(reply.body, seconds_since(origin_));
+    } catch (const connection_error&) {
+    }
+    return std::nullopt;
+  }
+
+private:
+  void sample_until_stopped() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stopping_) {
+      lock.unlock();
+      auto sample = read_now();
+      lock.lock();
+      if (sample)
+        samples_.push_back(*sample);
+      wake_.wait_for(lock, sample_every, [this] { return stopping_; });
+    }
+  }
+
+  http_client client_;
+  steady::time_point origin_;
+  std::optional<provider_sample> baseline_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::vector<provider_sample> samples_;
+  std::thread thread_;
+};
+
+/// Waits, after the live submissions, until herald's provider calls reached the tasks the
+/// answers named or went quiet (deliveries_settled), bounded by options.drain_timeout; then
+/// stops the sampler and computes the delivered rate. No message is read meanwhile.
+delivery_stats wait_for_deliveries(delivery_sampler& sampler,
+                                   const std::vector<accepted_answer>& answers,
+                                   const load_options& options, std::ostream& progress) {
+  delivery_stats stats;
+  std::set<std::string> tasks;
+  for (const auto& answer : answers)
+    for (const auto& task : answer.tasks)
+      tasks.insert(task.task_id);
+  stats.expected = static_cast<double>(tasks.size());
+  if (!sampler.available())
+    return stats;
+  auto started = steady::now();
+  auto since_s = std::chrono::duration<double>(started - sampler.origin()).count();
+  auto deadline = started + options.drain_timeout;
+  auto next_progress = started + progress_every;
+  for (;;) {
+    auto samples = sampler.samples();
+    if (deliveries_settled(sampler.baseline(), samples, stats.expected, since_s,
+                           delivery_quiet_s)) {
+      stats.settled = true;
+      break;
+    }
+    if (steady::now() >= deadline)
+      break;
+    if (steady::now() >= next_progress && !samples.empty()) {
+      progress << "herald load: deliveries: "
+               << static_cast<long long>(samples.back().successes - sampler.baseline().successes)
+               << " of " << tasks.size() << " tasks, "
+               << static_cast<long long>(seconds_since(started)) << " s\n";
+      next_progress = steady::now() + progress_every;
+    }
+    sleep_until_at_most(sample_every, deadline);
+  }
+  sampler.stop();
+  auto samples = sampler.samples();
+  stats.samples = samples.size();
+  stats.available = sampler.baseline().has_counter ||
+                    std::any_of(samples.begin(), samples.end(),
+                                [](const provider_sample& s) { return s.has_counter; });
+  stats.figures = delivery_from_samples(sampler.baseline(), samples);
+  stats.wait_s = seconds_since(started);
+  return stats;
 }
 
 /// Reads each message in `ids` once into `messages` (one GET each, `concurrency` at a time);
@@ -344,6 +573,10 @@ void submit_stats::merge(const submit_stats& other) {
   for (const auto& [status, count] : other.rejected_statuses)
     rejected_statuses[status] += count;
   latencies_ms.insert(latencies_ms.end(), other.latencies_ms.begin(), other.latencies_ms.end());
+  batch_latencies_ms.insert(batch_latencies_ms.end(), other.batch_latencies_ms.begin(),
+                            other.batch_latencies_ms.end());
+  late_starts += other.late_starts;
+  max_start_lag_ms = std::max(max_start_lag_ms, other.max_start_lag_ms);
 }
 
 load_run run_load_test(const load_options& options, const load_plan& plan, std::ostream& progress) {
@@ -364,21 +597,39 @@ load_run run_load_test(const load_options& options, const load_plan& plan, std::
   live_events.reserve(plan.live.size());
   for (const auto& submission : plan.live)
     live_events.push_back(submission.event);
+  std::optional<open_loop_schedule> schedule;
+  if (options.rate)
+    schedule.emplace(static_cast<double>(*options.rate));
   progress << "herald load: submitting " << plan.events.size() << " events (" << live_events.size()
-           << " POSTs) to " << options.target.to_string() << " with " << options.concurrency
-           << " connections\n";
-  record.answers =
-      submit_all(options, plan, live_events, false, run.live, record.unparseable_answers);
-  progress << "herald load: " << run.live.accepted << " POSTs accepted, " << run.live.rejected
+           << (options.batch ? " items in batches of " + std::to_string(options.batch) : " POSTs")
+           << ") to " << options.target.to_string() << " with " << options.concurrency
+           << " connections, "
+           << (options.rate ? "open loop at " + std::to_string(*options.rate) + " requests/s"
+                            : std::string("closed loop"))
+           << "\n";
+  // The open loop's connections start before its first request is due, so none of the first
+  // requests is late only because its thread was still being created.
+  delivery_sampler sampler(options, options.rate ? steady::duration(open_loop_lead)
+                                                 : steady::duration::zero());
+  if (!sampler.available())
+    progress << "herald load: cannot read herald's /metrics: delivered rate not measured\n";
+  record.answers = submit_all(options, plan, live_events, false, schedule, sampler.origin(),
+                              run.live, record.unparseable_answers);
+  progress << "herald load: " << run.live.accepted << " events accepted, " << run.live.rejected
            << " rejected, " << run.live.gave_up << " given up in " << run.live.duration_s
-           << " s; draining\n";
+           << " s; waiting for the deliveries\n";
+  run.delivery = wait_for_deliveries(sampler, record.answers, options, progress);
+  progress << "herald load: draining\n";
 
   for (const auto& answer : record.answers)
     record.messages.emplace(answer.message_id, observed_message{});
   run.drain = wait_for_messages(
       options, record.messages, [](const observed_task& t) { return is_terminal_status(t.status); },
       options.drain_timeout, "drain", progress);
-  run.elapsed_to_drain_s = seconds_since(started);
+  if (run.delivery.available && !run.delivery.figures.counter_reset)
+    if (auto after = sampler.read_now())
+      run.delivery.successes_after_wait =
+          after->successes - sampler.baseline().successes - run.delivery.figures.delivered;
 
   std::set<std::size_t> accepted_events;
   for (const auto& answer : record.answers)
@@ -389,8 +640,8 @@ load_run run_load_test(const load_options& options, const load_plan& plan, std::
       late_events.push_back(event);
   if (!late_events.empty()) {
     progress << "herald load: resubmitting " << late_events.size() << " events after the drain\n";
-    auto late_answers =
-        submit_all(options, plan, late_events, true, run.late, record.unparseable_answers);
+    auto late_answers = submit_all(options, plan, late_events, true, std::nullopt, steady::now(),
+                                   run.late, record.unparseable_answers);
     record.answers.insert(record.answers.end(), std::make_move_iterator(late_answers.begin()),
                           std::make_move_iterator(late_answers.end()));
   }

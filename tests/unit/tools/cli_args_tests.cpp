@@ -23,6 +23,12 @@ bool mentions(const std::string& message, const std::string& part) {
   return message.find(part) != std::string::npos;
 }
 
+/// The usage error of `herald load --target 127.0.0.1:80 <a>`, or "".
+std::string load_usage_message(args a) {
+  a.insert(a.begin(), {"--target", "127.0.0.1:80"});
+  return usage_message([&] { parse_load_args(a); });
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(cli_args_tests)
@@ -175,6 +181,29 @@ BOOST_AUTO_TEST_CASE(usage_errors_name_the_problem) {
   BOOST_TEST(mentions(error({"--target", "127.0.0.1:80", "--biz-prefix", "a b"}), "--biz-prefix"));
 }
 
+BOOST_AUTO_TEST_CASE(open_loop_and_batch_options) {
+  auto closed = parse_load_args({"--target", "127.0.0.1:8080"});
+  BOOST_TEST(!closed.rate);
+  BOOST_TEST(closed.batch == 0u);
+  BOOST_TEST(closed.concurrency == 8u);
+
+  // An open loop needs connections for every request in flight: its default is larger.
+  auto open = parse_load_args({"--target", "127.0.0.1:8080", "--rate", "500", "--batch", "100"});
+  BOOST_TEST(*open.rate == 500u);
+  BOOST_TEST(open.batch == 100u);
+  BOOST_TEST(open.concurrency == open_loop_concurrency);
+  auto given = parse_load_args({"--target", "127.0.0.1:8080", "--concurrency", "4", "--rate=9"});
+  BOOST_TEST(given.concurrency == 4u);
+  BOOST_TEST(*given.rate == 9u);
+
+  auto error = load_usage_message;
+  BOOST_TEST(mentions(error({"--rate", "0"}), "--rate"));
+  BOOST_TEST(mentions(error({"--rate", "fast"}), "--rate"));
+  BOOST_TEST(mentions(error({"--batch", "0"}), "--batch"));
+  BOOST_TEST(mentions(error({"--batch", "1001"}), "--batch"));
+  BOOST_TEST(error({"--batch", "1000"}).empty());
+}
+
 BOOST_AUTO_TEST_CASE(receipt_and_fallback_options) {
   auto defaults = parse_load_args({"--target", "127.0.0.1:8080"});
   BOOST_TEST(defaults.receipt_channels.empty());
@@ -189,10 +218,7 @@ BOOST_AUTO_TEST_CASE(receipt_and_fallback_options) {
   BOOST_TEST(options.fallbacks.at("wechat") == "sms");
   BOOST_TEST(options.settle_timeout.count() == 45);
 
-  auto error = [](args a) {
-    a.insert(a.begin(), {"--target", "127.0.0.1:80"});
-    return usage_message([&] { parse_load_args(a); });
-  };
+  auto error = load_usage_message;
   BOOST_TEST(mentions(error({"--fallbacks", "sms"}), "CHANNEL:FALLBACK"));
   BOOST_TEST(mentions(error({"--fallbacks", "sms:"}), "CHANNEL:FALLBACK"));
   BOOST_TEST(mentions(error({"--fallbacks", "a:b:c"}), "CHANNEL:FALLBACK"));
