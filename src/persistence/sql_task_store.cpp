@@ -371,6 +371,13 @@ struct claim_answer {
   bool created = false;
 };
 
+/// What a claim wrote: one answer per distinct task, and the messages it inserted (their
+/// content is the plan's; only the others need reading back).
+struct claimed_rows {
+  std::vector<claim_answer> answers;
+  std::unordered_set<std::string> new_messages;
+};
+
 /// One answer per planned task, in plan order, each with its message as stored.
 std::vector<claim_result>
 claim_results(const std::vector<domain::message_plan>& plans, const claim_batch& batch,
@@ -456,8 +463,9 @@ struct apply_batch {
 using store_detail::apply_batch;
 using store_detail::claim_answer;
 using store_detail::claim_batch;
+using store_detail::claimed_rows;
 
-std::vector<claim_answer> sql_task_store::run_claim(const claim_batch& batch) {
+claimed_rows sql_task_store::run_claim(const claim_batch& batch) {
   // Rows are inserted in id order so concurrent claims lock keys in the same order and cannot
   // deadlock each other.
   static const std::string message_list =
@@ -469,7 +477,7 @@ std::vector<claim_answer> sql_task_store::run_claim(const claim_batch& batch) {
       "r.params_json, r.recipients_json, r.title, r.body, r.category, r.priority, r.send_at, "
       "r.expire_at, r.trace_id, r.created_at FROM " +
       dialect_.json_rows("rows", message_columns) +
-      " WHERE true ORDER BY r.m_id ON CONFLICT DO NOTHING";
+      " WHERE true ORDER BY r.m_id ON CONFLICT DO NOTHING RETURNING id";
   const std::string insert_tasks =
       "INSERT INTO tasks (id, message_id, tenant, biz_type, biz_id, user_id, channel, recipient, "
       "provider_request_id, status, priority, attempts, created_at, updated_at) "
@@ -485,11 +493,13 @@ std::vector<claim_answer> sql_task_store::run_claim(const claim_batch& batch) {
       " JOIN tasks t ON t.tenant = r.tenant AND t.biz_type = r.biz_type AND t.biz_id = r.biz_id "
       "AND t.user_id = r.user_id AND t.channel = r.channel";
 
+  claimed_rows claimed;
   std::vector<std::optional<claim_answer>> slots(batch.slots.size());
   if (!batch.messages.empty())
-    statements_->execute(insert_messages, {batch.messages.finish()});
+    for (const auto& row : statements_->fetch(insert_messages, {batch.messages.finish()}, 1))
+      claimed.new_messages.insert(text_of(row[0]));
   if (batch.tasks.empty())
-    return {};
+    return claimed;
   for (const auto& row : statements_->fetch(insert_tasks, {batch.tasks.finish()}, 1))
     if (auto it = batch.slot_of.find(text_of(row[0])); it != batch.slot_of.end())
       slots[it->second] = claim_answer{std::string(it->first), domain::task_state::pending, true};
@@ -513,15 +523,14 @@ std::vector<claim_answer> sql_task_store::run_claim(const claim_batch& batch) {
         slots[slot] = claim_answer{text_of(row[1]), state_of(row[2]), false};
     }
   }
-  std::vector<claim_answer> answers;
-  answers.reserve(slots.size());
+  claimed.answers.reserve(slots.size());
   for (std::size_t i = 0; i < slots.size(); ++i) {
     if (!slots[i])
       throw store_error("claim failed: task " + batch.slots[i].task->id +
                         " was neither inserted nor found (an id used by another key?)");
-    answers.push_back(std::move(*slots[i]));
+    claimed.answers.push_back(std::move(*slots[i]));
   }
-  return answers;
+  return claimed;
 }
 
 std::vector<std::unordered_set<std::string>> sql_task_store::run_changes(const apply_batch& batch) {
@@ -616,7 +625,8 @@ std::vector<claim_result> sql_task_store::claim(const std::vector<domain::messag
   const claim_batch batch(dialect_, plans);
   auto [answers, stored] = in_transaction("claim", [&] {
     auto claimed = run_claim(batch);
-    return std::make_pair(std::move(claimed), stored_messages(plans));
+    auto as_stored = stored_messages(plans, claimed.new_messages);
+    return std::make_pair(std::move(claimed.answers), std::move(as_stored));
   });
   return claim_results(plans, batch, answers, stored);
 }
@@ -690,14 +700,14 @@ failover_result sql_task_store::fail_over(const state_change& change,
         return std::nullopt; // the task moved on: nothing written, nothing claimed
       run_attempts(changes);
       run_events({{change.task_id, change.to, change.at}});
-      auto claimed_answers = run_claim(claims);
+      auto [claimed_answers, new_messages] = run_claim(claims);
       if (!again && std::any_of(claimed_answers.begin(), claimed_answers.end(),
                                 [](const claim_answer& a) { return !a.created; }))
         throw fallback_task_exists{}; // giving the task up would send nothing: roll back
       if (again)
         for (auto& answer : claimed_answers)
           answer.created = true; // created by this failover's first commit
-      return claimed{std::move(claimed_answers), stored_messages(plans)};
+      return claimed{std::move(claimed_answers), stored_messages(plans, new_messages)};
     });
   } catch (const fallback_task_exists&) {
     return {failover_result::outcome::fallback_exists, std::nullopt};
@@ -960,8 +970,9 @@ sql_task_store::claim_fallbacks(const std::vector<std::string>& undelivered,
   if (plans.empty())
     return created;
   const claim_batch batch(dialect_, plans);
-  auto answers = run_claim(batch);
-  auto results = claim_results(plans, batch, answers, stored_messages(plans));
+  auto claimed = run_claim(batch);
+  auto results =
+      claim_results(plans, batch, claimed.answers, stored_messages(plans, claimed.new_messages));
   for (std::size_t i = 0; i < failed_ids.size(); ++i)
     if (results[i].tasks.front().created)
       created.emplace(failed_ids[i],
@@ -1159,10 +1170,16 @@ std::optional<message_view> sql_task_store::find_message(const std::string& tena
     message_view view;
     view.message = message_of(messages[0]);
 
-    for (const auto& t : statements_->fetch("SELECT " + task_view_columns +
-                                                " FROM tasks t WHERE t.message_id = :id "
-                                                "ORDER BY t.channel, t.id",
-                                            {message_id}, task_view_column_count))
+    // By the message's key, the prefix of the tasks' unique index (there is no index on
+    // message_id: schema version 7).
+    const auto& key = view.message.key;
+    for (const auto& t : statements_->fetch(
+             "SELECT " + task_view_columns +
+                 " FROM tasks t WHERE t.tenant = :tenant AND t.biz_type = :biz_type AND "
+                 "t.biz_id = :biz_id AND t.user_id = :user_id AND t.message_id = :id "
+                 "ORDER BY t.channel, t.id",
+             {key.tenant, key.biz_type, key.biz_id, key.user_id, message_id},
+             task_view_column_count))
       view.tasks.push_back(task_view_of(t));
     std::vector<task_view*> tasks;
     for (auto& task : view.tasks)
@@ -1172,20 +1189,24 @@ std::optional<message_view> sql_task_store::find_message(const std::string& tena
   });
 }
 
-// The claimed messages as stored, by id (the content a created task must be sent with).
+// The claimed messages as stored, by id (the content a created task must be sent with): those
+// the claim did not write itself (`written_now`), whose first accepted version may differ.
 std::unordered_map<std::string, domain::message_record>
-sql_task_store::stored_messages(const std::vector<domain::message_plan>& plans) {
+sql_task_store::stored_messages(const std::vector<domain::message_plan>& plans,
+                                const std::unordered_set<std::string>& written_now) {
   const std::string query = "SELECT " + message_select_columns + " FROM " +
                             dialect_.json_rows("ids", id_columns) +
                             " JOIN messages m ON m.id = r.task_id";
   json_batch ids(dialect_, id_columns);
   std::unordered_set<std::string_view> asked;
   for (const auto& plan : plans)
-    if (asked.insert(plan.message.id).second) {
+    if (written_now.count(plan.message.id) == 0 && asked.insert(plan.message.id).second) {
       ids.add_row();
       ids.text(plan.message.id);
     }
   std::unordered_map<std::string, domain::message_record> stored;
+  if (ids.empty())
+    return stored;
   for (const auto& row : statements_->fetch(query, {ids.finish()}, message_column_count)) {
     auto record = message_of(row);
     stored.emplace(record.id, std::move(record));

@@ -23,6 +23,7 @@ struct receipt_moves;
 struct apply_batch;
 struct claim_answer;
 struct claim_batch;
+struct claimed_rows;
 
 /// A state a task entered in the open transaction: its event (if the state has an enabled
 /// type) goes into the outbox in that transaction.
@@ -82,10 +83,11 @@ private:
   void reconnect_if_lost();
   void fill_histories(const std::vector<task_view*>& tasks);
   std::unordered_map<std::string, domain::message_record>
-  stored_messages(const std::vector<domain::message_plan>& plans);
+  stored_messages(const std::vector<domain::message_plan>& plans,
+                  const std::unordered_set<std::string>& written_now);
 
   // Steps run inside an open transaction; see sql_task_store.cpp for the batch types.
-  std::vector<store_detail::claim_answer> run_claim(const store_detail::claim_batch& batch);
+  store_detail::claimed_rows run_claim(const store_detail::claim_batch& batch);
   std::vector<std::unordered_set<std::string>> run_changes(const store_detail::apply_batch& batch);
   void run_attempts(const store_detail::apply_batch& batch);
   std::unordered_set<std::string> run_moves(const store_detail::receipt_moves& moves,
