@@ -230,6 +230,7 @@ struct node {
 // Spawns the actors in dependency order and hands them all to the supervisor.
 node spawn_node(caf::actor_system& sys, const config& cfg,
                 std::shared_ptr<persistence::task_store> writer_store,
+                std::shared_ptr<persistence::task_store> claims_store,
                 std::shared_ptr<persistence::task_store> reader_store,
                 std::shared_ptr<persistence::task_store> events_store,
                 std::vector<actors::channel_spec> specs, std::shared_ptr<metrics> metrics,
@@ -244,9 +245,18 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
   writer_config.undelivered = undelivered_failover;
   auto writer =
       sys.spawn<caf::detached>(actors::store_writer, std::move(writer_store), writer_config);
-  auto reader = sys.spawn<caf::detached>(actors::store_reader, std::move(reader_store));
   components.push_back(
       {"store_writer", shutdown_stage::writer, caf::actor_cast<caf::actor>(writer), {}});
+  // With a connection of their own, claims commit while state changes commit (and the other
+  // way round) instead of waiting for each other's COMMIT; without one, one writer does both.
+  auto claims_writer = writer;
+  if (claims_store) {
+    claims_writer =
+        sys.spawn<caf::detached>(actors::store_writer, std::move(claims_store), writer_config);
+    components.push_back(
+        {"claims_writer", shutdown_stage::writer, caf::actor_cast<caf::actor>(claims_writer), {}});
+  }
+  auto reader = sys.spawn<caf::detached>(actors::store_reader, std::move(reader_store));
   components.push_back(
       {"store_reader", shutdown_stage::reader, caf::actor_cast<caf::actor>(reader), {}});
   std::vector<actors::channel_settings> channels;
@@ -277,7 +287,8 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
         sys, std::move(spec), actors::channel_peers{writer, n.dispatcher, metrics, clock, health}));
   std::vector<actors::dedup_shard_actor> shards;
   for (std::size_t i = 0; i < cfg.shards; ++i) {
-    shards.push_back(sys.spawn(actors::dedup_shard, writer, n.dispatcher, metrics, cfg.dedup));
+    shards.push_back(
+        sys.spawn(actors::dedup_shard, claims_writer, n.dispatcher, metrics, cfg.dedup));
     components.push_back({"dedup_shard " + std::to_string(i),
                           shutdown_stage::shards,
                           caf::actor_cast<caf::actor>(shards.back()),
@@ -342,6 +353,7 @@ int serve(const config& cfg) {
     return 2;
   }
   std::shared_ptr<persistence::task_store> writer_store;
+  std::shared_ptr<persistence::task_store> claims_store; // none: the writer claims too
   std::shared_ptr<persistence::task_store> reader_store;
   std::shared_ptr<persistence::task_store> events_store; // none: no events url
   inbox_stores inboxes;
@@ -359,11 +371,17 @@ int serve(const config& cfg) {
     writer_options.takes_receipts = takes_receipts(cfg);
     writer_options.undelivered = undelivered_failover_of(cfg, id_secret);
     writer_store = persistence::open_task_store(url, false, writer_options);
+    // SQLite takes one writer at a time: a second writing connection would only wait.
+    if (url.backend == persistence::database_url::kind::postgresql)
+      claims_store = persistence::open_task_store(url, false);
     if (cfg.store_faults.write_failure_rate > 0) {
       log::warn("herald.store_faults_injected",
                 {{"write_failure_rate", std::to_string(cfg.store_faults.write_failure_rate)}});
       writer_store =
           std::make_shared<persistence::faulty_task_store>(writer_store, cfg.store_faults);
+      if (claims_store)
+        claims_store =
+            std::make_shared<persistence::faulty_task_store>(claims_store, cfg.store_faults);
     }
     reader_store = persistence::open_task_store(url, false);
     if (!cfg.events.url.empty())
@@ -394,10 +412,11 @@ int serve(const config& cfg) {
         make_channel_specs(cfg, node_id, id_secret, delays, metrics_registry, inboxes, clock);
     inboxes.clear(); // the adapters own their connections now
     auto options = routes_options_of(cfg, specs);
-    auto n = spawn_node(sys, cfg, writer_store, reader_store, std::move(events_store),
+    auto n = spawn_node(sys, cfg, writer_store, claims_store, reader_store, std::move(events_store),
                         std::move(specs), metrics_registry, clock, std::make_shared<health_board>(),
                         undelivered_failover_of(cfg, id_secret));
     writer_store.reset(); // the actors own the connections now
+    claims_store.reset();
     reader_store.reset();
 
     actor_service service{n.ingest, n.receipts, cfg.rules, id_secret};
