@@ -71,6 +71,11 @@ using letters_callback =
 using replay_callback =
     std::function<void(std::variant<persistence::replay_result, api::service_error>)>;
 
+using message_plans = std::vector<domain::message_plan>;
+using claim_results = std::vector<persistence::claim_result>;
+/// Answer to an HTTP batch submission: one claim per plan, in order, or one error for all.
+using batch_callback = std::function<void(std::variant<claim_results, api::service_error>)>;
+
 using deliveries = std::vector<domain::delivery>;
 using state_changes = std::vector<persistence::state_change>;
 using attempt_records = std::vector<persistence::attempt_record>;
@@ -118,6 +123,9 @@ CAF_ERROR_CODE_ENUM(herald::actors::errc, "herald")
 // cluster work will give cross-node types inspect() overloads instead.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::domain::message_plan)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::claim_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::message_plans)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::claim_results)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::batch_callback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::deliveries)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::state_changes)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::attempt_records)

@@ -17,6 +17,21 @@ std::string dedup_shard_config::validate() const {
   return "";
 }
 
+void collect_created(const persistence::claim_result& result, const domain::message_plan& plan,
+                     herald::metrics& metrics, deliveries& out) {
+  for (const auto& outcome : result.tasks) {
+    if (outcome.created) {
+      metrics.task_created(outcome.channel);
+      auto task = std::find_if(plan.tasks.begin(), plan.tasks.end(),
+                               [&](auto& t) { return t.id == outcome.task_id; });
+      if (task != plan.tasks.end())
+        out.push_back(domain::make_delivery(result.message, *task));
+    } else {
+      metrics.task_duplicate(outcome.channel);
+    }
+  }
+}
+
 namespace {
 
 using self_pointer = dedup_shard_actor::stateful_pointer<dedup_shard_state>;
@@ -44,18 +59,7 @@ void answer(self_pointer self, dedup_shard_state::waiter& waiter,
             persistence::claim_result result) {
   auto& st = self->state;
   deliveries created;
-  for (std::size_t i = 0; i < result.tasks.size(); ++i) {
-    auto& outcome = result.tasks[i];
-    if (outcome.created) {
-      st.metrics->task_created(outcome.channel);
-      auto task = std::find_if(waiter.plan.tasks.begin(), waiter.plan.tasks.end(),
-                               [&](auto& t) { return t.id == outcome.task_id; });
-      if (task != waiter.plan.tasks.end())
-        created.push_back(domain::make_delivery(result.message, *task));
-    } else {
-      st.metrics->task_duplicate(outcome.channel);
-    }
-  }
+  collect_created(result, waiter.plan, *st.metrics, created);
   if (!created.empty())
     self->send(st.dispatcher, dispatch_atom_v, std::move(created));
   --st.waiting_claims;

@@ -1,5 +1,6 @@
 #include "actors/ingest.hpp"
 
+#include "actors/dedup_shard.hpp"
 #include "actors/logging_handlers.hpp"
 #include "domain/keys.hpp"
 #include "observability/log.hpp"
@@ -37,6 +38,7 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
   init.dispatcher = std::move(peers.dispatcher);
   init.clock = std::move(peers.clock);
   init.health = std::move(peers.health);
+  init.metrics = std::move(peers.metrics);
   init.config = config;
   return {
       [self](submit_atom, domain::message_plan& plan, submit_callback& done) {
@@ -59,6 +61,51 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
                   --self->state.in_flight;
                   log::warn("ingest.claim_failed",
                             {{"trace_id", trace_id}, {"error", describe(err)}});
+                  done(to_service_error(err));
+                });
+      },
+      // A batch goes to the store writer in one message, so that all its plans land in one
+      // claim() transaction, instead of through the shards (a request per plan, each waiting
+      // for a flush). As safe as the shards: uniqueness lives in the database and claim() (the
+      // same key twice in one call: the first creates it, later ones are duplicates; a key
+      // committed before, by a shard, another batch or another node: a duplicate), and the
+      // writer commits on one connection, one transaction after another, so a batch and a
+      // shard's claim of one key can never both create it. What the shards add — resubmissions
+      // of a key in flight share one round trip — a batch does not need. Created tasks are
+      // counted and dispatched as a shard does it (collect_created).
+      [self](submit_atom, message_plans& plans, batch_callback& done) {
+        auto& st = self->state;
+        const auto items = plans.size();
+        if (items == 0) {
+          done(claim_results{});
+          return;
+        }
+        // Counted by message, so a batch weighs what as many single submissions weigh.
+        if (items > st.config.max_in_flight || st.in_flight > st.config.max_in_flight - items) {
+          done(api::service_error{503, "overloaded", "too many requests in flight; retry later",
+                                  ""});
+          return;
+        }
+        st.in_flight += items;
+        auto trace_id = plans.front().message.trace_id;
+        auto kept = std::make_shared<const message_plans>(plans); // the tasks to dispatch
+        self->request(st.writer, st.config.claim_timeout, claim_atom_v, std::move(plans))
+            .then(
+                [self, done, kept](claim_results& results) {
+                  auto& state = self->state;
+                  state.in_flight -= kept->size();
+                  deliveries created;
+                  for (std::size_t i = 0; i < results.size() && i < kept->size(); ++i)
+                    collect_created(results[i], (*kept)[i], *state.metrics, created);
+                  if (!created.empty())
+                    self->send(state.dispatcher, dispatch_atom_v, std::move(created));
+                  done(std::move(results));
+                },
+                [self, done, trace_id, items](caf::error& err) {
+                  self->state.in_flight -= items;
+                  log::warn("ingest.batch_claim_failed", {{"trace_id", trace_id},
+                                                          {"messages", std::to_string(items)},
+                                                          {"error", describe(err)}});
                   done(to_service_error(err));
                 });
       },

@@ -3,6 +3,7 @@
 #include "actors/interfaces.hpp"
 #include "domain/time.hpp"
 #include "observability/health_board.hpp"
+#include "observability/metrics.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -14,7 +15,9 @@ namespace herald::actors {
 
 /// Limits of the HTTP-facing actor.
 struct ingest_config {
-  std::size_t max_in_flight = 20000;              ///< claims waiting for COMMIT; more -> 503
+  /// Messages waiting for COMMIT (a batch counts each); more -> 503. A batch larger than
+  /// this is never taken.
+  std::size_t max_in_flight = 20000;
   std::chrono::milliseconds claim_timeout{15000}; ///< beyond it the client gets 503, may retry
   std::chrono::milliseconds probe_timeout{2000};
 
@@ -32,8 +35,9 @@ struct ingest_state {
   dispatcher_actor dispatcher;
   std::shared_ptr<const domain::clock> clock;
   std::shared_ptr<const health_board> health;
+  std::shared_ptr<herald::metrics> metrics;
   ingest_config config;
-  std::size_t in_flight = 0;
+  std::size_t in_flight = 0; ///< messages waiting for their COMMIT (a batch counts each)
 };
 
 /// The HTTP error a failed actor request becomes.
@@ -46,6 +50,7 @@ struct ingest_peers {
   dispatcher_actor dispatcher;
   std::shared_ptr<const domain::clock> clock;
   std::shared_ptr<const health_board> health; ///< components that cannot work, for readiness
+  std::shared_ptr<herald::metrics> metrics;   ///< counts what batches create, as shards do
 };
 
 ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> self,

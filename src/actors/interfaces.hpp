@@ -17,6 +17,8 @@ namespace herald::actors {
 using store_writer_actor = caf::typed_actor<
     /// Claims one planned message; answers after COMMIT.
     caf::replies_to<claim_atom, domain::message_plan>::with<persistence::claim_result>,
+    /// Claims planned messages in one transaction; answers one result per plan after COMMIT.
+    caf::replies_to<claim_atom, message_plans>::with<claim_results>,
     /// Applies guarded state changes and records attempts; answers the ids that applied.
     caf::replies_to<apply_atom, state_changes, attempt_records>::with<task_ids>,
     /// Applies a task's change and claims its fallback in one transaction, or writes nothing
@@ -131,6 +133,8 @@ using ingest_actor = caf::typed_actor<
     caf::reacts_to<replay_atom, std::string, std::string, replay_callback>,
     /// Claims a planned message through its shard; calls back after COMMIT.
     caf::reacts_to<submit_atom, domain::message_plan, submit_callback>,
+    /// Claims a batch's planned messages in one group commit; calls back after COMMIT.
+    caf::reacts_to<submit_atom, message_plans, batch_callback>,
     /// Looks a tenant's message up (tenant, message id).
     caf::reacts_to<find_atom, std::string, std::string, find_callback>,
     /// Counts tasks per channel and state (GET /v1/stats).

@@ -4,7 +4,9 @@
 #include "observability/log.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <unordered_set>
+#include <utility>
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -19,21 +21,37 @@ namespace {
 
 using self_pointer = store_writer_actor::stateful_pointer<store_writer_state>;
 
+// Single claims and whole batches go into one claim() call, each batch's plans together.
 void commit_claims(store_writer_state& st) {
   auto batch = std::move(st.claims);
   st.claims.clear();
+  auto batches = std::move(st.claim_batches);
+  st.claim_batches.clear();
   std::vector<domain::message_plan> plans;
-  plans.reserve(batch.size());
+  plans.reserve(batch.size() + std::exchange(st.batched_plans, 0));
+  std::vector<std::size_t> batch_sizes;
   for (auto& pending : batch)
     plans.push_back(std::move(pending.plan));
+  for (auto& pending : batches) {
+    batch_sizes.push_back(pending.plans.size());
+    std::move(pending.plans.begin(), pending.plans.end(), std::back_inserter(plans));
+  }
   try {
     auto results = st.store->claim(plans);
-    for (std::size_t i = 0; i < batch.size(); ++i)
-      batch[i].promise.deliver(std::move(results[i]));
+    auto next = std::make_move_iterator(results.begin());
+    for (auto& pending : batch)
+      pending.promise.deliver(*next++);
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+      claim_results mine(next, next + static_cast<std::ptrdiff_t>(batch_sizes[b]));
+      next += static_cast<std::ptrdiff_t>(batch_sizes[b]);
+      batches[b].promise.deliver(std::move(mine));
+    }
   } catch (const std::exception& e) {
     log::error("store.claim_failed",
-               {{"messages", std::to_string(batch.size())}, {"error", e.what()}});
+               {{"messages", std::to_string(plans.size())}, {"error", e.what()}});
     for (auto& pending : batch)
+      pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
+    for (auto& pending : batches)
       pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
   }
 }
@@ -120,7 +138,7 @@ void commit_receipts(store_writer_state& st) {
 
 void flush(store_writer_state& st) {
   st.flush_queued = false;
-  if (!st.claims.empty())
+  if (!st.claims.empty() || !st.claim_batches.empty())
     commit_claims(st);
   if (!st.applies.empty())
     commit_applies(st);
@@ -132,7 +150,8 @@ void flush(store_writer_state& st) {
 // batch is full.
 void schedule_flush(self_pointer self) {
   auto& st = self->state;
-  if (st.claims.size() + st.applies.size() + st.receipts.size() >= st.config.batch_max) {
+  if (st.claims.size() + st.batched_plans + st.applies.size() + st.receipts.size() >=
+      st.config.batch_max) {
     flush(st);
   } else if (!st.flush_queued) {
     st.flush_queued = true;
@@ -152,6 +171,15 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
       [self](claim_atom, domain::message_plan& plan) -> caf::result<persistence::claim_result> {
         auto promise = self->make_response_promise<persistence::claim_result>();
         self->state.claims.push_back({std::move(plan), promise});
+        schedule_flush(self);
+        return promise;
+      },
+      [self](claim_atom, message_plans& plans) -> caf::result<claim_results> {
+        if (plans.empty())
+          return claim_results{};
+        auto promise = self->make_response_promise<claim_results>();
+        self->state.batched_plans += plans.size();
+        self->state.claim_batches.push_back({std::move(plans), promise});
         schedule_flush(self);
         return promise;
       },

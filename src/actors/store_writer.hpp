@@ -32,6 +32,11 @@ struct store_writer_state {
     domain::message_plan plan;
     caf::typed_response_promise<persistence::claim_result> promise;
   };
+  /// A batch's plans: all land in the same claim() call, answered with one promise.
+  struct pending_claim_batch {
+    message_plans plans;
+    caf::typed_response_promise<claim_results> promise;
+  };
   struct pending_apply {
     state_changes changes;
     attempt_records attempts;
@@ -47,6 +52,8 @@ struct store_writer_state {
   };
 
   std::vector<pending_claim> claims;
+  std::vector<pending_claim_batch> claim_batches;
+  std::size_t batched_plans = 0; ///< over all claim_batches
   std::vector<pending_apply> applies;
   std::vector<pending_receipts> receipts;
   bool flush_queued = false;

@@ -224,6 +224,20 @@ bool has_folded_header(std::string_view header_block) {
   return false;
 }
 
+/// The path the request line of a header block names (its target up to '?' or '#'); empty
+/// when the line is not "METHOD SP target SP ...".
+std::string_view request_path(std::string_view header_block) {
+  const auto line = header_block.substr(0, header_block.find("\r\n"));
+  const auto start = line.find(' ');
+  if (start == std::string_view::npos)
+    return {};
+  const auto end = line.find(' ', start + 1);
+  if (end == std::string_view::npos)
+    return {};
+  const auto target = line.substr(start + 1, end - start - 1);
+  return target.substr(0, target.find_first_of("?#"));
+}
+
 http_response json_error_response(http::status status, std::string_view code,
                                   std::string_view message, const std::string& trace_id) {
   http_response response{status, 11};
@@ -365,7 +379,7 @@ private:
       return;
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(core_.options.max_header_bytes));
-    parser_->body_limit(static_cast<std::uint64_t>(core_.options.max_body_bytes));
+    set_body_limit(core_.options.max_body_bytes);
     keep_alive_ = false;
     head_request_ = false;
     version_ = 11;
@@ -375,6 +389,11 @@ private:
       idle_ticket_ = core_.enter_idle(weak_from_this());
     header_scanned_ = 0;
     read_header_block();
+  }
+
+  void set_body_limit(std::size_t bytes) {
+    body_limit_ = bytes;
+    parser_->body_limit(static_cast<std::uint64_t>(bytes));
   }
 
   // The header block is read whole first, so its raw bytes can be checked for what the parser
@@ -419,6 +438,11 @@ private:
   void on_header_block(std::string_view header_block) {
     if (has_folded_header(header_block))
       return refuse_header("folded header line", "a header folded over lines (obs-fold)");
+    // The parser checks Content-Length against the limit as it reads the header, so a path's
+    // own limit is chosen from the request line before.
+    const auto& limits = core_.options.body_limits_by_path;
+    if (auto limit = limits.find(request_path(header_block)); limit != limits.end())
+      set_body_limit(limit->second);
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code read_ec, std::size_t) {
                               self->on_header(read_ec);
@@ -484,8 +508,7 @@ private:
       log::info("http_request_rejected",
                 {{"trace_id", trace_id_}, {"status", "413"}, {"reason", "body too large"}});
       return send_error(http::status::payload_too_large, "payload_too_large",
-                        "request body larger than " + std::to_string(core_.options.max_body_bytes) +
-                            " bytes");
+                        "request body larger than " + std::to_string(body_limit_) + " bytes");
     }
     if (ec == http::error::buffer_overflow) {
       log::info("http_request_rejected",
@@ -605,6 +628,7 @@ private:
   std::optional<http::response_serializer<http::string_body>> head_serializer_;
   std::shared_ptr<in_flight_token> token_;
   std::string trace_id_;
+  std::size_t body_limit_ = 0; // of the request being read
   unsigned version_ = 11;
   bool keep_alive_ = false;
   bool head_request_ = false;

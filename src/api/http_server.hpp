@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,8 @@ struct http_options {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080; ///< 0 picks a free port; see http_server::port()
   std::size_t max_body_bytes = 65536;
+  /// Body limits of particular paths (a request target up to '?'), in place of max_body_bytes.
+  std::map<std::string, std::size_t, std::less<>> body_limits_by_path;
   unsigned max_json_depth = 32; ///< passed on to the routes
   unsigned io_threads = 2;
   std::size_t max_in_flight = 10000; ///< requests waiting for an answer; more get 503

@@ -234,7 +234,10 @@ public:
   static constexpr std::size_t max_key_size = std::size_t(-1);
   static constexpr std::size_t max_string_size = std::size_t(-1);
 
-  std::optional<domain::validation_error> problem;
+  /// Every problem found, in document order; the first one stops the parse unless
+  /// `keep_going` (a batch wants each item's own problem).
+  std::vector<domain::validation_error> problems;
+  bool keep_going = false;
 
   bool on_document_begin(json::error_code&) { return true; }
   bool on_document_end(json::error_code&) { return true; }
@@ -299,8 +302,10 @@ private:
   }
 
   bool fail(json::error_code& ec, domain::validation_error error) {
-    problem = std::move(error);
-    ec = json::error::exception; // any error stops the parser; `problem` says which
+    problems.push_back(std::move(error));
+    if (keep_going)
+      return true;
+    ec = json::error::exception; // any error stops the parser; `problems` says which
     return false;
   }
 
@@ -325,37 +330,103 @@ private:
 
 } // namespace
 
-std::optional<domain::validation_error> check_strict_json(std::string_view body,
-                                                          const json::parse_options& options) {
+namespace {
+
+std::vector<domain::validation_error>
+strict_json_problems(std::string_view body, const json::parse_options& options, bool keep_going) {
   json::basic_parser<strict_json_checker> parser(options);
+  parser.handler().keep_going = keep_going;
   json::error_code ec;
   parser.write_some(false, body.data(), body.size(), ec);
-  return std::move(parser.handler().problem);
+  return std::move(parser.handler().problems);
+}
+
+} // namespace
+
+std::optional<domain::validation_error> check_strict_json(std::string_view body,
+                                                          const json::parse_options& options) {
+  auto problems = strict_json_problems(body, options, false);
+  if (problems.empty())
+    return std::nullopt;
+  return std::move(problems.front());
 }
 
 namespace {
 
-/// A request body parsed strictly (see check_strict_json) into a JSON object, or why not.
-/// Allocates from `memory`, which must outlive the value.
-std::variant<json::value, domain::validation_error>
-parse_request_object(std::string_view body, unsigned max_depth, json::monotonic_resource& memory) {
+json::parse_options request_parse_options(unsigned max_depth) {
   json::parse_options options;
   options.max_depth = max_depth;
   options.allow_comments = false;
   options.allow_trailing_commas = false;
   options.allow_invalid_utf8 = false;
+  return options;
+}
+
+/// A request body parsed (not yet checked strictly) into a JSON value, or why not. Allocates
+/// from `memory`, which must outlive the value.
+std::variant<json::value, domain::validation_error>
+parse_request_body(std::string_view body, const json::parse_options& options,
+                   json::monotonic_resource& memory) {
   json::error_code ec;
   json::value document = json::parse(sv(body), ec, &memory, options);
   if (ec == json::error::too_deep)
-    return invalid("JSON nested too deep (more than " + std::to_string(max_depth) + " levels)");
+    return invalid("JSON nested too deep (more than " + std::to_string(options.max_depth) +
+                   " levels)");
   if (ec)
     return invalid("malformed JSON: " + ec.message());
+  return document;
+}
+
+domain::validation_error not_an_object(const json::value& document) {
+  return invalid(std::string("the request body must be a JSON object, not ") +
+                 std::string(kind_name(document)));
+}
+
+/// A request body parsed strictly (see check_strict_json) into a JSON object, or why not.
+/// Allocates from `memory`, which must outlive the value.
+std::variant<json::value, domain::validation_error>
+parse_request_object(std::string_view body, unsigned max_depth, json::monotonic_resource& memory) {
+  const auto options = request_parse_options(max_depth);
+  auto parsed = parse_request_body(body, options, memory);
+  if (auto* failure = std::get_if<domain::validation_error>(&parsed))
+    return *failure;
   if (auto problem = check_strict_json(body, options))
     return *problem;
-  if (!document.is_object())
-    return invalid(std::string("the request body must be a JSON object, not ") +
-                   std::string(kind_name(document)));
-  return document;
+  if (!std::get<json::value>(parsed).is_object())
+    return not_an_object(std::get<json::value>(parsed));
+  return parsed;
+}
+
+/// One event object, as POST /v1/messages takes it (fields named from the event's top).
+std::variant<domain::message_request, domain::validation_error>
+decode_message_object(const json::object& object) {
+  domain::message_request request;
+  for (const auto& entry : object) {
+    if (auto error = read_field(std::string_view(entry.key().data(), entry.key().size()),
+                                entry.value(), request))
+      return *error;
+  }
+  for (const char* required : {"biz_type", "biz_id", "user_id"}) {
+    if (!object.contains(required))
+      return invalid(std::string(required) + " is required", required);
+  }
+  return request;
+}
+
+constexpr std::string_view batch_items_key = "messages";
+
+/// The item a field of a batch body lies in ("messages[3].biz_id" -> 3); none when outside
+/// every item.
+std::optional<std::size_t> batch_item_of(std::string_view field) {
+  const auto prefix = std::string(batch_items_key) + "[";
+  if (field.substr(0, prefix.size()) != prefix)
+    return std::nullopt;
+  field.remove_prefix(prefix.size());
+  std::size_t index = 0;
+  auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), index);
+  if (ec != std::errc{} || end == field.data() + field.size() || *end != ']')
+    return std::nullopt;
+  return index;
 }
 
 } // namespace
@@ -366,20 +437,70 @@ decode_message_request(std::string_view body, unsigned max_depth) {
   auto parsed = parse_request_object(body, max_depth, memory);
   if (auto* failure = std::get_if<domain::validation_error>(&parsed))
     return *failure;
-  const auto& document = std::get<json::value>(parsed);
+  return decode_message_object(std::get<json::value>(parsed).get_object());
+}
 
-  domain::message_request request;
-  for (const auto& entry : document.get_object()) {
-    if (auto error = read_field(std::string_view(entry.key().data(), entry.key().size()),
-                                entry.value(), request))
-      return *error;
+domain::validation_error batch_item_error(std::size_t index, domain::validation_error error) {
+  auto item = std::string(batch_items_key) + "[" + std::to_string(index) + "]";
+  error.field = error.field.empty() ? item : item + "." + error.field;
+  return error;
+}
+
+std::variant<std::vector<batch_item>, domain::validation_error>
+decode_batch_request(std::string_view body, unsigned max_depth) {
+  json::monotonic_resource memory;
+  // The body's object and its array hold the items: each item may nest as deep as a single
+  // POST's body.
+  const auto options = request_parse_options(max_depth + 2);
+  auto parsed = parse_request_body(body, options, memory);
+  if (auto* failure = std::get_if<domain::validation_error>(&parsed))
+    return *failure;
+  // What json::parse lets pass (duplicate keys, numbers out of range) refuses the item it lies
+  // in, or the whole request when it lies outside every item.
+  std::map<std::size_t, domain::validation_error> item_problems;
+  for (auto& problem : strict_json_problems(body, options, true)) {
+    auto index = batch_item_of(problem.field);
+    if (!index)
+      return problem;
+    item_problems.emplace(*index, std::move(problem)); // the item's first problem is kept
   }
+  const auto& document = std::get<json::value>(parsed);
+  if (!document.is_object())
+    return not_an_object(document);
   const auto& object = document.get_object();
-  for (const char* required : {"biz_type", "biz_id", "user_id"}) {
-    if (!object.contains(required))
-      return invalid(std::string(required) + " is required", required);
+  for (const auto& entry : object)
+    if (entry.key() != sv(batch_items_key)) {
+      std::string field(entry.key());
+      return invalid("unknown field " + field, field);
+    }
+  const std::string items_field(batch_items_key);
+  const auto* messages = object.if_contains(sv(batch_items_key));
+  if (messages == nullptr)
+    return invalid(items_field + " is required", items_field);
+  if (!messages->is_array())
+    return wrong_type(items_field, "an array of message objects", *messages);
+  const auto& array = messages->get_array();
+  if (array.empty() || array.size() > max_batch_items)
+    return invalid(items_field + " must hold 1 to " + std::to_string(max_batch_items) +
+                       " messages, not " + std::to_string(array.size()),
+                   items_field);
+  std::vector<batch_item> items;
+  items.reserve(array.size());
+  for (std::size_t i = 0; i < array.size(); ++i) {
+    if (auto problem = item_problems.find(i); problem != item_problems.end()) {
+      items.emplace_back(std::move(problem->second));
+    } else if (!array[i].is_object()) {
+      items.emplace_back(batch_item_error(i, invalid("each message must be a JSON object, not " +
+                                                     std::string(kind_name(array[i])))));
+    } else {
+      auto decoded = decode_message_object(array[i].get_object());
+      if (auto* failure = std::get_if<domain::validation_error>(&decoded))
+        items.emplace_back(batch_item_error(i, std::move(*failure)));
+      else
+        items.emplace_back(std::move(std::get<domain::message_request>(decoded)));
+    }
   }
-  return request;
+  return items;
 }
 
 std::variant<receipt_callback_body, domain::validation_error> decode_receipt(std::string_view body,
@@ -581,8 +702,17 @@ std::string encode_inbox_page(const std::string& user_id, const persistence::inb
   return json::serialize(body);
 }
 
-std::string encode_claim_result(const persistence::claim_result& result,
-                                const std::string& trace_id) {
+int claim_status(const persistence::claim_result& result) {
+  bool created = std::any_of(result.tasks.begin(), result.tasks.end(),
+                             [](const auto& task) { return task.created; });
+  return created ? 202 : 200;
+}
+
+namespace {
+
+/// The members of a claim's answer after `body`'s own: message_id, trace_id, tasks.
+void add_claim_result(json::object& body, const persistence::claim_result& result,
+                      const std::string& trace_id) {
   json::array tasks;
   tasks.reserve(result.tasks.size());
   for (const auto& task : result.tasks) {
@@ -591,8 +721,46 @@ std::string encode_claim_result(const persistence::claim_result& result,
                                  {"status", sv(domain::to_string(task.state))},
                                  {"duplicate", !task.created}});
   }
-  json::object body{{"message_id", result.message_id}, {"trace_id", trace_id}};
+  body["message_id"] = result.message_id;
+  body["trace_id"] = trace_id;
   body["tasks"] = std::move(tasks);
+}
+
+json::object error_object(std::string_view code, std::string_view message, std::string_view field) {
+  json::object error{{"code", sv(code)}, {"message", sv(message)}};
+  if (!field.empty())
+    error["field"] = sv(field);
+  return error;
+}
+
+} // namespace
+
+std::string encode_claim_result(const persistence::claim_result& result,
+                                const std::string& trace_id) {
+  json::object body;
+  add_claim_result(body, result, trace_id);
+  return json::serialize(body);
+}
+
+std::string encode_batch_answers(const std::vector<batch_answer>& answers,
+                                 const std::string& trace_id) {
+  json::array results;
+  results.reserve(answers.size());
+  for (const auto& answer : answers) {
+    json::object item;
+    if (const auto* claim = std::get_if<persistence::claim_result>(&answer)) {
+      item["status"] = claim_status(*claim);
+      add_claim_result(item, *claim, trace_id);
+    } else {
+      const auto& error = std::get<domain::validation_error>(answer);
+      item["status"] = error.status;
+      item["error"] = error_object(error.code.empty() ? "invalid_request" : error.code,
+                                   error.message, error.field);
+    }
+    results.push_back(std::move(item));
+  }
+  json::object body;
+  body["results"] = std::move(results);
   return json::serialize(body);
 }
 
@@ -687,11 +855,8 @@ std::string encode_replay(const persistence::replay_result& result, const std::s
 }
 
 std::string encode_error(std::string_view code, std::string_view message, std::string_view field) {
-  json::object error{{"code", sv(code)}, {"message", sv(message)}};
-  if (!field.empty())
-    error["field"] = sv(field);
   json::object body;
-  body["error"] = std::move(error);
+  body["error"] = error_object(code, message, field);
   return json::serialize(body);
 }
 

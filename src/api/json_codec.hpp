@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include <boost/json/parse_options.hpp>
 
@@ -27,6 +28,26 @@ check_strict_json(std::string_view text, const boost::json::parse_options& optio
 /// twice in one object) naming the offending field where one applies.
 std::variant<domain::message_request, domain::validation_error>
 decode_message_request(std::string_view body, unsigned max_depth = default_max_json_depth);
+
+/// Items a POST /v1/messages/batch body may hold at most.
+inline constexpr std::size_t max_batch_items = 1000;
+
+/// One item of a batch body: the event, or why it was refused (its `field` names the item,
+/// e.g. "messages[3].user_id").
+using batch_item = std::variant<domain::message_request, domain::validation_error>;
+
+/// Turns a POST /v1/messages/batch body, {"messages":[<event>, ...]} with 1 to max_batch_items
+/// events, into one item per event, in order. Each event is decoded exactly as
+/// decode_message_request decodes a body (each may nest `max_depth` levels), and a refused one
+/// (not an object, a bad field, a duplicate key inside it) refuses only itself. What refuses the
+/// whole request (400): malformed JSON, not an object, a key other than `messages`, `messages`
+/// missing, not an array, empty or too long, a duplicate key outside the items.
+std::variant<std::vector<batch_item>, domain::validation_error>
+decode_batch_request(std::string_view body, unsigned max_depth = default_max_json_depth);
+
+/// `error` of the batch item `index`: its field becomes a path in the batch body
+/// ("user_id" -> "messages[3].user_id"; none -> "messages[3]").
+domain::validation_error batch_item_error(std::size_t index, domain::validation_error error);
 
 /// A provider's receipt callback body, decoded (POST /v1/receipts/{channel}).
 struct receipt_callback_body {
@@ -54,9 +75,21 @@ std::string encode_receipt_outcome(const persistence::receipt_outcome& outcome);
 std::string encode_stats(const std::vector<persistence::channel_stats>& stats,
                          const persistence::stats_query& which);
 
+/// The HTTP status of a claim's answer: 202 when it created a task, 200 when all existed.
+int claim_status(const persistence::claim_result& result);
+
 /// `{"message_id","trace_id","tasks":[{"task_id","channel","status","duplicate"}]}`.
 std::string encode_claim_result(const persistence::claim_result& result,
                                 const std::string& trace_id);
+
+/// One item's answer to POST /v1/messages/batch: its claim, or why it was refused.
+using batch_answer = std::variant<persistence::claim_result, domain::validation_error>;
+
+/// `{"results":[...]}`, one per item in order: a claim as encode_claim_result writes it with
+/// its HTTP status first (`{"status":202|200,"message_id",...}`), or `{"status","error":{"code",
+/// "message","field"?}}` with the error's status.
+std::string encode_batch_answers(const std::vector<batch_answer>& answers,
+                                 const std::string& trace_id);
 
 /// The body of GET /v1/messages/{id}; recipients are masked.
 std::string encode_message_view(const persistence::message_view& view);

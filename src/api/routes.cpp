@@ -13,6 +13,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -300,6 +301,7 @@ namespace {
 /// The resources of API v1, each with the one method it answers.
 enum class route_kind {
   submit_message,
+  submit_batch,
   get_message,
   list_dead_letters,
   replay_dead_letter,
@@ -335,6 +337,9 @@ std::optional<std::string_view> segment_between(std::string_view path, std::stri
 std::optional<matched_route> match_route(std::string_view path) {
   if (path == messages_path)
     return matched_route{route_kind::submit_message, http::verb::post, {}, domain::scope::submit};
+  // Before the look-up: "batch" can never be a message id (those are msg_ + hex).
+  if (path == batch_path)
+    return matched_route{route_kind::submit_batch, http::verb::post, {}, domain::scope::submit};
   if (path.substr(0, message_prefix.size()) == message_prefix)
     return matched_route{route_kind::get_message, http::verb::get,
                          path.substr(message_prefix.size()), domain::scope::read};
@@ -380,7 +385,9 @@ void routes::handle(http_request request, respond_fn respond) {
     auto path = path_of(target);
     auto route = match_route(path);
     bool ingest =
-        route && route->kind == route_kind::submit_message && request.method() == http::verb::post;
+        route &&
+        (route->kind == route_kind::submit_message || route->kind == route_kind::submit_batch) &&
+        request.method() == http::verb::post;
     ex = start_exchange(request, respond, path, ingest ? &metrics_ : nullptr);
     if (!route || (route->kind == route_kind::metrics && !options_.metrics_on_api_listener))
       return ex->error(http::status::not_found, "not_found", "no such resource");
@@ -402,6 +409,8 @@ void routes::handle(http_request request, respond_fn respond) {
     switch (route->kind) {
     case route_kind::submit_message:
       return submit_message(request, *who, ex);
+    case route_kind::submit_batch:
+      return submit_batch(request, *who, ex);
     case route_kind::get_message:
       return get_message(route->id, *who, ex);
     case route_kind::list_dead_letters:
@@ -440,23 +449,41 @@ void routes::handle(http_request request, respond_fn respond) {
   }
 }
 
+namespace {
+
+/// Plans one submitted event for the caller: a key's tenant is the event's tenant (naming
+/// another is 403), then the business rules.
+std::variant<domain::message_plan, domain::validation_error>
+plan_for_caller(domain::message_request& message, const caller& who, const service& service,
+                domain::timestamp now, const std::string& trace_id) {
+  if (!who.tenant.empty()) { // the key decides the tenant
+    if (message.tenant_named && message.tenant != who.tenant)
+      return domain::validation_error{403, "forbidden", "tenant is not the tenant of this API key",
+                                      "tenant"};
+    message.tenant = who.tenant;
+  }
+  return domain::plan_message(message, service.rules(), service.id_secret(), now, trace_id);
+}
+
+bool refuse_unless_json(const http_request& request, const exchange_ptr& ex) {
+  if (is_json_content_type(request[http::field::content_type]))
+    return false;
+  ex->error(http::status::unsupported_media_type, "unsupported_media_type",
+            "Content-Type must be application/json");
+  return true;
+}
+
+} // namespace
+
 void routes::submit_message(const http_request& request, const caller& who,
                             const exchange_ptr& ex) {
-  if (!is_json_content_type(request[http::field::content_type]))
-    return ex->error(http::status::unsupported_media_type, "unsupported_media_type",
-                     "Content-Type must be application/json");
+  if (refuse_unless_json(request, ex))
+    return;
   auto decoded = decode_message_request(request.body(), options_.max_json_depth);
   if (auto* failure = std::get_if<domain::validation_error>(&decoded))
     return ex->error(*failure);
-  auto& message = std::get<domain::message_request>(decoded);
-  if (!who.tenant.empty()) { // the key decides the tenant
-    if (message.tenant_named && message.tenant != who.tenant)
-      return ex->error(http::status::forbidden, "forbidden",
-                       "tenant is not the tenant of this API key", "tenant");
-    message.tenant = who.tenant;
-  }
-  auto planned = domain::plan_message(message, service_.rules(), service_.id_secret(), clock_.now(),
-                                      ex->trace_id());
+  auto planned = plan_for_caller(std::get<domain::message_request>(decoded), who, service_,
+                                 clock_.now(), ex->trace_id());
   if (auto* failure = std::get_if<domain::validation_error>(&planned))
     return ex->error(*failure);
   metrics_.message_received();
@@ -466,11 +493,75 @@ void routes::submit_message(const http_request& request, const caller& who,
                     if (auto* failure = std::get_if<service_error>(&result))
                       return exchange->error(*failure);
                     const auto& claim = std::get<persistence::claim_result>(result);
-                    bool created = std::any_of(claim.tasks.begin(), claim.tasks.end(),
-                                               [](const auto& task) { return task.created; });
-                    exchange->json(created ? http::status::accepted : http::status::ok,
+                    exchange->json(static_cast<http::status>(claim_status(claim)),
                                    encode_claim_result(claim, exchange->trace_id()));
                   }));
+}
+
+void routes::submit_batch(const http_request& request, const caller& who, const exchange_ptr& ex) {
+  if (refuse_unless_json(request, ex))
+    return;
+  auto decoded = decode_batch_request(request.body(), options_.max_json_depth);
+  if (auto* failure = std::get_if<domain::validation_error>(&decoded))
+    return ex->error(*failure);
+  auto& items = std::get<std::vector<batch_item>>(decoded);
+  // Each item is planned as a single POST would be; a refused one only answers its error.
+  std::vector<batch_answer> answers(items.size());
+  std::vector<domain::message_plan> plans;
+  std::vector<std::size_t> slots; // the item each plan came from
+  const auto now = clock_.now();
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (auto* failure = std::get_if<domain::validation_error>(&items[i])) {
+      answers[i] = std::move(*failure);
+      continue;
+    }
+    auto planned = plan_for_caller(std::get<domain::message_request>(items[i]), who, service_, now,
+                                   ex->trace_id());
+    if (auto* failure = std::get_if<domain::validation_error>(&planned)) {
+      answers[i] = batch_item_error(i, std::move(*failure));
+      continue;
+    }
+    plans.push_back(std::move(std::get<domain::message_plan>(planned)));
+    slots.push_back(i);
+  }
+  auto answer = [](const exchange_ptr& exchange, const std::vector<batch_answer>& all) {
+    http_response response{http::status::ok, 11};
+    response.set(http::field::content_type, "application/json");
+    // Items the database could not take may be sent again as they are.
+    if (std::any_of(all.begin(), all.end(), [](const batch_answer& a) {
+          auto* failure = std::get_if<domain::validation_error>(&a);
+          return failure != nullptr && failure->status == 503;
+        }))
+      response.set(http::field::retry_after, "1");
+    response.body() = encode_batch_answers(all, exchange->trace_id());
+    exchange->send(std::move(response));
+  };
+  if (plans.empty())
+    return answer(ex, answers);
+  metrics_.message_received(plans.size());
+  service_.submit_batch(
+      std::move(plans),
+      guarded(ex, [answers = std::move(answers), slots = std::move(slots), answer](
+                      const exchange_ptr& exchange,
+                      std::variant<std::vector<persistence::claim_result>, service_error>& result) {
+        auto all = answers;
+        if (auto* failure = std::get_if<service_error>(&result)) {
+          // Over capacity refuses the request as a whole; a failed or late commit answers
+          // each item that was to be written (none of them was).
+          if (failure->code == "overloaded")
+            return exchange->error(*failure);
+          for (auto slot : slots)
+            all[slot] = *failure;
+          return answer(exchange, all);
+        }
+        auto& claims = std::get<std::vector<persistence::claim_result>>(result);
+        if (claims.size() != slots.size())
+          throw std::logic_error("batch claim answered " + std::to_string(claims.size()) +
+                                 " results for " + std::to_string(slots.size()) + " messages");
+        for (std::size_t k = 0; k < slots.size(); ++k)
+          all[slots[k]] = std::move(claims[k]);
+        answer(exchange, all);
+      }));
 }
 
 void routes::get_message(std::string_view id, const caller& who, const exchange_ptr& ex) {

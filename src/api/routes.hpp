@@ -9,6 +9,7 @@
 #include "providers/provider.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,6 +18,13 @@
 namespace herald::api {
 
 class exchange;
+
+/// POST /v1/messages/batch: up to max_batch_items events in one request.
+inline constexpr std::string_view batch_path = "/v1/messages/batch";
+
+/// The body limit of batch_path unless configured (http.max_batch_body_bytes): 1000 events
+/// of 4 KiB each.
+inline constexpr std::size_t default_max_batch_body_bytes = 4 * 1024 * 1024;
 
 /// Limits the routes apply to request bodies, and where /metrics is served.
 struct routes_options {
@@ -60,6 +68,8 @@ private:
 
   // One handler per route; `handle` matches the path and method, then calls one of them.
   void submit_message(const http_request& request, const caller& who, const exchange_ptr& ex);
+  /// POST /v1/messages/batch: every valid item claimed in one group commit, one answer each.
+  void submit_batch(const http_request& request, const caller& who, const exchange_ptr& ex);
   void get_message(std::string_view id, const caller& who, const exchange_ptr& ex);
   void list_dead_letters(std::string_view query, const caller& who, const exchange_ptr& ex);
   void replay_dead_letter(std::string_view id, const caller& who, const exchange_ptr& ex);

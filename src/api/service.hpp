@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace herald::api {
 
@@ -31,6 +32,13 @@ public:
   virtual void
   submit(domain::message_plan plan,
          std::function<void(std::variant<persistence::claim_result, service_error>)> done) = 0;
+
+  /// Claims planned messages together, in one group commit; answers one result per plan, in
+  /// plan order, after the rows are committed — or one error for all of them.
+  virtual void submit_batch(
+      std::vector<domain::message_plan> plans,
+      std::function<void(std::variant<std::vector<persistence::claim_result>, service_error>)>
+          done) = 0;
 
   /// Looks a message of `tenant` (empty: any tenant) up; nullopt when unknown or another
   /// tenant's.

@@ -16,6 +16,14 @@ void actor_service::submit(
                  actors::submit_callback{std::move(done)});
 }
 
+void actor_service::submit_batch(
+    std::vector<domain::message_plan> plans,
+    std::function<void(std::variant<std::vector<persistence::claim_result>, api::service_error>)>
+        done) {
+  caf::anon_send(ingest_, actors::submit_atom_v, std::move(plans),
+                 actors::batch_callback{std::move(done)});
+}
+
 void actor_service::find_message(
     std::string tenant, std::string message_id,
     std::function<void(std::variant<std::optional<persistence::message_view>, api::service_error>)>

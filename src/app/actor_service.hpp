@@ -20,6 +20,11 @@ public:
               std::function<void(std::variant<persistence::claim_result, api::service_error>)> done)
       override;
 
+  void submit_batch(
+      std::vector<domain::message_plan> plans,
+      std::function<void(std::variant<std::vector<persistence::claim_result>, api::service_error>)>
+          done) override;
+
   void find_message(std::string tenant, std::string message_id,
                     std::function<void(
                         std::variant<std::optional<persistence::message_view>, api::service_error>)>

@@ -1,6 +1,7 @@
 #include "app/config.hpp"
 
 #include "api/json_codec.hpp"
+#include "api/routes.hpp"
 #include "domain/status_event.hpp"
 #include "providers/webhook_signature.hpp"
 
@@ -423,15 +424,18 @@ config parse_config(const std::string& text) {
   r.read_ms("drain_timeout_ms", cfg.drain_timeout);
   r.read_ms("sweep_interval_ms", cfg.dispatcher.sweep_interval, 10);
   r.read("node_id", cfg.node_id);
+  std::size_t max_batch_body_bytes = api::default_max_batch_body_bytes;
   if (auto* http = r.find("http")) {
     object_reader h{*http, "http"};
     h.read_integer("max_body_bytes", cfg.http.max_body_bytes, 1024, 64 * 1024 * 1024);
+    h.read_integer("max_batch_body_bytes", max_batch_body_bytes, 1024, 256 * 1024 * 1024);
     h.read_integer("max_json_depth", cfg.http.max_json_depth, 1, 1000);
     h.read_integer("io_threads", cfg.http.io_threads, 1, 64);
     h.read_integer("max_in_flight", cfg.http.max_in_flight, 1, 10000000);
     h.read_integer("max_connections", cfg.http.max_connections, 1, 1000000);
     h.done();
   }
+  cfg.http.body_limits_by_path[std::string(api::batch_path)] = max_batch_body_bytes;
   if (auto* ingest = r.find("ingest")) {
     object_reader i{*ingest, "ingest"};
     i.read_integer("max_in_flight", cfg.ingest.max_in_flight, 1, 10000000);

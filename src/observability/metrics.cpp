@@ -171,8 +171,8 @@ metrics::metrics()
 metrics::~metrics() = default;
 
 // Family::Add is thread-safe and returns the existing series for known labels.
-void metrics::message_received() {
-  families_->messages_received_total.Increment();
+void metrics::message_received(std::size_t count) {
+  families_->messages_received_total.Increment(static_cast<double>(count));
 }
 
 void metrics::task_created(const std::string& channel) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,7 +24,7 @@ public:
   metrics(const metrics&) = delete;
   metrics& operator=(const metrics&) = delete;
 
-  void message_received();
+  void message_received(std::size_t count = 1);
   void task_created(const std::string& channel);
   void task_duplicate(const std::string& channel);
   void provider_call(const std::string& channel, call_outcome outcome);

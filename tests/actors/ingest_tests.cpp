@@ -19,6 +19,7 @@ using test::recording_provider;
 namespace {
 
 using submit_answer = std::variant<persistence::claim_result, api::service_error>;
+using batch_answer = std::variant<actors::claim_results, api::service_error>;
 
 /// The whole ingest path on the test thread: ingest -> two shards -> writer -> dispatcher ->
 /// sms channel -> recording provider.
@@ -43,8 +44,16 @@ struct ingest_fixture : test::actor_fixture {
     BOOST_REQUIRE_EQUAL(config.validate(), "");
     return spawn(actors::ingest, shards,
                  actors::ingest_peers{writer, reader, dispatcher,
-                                      std::shared_ptr<const domain::clock>{clock}, health},
+                                      std::shared_ptr<const domain::clock>{clock}, health, metrics},
                  config);
+  }
+
+  /// Submits a batch without running; the answer lands in `batch_answers`.
+  void submit_batch(const actors::ingest_actor& ingest, actors::message_plans plans) {
+    caf::anon_send(ingest, actors::submit_atom_v, std::move(plans),
+                   actors::batch_callback{[this](batch_answer answer) {
+                     batch_answers.push_back(std::move(answer));
+                   }});
   }
 
   /// Submits without running; the answer lands in `answers` (called on the test thread).
@@ -62,7 +71,7 @@ struct ingest_fixture : test::actor_fixture {
         spawn(actors::dedup_shard, silent, dispatcher, metrics, shard_config)};
     return spawn(actors::ingest, one_shard,
                  actors::ingest_peers{silent, reader, dispatcher,
-                                      std::shared_ptr<const domain::clock>{clock}, health},
+                                      std::shared_ptr<const domain::clock>{clock}, health, metrics},
                  config);
   }
 
@@ -81,6 +90,7 @@ struct ingest_fixture : test::actor_fixture {
   }
 
   std::vector<submit_answer> answers;
+  std::vector<batch_answer> batch_answers;
   std::shared_ptr<test::held_claims> held = std::make_shared<test::held_claims>();
 };
 
@@ -230,6 +240,114 @@ BOOST_AUTO_TEST_CASE(find_returns_the_committed_message) {
   BOOST_REQUIRE(found->has_value());
   BOOST_REQUIRE_EQUAL((*found)->tasks.size(), 1u);
   BOOST_TEST(to_string((*found)->tasks[0].state) == "SENT");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// POST /v1/messages/batch's path: ingest hands a batch's plans to the store writer in one
+// message, so they land in one claim() transaction.
+BOOST_FIXTURE_TEST_SUITE(ingest_batch_tests, ingest_fixture)
+
+BOOST_AUTO_TEST_CASE(a_batch_is_one_claim_transaction_answered_in_order_and_sent_once) {
+  auto ingest = spawn_ingest();
+  actors::message_plans plans;
+  for (int i = 0; i < 50; ++i)
+    plans.push_back(plan("order-" + std::to_string(i), {"sms"}));
+  plans.push_back(plans[7]); // the same event twice in one batch
+  submit_batch(ingest, plans);
+  run();
+  BOOST_REQUIRE_EQUAL(batch_answers.size(), 1u);
+  auto* results = std::get_if<actors::claim_results>(&batch_answers[0]);
+  BOOST_REQUIRE(results != nullptr);
+  BOOST_REQUIRE_EQUAL(results->size(), plans.size());
+  // Every plan was committed by one claim() call: one transaction.
+  BOOST_TEST(writer_store->claim_batches == 1u);
+  BOOST_TEST(writer_store->claimed_plans == plans.size());
+  for (std::size_t i = 0; i < 50; ++i) {
+    BOOST_TEST((*results)[i].message_id == plans[i].message.id);
+    BOOST_TEST((*results)[i].tasks.at(0).created);
+  }
+  // The later copy is a duplicate of the first, with the same ids.
+  BOOST_TEST((*results)[50].message_id == plans[7].message.id);
+  BOOST_TEST((*results)[50].tasks.at(0).task_id == plans[7].tasks[0].id);
+  BOOST_TEST(!(*results)[50].tasks.at(0).created);
+  // Created tasks were dispatched as single claims are: each sent exactly once.
+  BOOST_TEST(provider->calls.size() == 50u);
+  BOOST_TEST(provider->calls_for(plans[7].tasks[0].id) == 1u);
+  BOOST_TEST(tasks_in(task_state::sent) == 50u);
+  auto text = metrics->render();
+  BOOST_TEST(text.find("herald_tasks_created_total{channel=\"sms\"} 50") != std::string::npos);
+  BOOST_TEST(text.find("herald_tasks_duplicate_total{channel=\"sms\"} 1") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_and_a_single_claim_of_one_key_create_it_once) {
+  auto ingest = spawn_ingest();
+  auto message = plan("order-1", {"sms"});
+  submit(ingest, message);
+  submit_batch(ingest, {message, plan("order-2", {"sms"})});
+  run();
+  BOOST_REQUIRE_EQUAL(answers.size(), 1u);
+  BOOST_REQUIRE_EQUAL(batch_answers.size(), 1u);
+  auto& single = std::get<persistence::claim_result>(answers[0]);
+  auto& batch = std::get<actors::claim_results>(batch_answers[0]);
+  BOOST_TEST(single.tasks[0].created + batch[0].tasks[0].created == 1);
+  BOOST_TEST(batch[1].tasks[0].created);
+  BOOST_TEST(provider->calls_for(message.tasks[0].id) == 1u);
+  BOOST_TEST(tasks_in(task_state::sent) == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_counts_each_message_against_max_in_flight) {
+  actors::ingest_config config;
+  config.max_in_flight = 3;
+  auto ingest = spawn_ingest_before_a_hung_store(config, {});
+  submit_batch(ingest, {plan("order-1", {"sms"}), plan("order-2", {"sms"}),
+                        plan("order-3", {"sms"}), plan("order-4", {"sms"})});
+  run();
+  BOOST_REQUIRE_EQUAL(batch_answers.size(), 1u); // larger than the bound: never taken
+  BOOST_TEST(std::get<api::service_error>(batch_answers[0]).code == "overloaded");
+  submit_batch(ingest, {plan("order-1", {"sms"}), plan("order-2", {"sms"})});
+  run();
+  BOOST_TEST(batch_answers.size() == 1u); // waits for the hung store, holding two slots
+  submit_batch(ingest, {plan("order-3", {"sms"}), plan("order-4", {"sms"})});
+  submit(ingest, plan("order-5", {"sms"})); // the third slot is still free
+  run();
+  BOOST_REQUIRE_EQUAL(batch_answers.size(), 2u);
+  BOOST_TEST(std::get<api::service_error>(batch_answers[1]).code == "overloaded");
+  BOOST_TEST(answers.empty());
+  BOOST_TEST(held->size() == 1u); // the single claim reached the store, behind its shard
+  submit(ingest, plan("order-6", {"sms"}));
+  run();
+  BOOST_REQUIRE_EQUAL(answers.size(), 1u);
+  BOOST_TEST(error_of(0)->code == "overloaded");
+}
+
+BOOST_AUTO_TEST_CASE(a_hung_store_answers_the_batch_unavailable_and_frees_its_slots) {
+  actors::ingest_config config;
+  config.max_in_flight = 2;
+  config.claim_timeout = std::chrono::seconds{5};
+  auto ingest = spawn_ingest_before_a_hung_store(config, {});
+  submit_batch(ingest, {plan("order-1", {"sms"}), plan("order-2", {"sms"})});
+  run();
+  BOOST_TEST(batch_answers.empty());
+  advance(std::chrono::seconds{5});
+  BOOST_REQUIRE_EQUAL(batch_answers.size(), 1u);
+  BOOST_TEST(std::get<api::service_error>(batch_answers[0]).code == "unavailable");
+  submit_batch(ingest, {plan("order-1", {"sms"}), plan("order-2", {"sms"})});
+  run();
+  BOOST_TEST(batch_answers.size() == 1u); // taken again, not refused
+}
+
+BOOST_AUTO_TEST_CASE(a_store_failure_writes_nothing_of_the_batch) {
+  auto ingest = spawn_ingest();
+  faulty_store->script(1, persistence::faulty_task_store::fault::fail);
+  submit_batch(ingest, {plan("order-1", {"sms"}), plan("order-2", {"sms"})});
+  run();
+  BOOST_REQUIRE_EQUAL(batch_answers.size(), 1u);
+  auto& error = std::get<api::service_error>(batch_answers[0]);
+  BOOST_TEST(error.status == 503);
+  BOOST_TEST(error.code == "unavailable");
+  BOOST_TEST(tasks_in(task_state::pending) + tasks_in(task_state::sent) == 0u);
+  BOOST_TEST(provider->calls.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

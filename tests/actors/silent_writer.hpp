@@ -19,7 +19,15 @@ using held_claims = std::vector<caf::typed_response_promise<persistence::claim_r
 
 inline actors::store_writer_actor::behavior_type
 silent_writer(actors::store_writer_actor::pointer self, std::shared_ptr<held_claims> held) {
+  // Batch claims are held too, for as long as the writer lives.
+  auto held_batches =
+      std::make_shared<std::vector<caf::typed_response_promise<actors::claim_results>>>();
   return {
+      [self, held_batches](actors::claim_atom,
+                           actors::message_plans&) -> caf::result<actors::claim_results> {
+        held_batches->push_back(self->make_response_promise<actors::claim_results>());
+        return held_batches->back();
+      },
       [self, held](actors::claim_atom,
                    domain::message_plan&) -> caf::result<persistence::claim_result> {
         held->push_back(self->make_response_promise<persistence::claim_result>());

@@ -71,6 +71,49 @@ BOOST_AUTO_TEST_CASE(claims_queued_together_commit_in_one_transaction) {
   BOOST_TEST(tasks_in(task_state::pending) == 2 * n);
 }
 
+BOOST_AUTO_TEST_CASE(a_claim_batch_joins_the_pending_claims_in_one_transaction) {
+  auto writer = spawn_writer();
+  requesters askers{sys, 2};
+  auto single = plan("order-single", {"sms"});
+  actors::message_plans batch{plan("order-1", {"sms", "email"}), plan("order-2", {"sms"}), single};
+  auto single_claim = askers[0]->request(writer, caf::infinite, actors::claim_atom_v, single);
+  auto batch_claim = askers[1]->request(writer, caf::infinite, actors::claim_atom_v, batch);
+  run();
+  BOOST_TEST(writer_store->claim_batches == 1u);
+  BOOST_TEST(writer_store->claimed_plans == 4u);
+  single_claim.receive(
+      [&](persistence::claim_result& result) { BOOST_TEST(result.tasks[0].created); },
+      [&](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+  bool answered = false;
+  batch_claim.receive(
+      [&](actors::claim_results& results) {
+        answered = true;
+        BOOST_REQUIRE_EQUAL(results.size(), 3u);
+        for (std::size_t i = 0; i < results.size(); ++i)
+          BOOST_TEST(results[i].message_id == batch[i].message.id);
+        BOOST_TEST(results[0].tasks.size() == 2u);
+        BOOST_TEST(results[0].tasks[1].created);
+        BOOST_TEST(!results[2].tasks[0].created); // the single claim came first
+      },
+      [&](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+  BOOST_TEST(answered);
+  BOOST_TEST(tasks_in(task_state::pending) == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(a_claim_batch_fails_as_a_whole) {
+  auto writer = spawn_writer();
+  faulty_store->script(1, persistence::faulty_task_store::fault::fail);
+  auto pending = self->request(writer, caf::infinite, actors::claim_atom_v,
+                               actors::message_plans{plan("order-1", {"sms"})});
+  run();
+  bool failed = false;
+  pending.receive(
+      [&](actors::claim_results&) { BOOST_ERROR("a failed batch was answered"); },
+      [&](caf::error& err) { failed = actors::has_code(err, actors::errc::store_unavailable); });
+  BOOST_TEST(failed);
+  BOOST_TEST(tasks_in(task_state::pending) == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(a_full_batch_commits_at_once) {
   actors::store_writer_config config;
   config.batch_max = 5;

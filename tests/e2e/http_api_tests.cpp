@@ -52,15 +52,7 @@ std::string unique_prefix() {
 }
 
 std::string event_body(const std::string& biz_id) {
-  json::object body{
-      {"biz_type", "ORDER_SHIPPED"},
-      {"biz_id", biz_id},
-      {"user_id", "u-" + biz_id},
-      {"channels", json::array{"sms", "wechat", "app"}},
-      {"to",
-       json::object{{"sms", "+8613800000000"}, {"wechat", "oAbC123"}, {"app", "device-token-1"}}},
-      {"content", json::object{{"title", "t"}, {"body", "b"}}}};
-  return json::serialize(body);
+  return json::serialize(three_channel_event(biz_id));
 }
 
 /// One answer to one POST, reduced to what the checks compare.

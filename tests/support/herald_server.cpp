@@ -41,6 +41,17 @@ std::string submit_to(running_herald& herald, const std::string& channel, const 
   return std::string(boost::json::parse(response.body).at("message_id").as_string());
 }
 
+boost::json::object three_channel_event(const std::string& biz_id) {
+  return {{"biz_type", "ORDER_SHIPPED"},
+          {"biz_id", biz_id},
+          {"user_id", "u-" + biz_id},
+          {"channels", boost::json::array{"sms", "wechat", "app"}},
+          {"to", boost::json::object{{"sms", "+8613800000000"},
+                                     {"wechat", "oAbC123"},
+                                     {"app", "device-token-1"}}},
+          {"content", boost::json::object{{"title", "t"}, {"body", "b"}}}};
+}
+
 boost::json::object first_task(running_herald& herald, const std::string& message_id) {
   auto response = herald.get("/v1/messages/" + message_id);
   BOOST_REQUIRE_EQUAL(response.status, 200);

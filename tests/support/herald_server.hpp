@@ -50,6 +50,10 @@ private:
 std::string submit_to(running_herald& herald, const std::string& channel, const std::string& biz_id,
                       const std::string& recipient);
 
+/// An ORDER_SHIPPED event for sms, wechat and app with literal content, user "u-<biz_id>": a
+/// POST /v1/messages body, or an item of a batch.
+boost::json::object three_channel_event(const std::string& biz_id);
+
 /// The message's first task as GET /v1/messages/{id} shows it (a JSON object).
 boost::json::object first_task(running_herald& herald, const std::string& message_id);
 

@@ -68,14 +68,28 @@ public:
             done(*failure);
             return;
           }
-          persistence::claim_result result;
-          result.message_id = plan.message.id;
-          for (const auto& task : plan.tasks) {
-            bool created = tasks_.emplace(task.id, task).second;
-            result.tasks.push_back({task.id, task.channel, domain::task_state::pending, created});
+          done(claim(plan));
+        },
+        true);
+  }
+
+  /// Claims the plans one after the other (the real store: in one transaction); remembers
+  /// each batch's size in `batch_sizes`.
+  void submit_batch(
+      std::vector<domain::message_plan> plans,
+      std::function<void(std::variant<std::vector<persistence::claim_result>, api::service_error>)>
+          done) override {
+    enqueue(
+        [this, plans = std::move(plans), done = std::move(done)] {
+          batch_sizes.push_back(plans.size());
+          if (failure) {
+            done(*failure);
+            return;
           }
-          messages_.emplace(plan.message.id, plan);
-          done(result);
+          std::vector<persistence::claim_result> results;
+          for (const auto& plan : plans)
+            results.push_back(claim(plan));
+          done(std::move(results));
         },
         true);
   }
@@ -275,6 +289,7 @@ public:
   std::vector<persistence::receipt_input> receipts;
   std::vector<persistence::stats_query> stats_asked;
   std::vector<persistence::inbox_query> inbox_asked;
+  std::vector<std::size_t> batch_sizes; ///< plans of each submit_batch, in order
 
 private:
   void enqueue(std::function<void()> job, bool holdable) {
@@ -297,6 +312,17 @@ private:
       job();
       lock.lock();
     }
+  }
+
+  persistence::claim_result claim(const domain::message_plan& plan) { // worker thread only
+    persistence::claim_result result;
+    result.message_id = plan.message.id;
+    for (const auto& task : plan.tasks) {
+      bool created = tasks_.emplace(task.id, task).second;
+      result.tasks.push_back({task.id, task.channel, domain::task_state::pending, created});
+    }
+    messages_.emplace(plan.message.id, plan);
+    return result;
   }
 
   void remember_tenant(const std::string& tenant) {
@@ -1439,6 +1465,162 @@ BOOST_FIXTURE_TEST_CASE(the_inbox_is_the_key_tenants_and_needs_read, keyed_fixtu
   BOOST_TEST(http.request("POST", "/v1/inbox/tsk_inbox/read", "", bearer(reader)).status == 404);
   BOOST_TEST(http.service.last_tenant() == "acme");
   BOOST_TEST(http.service.receipts.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+/// A server whose batch route takes bodies up to 256 KiB (the single route keeps 64 KiB).
+struct batch_fixture : server_fixture {
+  batch_fixture() : server_fixture(options()) {}
+
+  static api::http_options options() {
+    auto options = small_options();
+    options.body_limits_by_path[std::string(api::batch_path)] = 256 * 1024;
+    return options;
+  }
+
+  test::http_response post_batch(const std::string& body,
+                                 header_list headers = test::json_headers()) {
+    return request("POST", std::string(api::batch_path), body, headers);
+  }
+};
+
+/// `shipped` with another biz_id, and its content body `padding` bytes long when given.
+std::string shipped_as(const std::string& biz_id, std::size_t padding = 0) {
+  auto event = json::parse(shipped).as_object();
+  event["biz_id"] = biz_id;
+  if (padding > 0)
+    event["content"] = json::object{{"body", std::string(padding, 'x')}};
+  return json::serialize(event);
+}
+
+std::string batch_body(const std::vector<std::string>& items) {
+  std::string body = R"({"messages":[)";
+  for (std::size_t i = 0; i < items.size(); ++i)
+    body += (i == 0 ? "" : ",") + items[i];
+  return body + "]}";
+}
+
+json::array results_of(const test::http_response& response) {
+  BOOST_TEST(response.header("content-type") == "application/json");
+  return json::parse(response.body).as_object().at("results").as_array();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(routes_batch_tests)
+
+BOOST_FIXTURE_TEST_CASE(one_result_per_item_in_order_and_one_service_call, batch_fixture) {
+  auto response = post_batch(batch_body({
+      shipped_as("b-1"),
+      R"({"biz_type":"ORDER_SHIPPED","biz_id":"b-2","user_id":42})",
+      R"({"biz_type":"ORDER_SHIPPED","biz_id":"b-3","user_id":"u","channels":["fax"],)"
+      R"("to":{"fax":"1"},"content":{"body":"b"}})",
+      shipped_as("b-1"),
+      "17",
+  }));
+  BOOST_REQUIRE_EQUAL(response.status, 200);
+  auto results = results_of(response);
+  BOOST_REQUIRE_EQUAL(results.size(), 5u);
+  BOOST_TEST(results[0].at("status").as_int64() == 202);
+  BOOST_TEST(text(results[0].at("trace_id")) == response.header("x-trace-id"));
+  BOOST_TEST(results[0].at("tasks").as_array().size() == 2u);
+  BOOST_TEST(results[1].at("status").as_int64() == 400);
+  BOOST_TEST(text(results[1].at("error").at("field")) == "messages[1].user_id");
+  BOOST_TEST(results[2].at("status").as_int64() == 422);
+  BOOST_TEST(text(results[2].at("error").at("code")) == "unknown_channel");
+  BOOST_TEST(text(results[2].at("error").at("field")).rfind("messages[2]", 0) == 0u);
+  // The same event again in the batch: the same ids, all duplicates.
+  BOOST_TEST(results[3].at("status").as_int64() == 200);
+  BOOST_TEST(results[3].at("message_id") == results[0].at("message_id"));
+  BOOST_TEST(results[3].at("tasks").at(0).at("duplicate").as_bool());
+  BOOST_TEST(text(results[4].at("error").at("field")) == "messages[4]");
+  // The valid items went to the service in one call; the refused ones never did.
+  BOOST_TEST(service.batch_sizes == std::vector<std::size_t>{2}, boost::test_tools::per_element());
+  BOOST_TEST(counters.render().find("herald_messages_received_total 2") != std::string::npos);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_batch_of_refused_items_is_answered_without_the_service, batch_fixture) {
+  auto response = post_batch(batch_body({"null", "[]"}));
+  BOOST_REQUIRE_EQUAL(response.status, 200);
+  auto results = results_of(response);
+  BOOST_TEST(results[0].at("status").as_int64() == 400);
+  BOOST_TEST(results[1].at("status").as_int64() == 400);
+  BOOST_TEST(service.batch_sizes.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(whole_request_errors_are_the_usual_error_bodies, batch_fixture) {
+  auto wrong_type = post_batch(batch_body({shipped}), {{"Content-Type", "text/plain"}});
+  BOOST_TEST(wrong_type.status == 415);
+  BOOST_TEST(text(error_of(wrong_type).at("code")) == "unsupported_media_type");
+  std::vector<std::string> too_many(1001, "{}");
+  for (const auto& body : {std::string("{"), std::string(R"({"messages":[]})"),
+                           std::string(R"({"messages":"x"})"), batch_body(too_many)}) {
+    auto refused = post_batch(body);
+    BOOST_TEST(refused.status == 400, body.substr(0, 40));
+    BOOST_TEST(text(error_of(refused).at("code")) == "invalid_request");
+  }
+  BOOST_TEST(request("GET", std::string(api::batch_path), "", {}).status == 405);
+  BOOST_TEST(service.batch_sizes.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(the_batch_route_has_its_own_body_limit, batch_fixture) {
+  // 200 events of ~500 bytes: over the single route's 64 KiB, within the batch's 256 KiB.
+  std::vector<std::string> events;
+  for (int i = 0; i < 200; ++i)
+    events.push_back(shipped_as("big-" + std::to_string(i), 400));
+  auto body = batch_body(events);
+  BOOST_REQUIRE_GT(body.size(), 65536u);
+  BOOST_TEST(post(body).status == 413);
+  auto accepted = post_batch(body);
+  BOOST_TEST(accepted.status == 200);
+  auto accepted_results = results_of(accepted);
+  BOOST_TEST(accepted_results.size() == 200u);
+  BOOST_TEST(accepted_results[199].at("status").as_int64() == 202);
+  body.insert(body.size() - 2, "," + std::string(200 * 1024, ' ') + shipped_as("pad"));
+  auto too_large = post_batch(body);
+  BOOST_TEST(too_large.status == 413);
+  BOOST_TEST(text(error_of(too_large).at("message")).find("262144") != std::string::npos);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_store_failure_answers_each_written_item_503, batch_fixture) {
+  service.failure = api::service_error{503, "unavailable", "database down", ""};
+  auto response = post_batch(batch_body({shipped_as("f-1"), "1"}));
+  BOOST_REQUIRE_EQUAL(response.status, 200);
+  BOOST_TEST(response.header("retry-after") == "1");
+  auto results = results_of(response);
+  BOOST_TEST(results[0].at("status").as_int64() == 503);
+  BOOST_TEST(text(results[0].at("error").at("code")) == "unavailable");
+  BOOST_TEST(results[1].at("status").as_int64() == 400);
+}
+
+BOOST_FIXTURE_TEST_CASE(overload_refuses_the_whole_batch, batch_fixture) {
+  service.failure = api::service_error{503, "overloaded", "too many in flight", ""};
+  auto response = post_batch(batch_body({shipped_as("o-1")}));
+  BOOST_TEST(response.status == 503);
+  BOOST_TEST(response.header("retry-after") == "1");
+  BOOST_TEST(text(error_of(response).at("code")) == "overloaded");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_batch_needs_the_submit_scope_and_each_item_the_key_tenant,
+                        keyed_fixture) {
+  auto body =
+      batch_body({shipped_as("k-1"), R"({"tenant":"other",)" + shipped_as("k-2").substr(1)});
+  auto post = [&](const header_list& headers) {
+    return http.request("POST", std::string(api::batch_path), body, headers);
+  };
+  BOOST_TEST(post(test::json_headers()).status == 401);
+  BOOST_TEST(post(bearer(reader, test::json_headers())).status == 403);
+  auto response = post(bearer(acme, test::json_headers()));
+  BOOST_REQUIRE_EQUAL(response.status, 200);
+  auto results = results_of(response);
+  BOOST_TEST(results[0].at("status").as_int64() == 202);
+  BOOST_TEST(results[1].at("status").as_int64() == 403);
+  BOOST_TEST(text(results[1].at("error").at("field")) == "messages[1].tenant");
+  BOOST_TEST(http.service.batch_sizes == std::vector<std::size_t>{1},
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
