@@ -34,6 +34,7 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
   auto& init = self->state;
   init.shards = std::move(shards);
   init.writer = std::move(peers.writer);
+  init.claims_writer = std::move(peers.claims_writer);
   init.reader = std::move(peers.reader);
   init.dispatcher = std::move(peers.dispatcher);
   init.clock = std::move(peers.clock);
@@ -68,11 +69,11 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
       // claim() transaction, instead of through the shards (a request per plan, each waiting
       // for a flush). As safe as the shards: uniqueness lives in the database and claim() (the
       // same key twice in one call: the first creates it, later ones are duplicates; a key
-      // committed before, by a shard, another batch or another node: a duplicate), and the
-      // writer commits on one connection, one transaction after another, so a batch and a
-      // shard's claim of one key can never both create it. What the shards add — resubmissions
-      // of a key in flight share one round trip — a batch does not need. Created tasks are
-      // counted and dispatched as a shard does it (collect_created).
+      // committed before, by a shard, another batch or another node: a duplicate; a key being
+      // inserted by another open transaction: the unique index makes this insert wait for its
+      // outcome), so a batch and a shard's claim of one key can never both create it. What the
+      // shards add — resubmissions of a key in flight share one round trip — a batch does not need.
+      // Created tasks are counted and dispatched as a shard does it (collect_created).
       [self](submit_atom, message_plans& plans, batch_callback& done) {
         auto& st = self->state;
         const auto items = plans.size();
@@ -89,7 +90,7 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
         st.in_flight += items;
         auto trace_id = plans.front().message.trace_id;
         auto kept = std::make_shared<const message_plans>(plans); // the tasks to dispatch
-        self->request(st.writer, st.config.claim_timeout, claim_atom_v, std::move(plans))
+        self->request(st.claims_writer, st.config.claim_timeout, claim_atom_v, std::move(plans))
             .then(
                 [self, done, kept](claim_results& results) {
                   auto& state = self->state;

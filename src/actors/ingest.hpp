@@ -31,6 +31,7 @@ struct ingest_state {
   static constexpr const char* name = "ingest";
   std::vector<dedup_shard_actor> shards;
   store_writer_actor writer;
+  store_writer_actor claims_writer;
   store_reader_actor reader;
   dispatcher_actor dispatcher;
   std::shared_ptr<const domain::clock> clock;
@@ -45,8 +46,9 @@ api::service_error to_service_error(const caf::error& err);
 
 /// The stores and dispatcher ingest talks to besides its shards.
 struct ingest_peers {
-  store_writer_actor writer; ///< replays dead letters
-  store_reader_actor reader; ///< look-ups, listings, readiness
+  store_writer_actor writer;        ///< replays dead letters
+  store_writer_actor claims_writer; ///< claims batches (the shards' writer)
+  store_reader_actor reader;        ///< look-ups, listings, readiness
   dispatcher_actor dispatcher;
   std::shared_ptr<const domain::clock> clock;
   std::shared_ptr<const health_board> health; ///< components that cannot work, for readiness

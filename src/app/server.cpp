@@ -294,9 +294,10 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
                           caf::actor_cast<caf::actor>(shards.back()),
                           {}});
   }
-  n.ingest = sys.spawn(actors::ingest, std::move(shards),
-                       actors::ingest_peers{writer, reader, n.dispatcher, clock, health, metrics},
-                       cfg.ingest);
+  n.ingest = sys.spawn(
+      actors::ingest, std::move(shards),
+      actors::ingest_peers{writer, claims_writer, reader, n.dispatcher, clock, health, metrics},
+      cfg.ingest);
   components.push_back(
       {"ingest", shutdown_stage::ingest, caf::actor_cast<caf::actor>(n.ingest), {}});
   n.receipts =

@@ -43,7 +43,7 @@ struct ingest_fixture : test::actor_fixture {
   actors::ingest_actor spawn_ingest(actors::ingest_config config = {}) {
     BOOST_REQUIRE_EQUAL(config.validate(), "");
     return spawn(actors::ingest, shards,
-                 actors::ingest_peers{writer, reader, dispatcher,
+                 actors::ingest_peers{writer, writer, reader, dispatcher,
                                       std::shared_ptr<const domain::clock>{clock}, health, metrics},
                  config);
   }
@@ -70,7 +70,7 @@ struct ingest_fixture : test::actor_fixture {
     std::vector<actors::dedup_shard_actor> one_shard{
         spawn(actors::dedup_shard, silent, dispatcher, metrics, shard_config)};
     return spawn(actors::ingest, one_shard,
-                 actors::ingest_peers{silent, reader, dispatcher,
+                 actors::ingest_peers{silent, silent, reader, dispatcher,
                                       std::shared_ptr<const domain::clock>{clock}, health, metrics},
                  config);
   }
