@@ -8,7 +8,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-test1.81-dev
   libsoci-dev libsqlite3-dev libpq-dev
   libspdlog-dev prometheus-cpp-dev
-  libcurl4-openssl-dev libssl-dev libnghttp2-dev
+  libcurl4-openssl-dev libssl-dev libnghttp2-dev libjemalloc-dev
   postgresql curl python3
 )
 
