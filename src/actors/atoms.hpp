@@ -51,6 +51,8 @@ CAF_ADD_ATOM(herald, herald::atoms, awaiting_atom, "awaiting")
 CAF_ADD_ATOM(herald, herald::atoms, status_atom, "status")
 CAF_ADD_ATOM(herald, herald::atoms, inbox_atom, "inbox")
 CAF_ADD_ATOM(herald, herald::atoms, item_atom, "item")
+CAF_ADD_ATOM(herald, herald::atoms, due_atom, "due")
+CAF_ADD_ATOM(herald, herald::atoms, load_atom, "load")
 
 namespace herald::actors {
 

@@ -111,9 +111,10 @@ void read_page(self_pointer self) {
   auto& current_pass = *self->state.recovering;
   auto limit = page_size(self->state, current_pass.channel);
   auto now = self->state.clock->now();
-  persistence::unfinished_filter which{current_pass.channel, std::nullopt};
-  if (current_pass.sweep)
-    which.due_by = now + self->state.config.sweep_interval;
+  // Retries due after the next sweep are not read: that sweep reads them before they are due,
+  // so a restart with a million tasks waiting an hour reads none of them now.
+  persistence::unfinished_filter which{current_pass.channel,
+                                       now + self->state.config.sweep_interval};
   self->request(self->state.reader, self->state.config.store_timeout, recover_atom_v,
                 current_pass.after, limit, now, std::move(which))
       .then(
@@ -132,7 +133,8 @@ void read_page(self_pointer self) {
                 self->send(self, page_atom_v);
               return;
             }
-            log::write(pass.found == 0 ? log::level::debug : log::level::info,
+            // A sweep that found nothing is routine; a recovery always says it is done.
+            log::write(pass.found == 0 && pass.sweep ? log::level::debug : log::level::info,
                        "dispatcher.recovered",
                        {{"tasks", std::to_string(pass.found)},
                         {"channel", pass.channel.empty() ? "*" : pass.channel}});
@@ -169,6 +171,24 @@ dispatcher(dispatcher_actor::stateful_pointer<dispatcher_state> self,
       },
       [self](attach_atom, retry_timer_actor& handle) { self->state.timer = std::move(handle); },
       [self](recover_atom, const std::string& channel) { start_recovery(self, channel, false); },
+      [self](due_atom, task_ids& ids) -> caf::result<caf::timespan> {
+        auto& st = self->state;
+        auto promise = self->make_response_promise<caf::timespan>();
+        auto count = ids.size();
+        self->request(st.reader, st.config.store_timeout, load_atom_v, std::move(ids),
+                      st.clock->now())
+            .then(
+                [self, promise](deliveries& tasks) mutable {
+                  promise.deliver(time_to_send(self->state, dispatch(self, tasks)));
+                },
+                [promise, count](caf::error& err) mutable {
+                  // Still due in the database: the next sweep reads them.
+                  log::error("dispatcher.due_read_failed",
+                             {{"tasks", std::to_string(count)}, {"error", describe(err)}});
+                  promise.deliver(std::move(err));
+                });
+        return promise;
+      },
       [self](page_atom) {
         if (!self->state.recovering)
           return;

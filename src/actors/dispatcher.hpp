@@ -30,18 +30,19 @@ struct dispatcher_config {
 /// to send the previous one at their configured rate, so a large backlog never lands in the
 /// channels' lanes at once. Every sweep interval it re-reads unfinished tasks, so a task
 /// whose message was lost, or whose lease a dead node left behind, is picked up; channels and
-/// the timer ignore tasks they already hold. A sweep skips retries not due before the next
-/// sweep (the timer holds them), so a large retry backlog is not re-read every interval.
+/// the timer ignore tasks they already hold. Recovery and sweeps alike skip retries not due
+/// before the next sweep (that sweep reads them, or the timer holds them), so a large retry
+/// backlog is neither loaded at start nor re-read every interval. When held tasks come due
+/// the timer hands over their ids; the dispatcher reads them by id, a batch at a time, and
+/// answers how long the channels need to send each batch, which paces the next.
 struct dispatcher_state {
   static constexpr const char* name = "dispatcher";
 
   /// One recovery pass: which channel (empty: all), whether it is a sweep, how far it got.
   struct recovery_pass {
     std::string channel;
-    /// A sweep reads retries only when due before the next sweep: the later ones wait in the
-    /// retry timer, and a later sweep reads those it let go before they are due.
-    bool sweep = false;
-    std::string after; ///< last task id read
+    bool sweep = false; ///< a sweep (else recovery at start or after a channel's restart)
+    std::string after;  ///< last task id read
     std::uint64_t found = 0;
   };
 

@@ -43,6 +43,9 @@ using store_reader_actor = caf::typed_actor<
     /// by the given time, narrowed by the filter (one channel; retries due by a horizon).
     caf::replies_to<recover_atom, std::string, std::uint64_t, domain::timestamp,
                     persistence::unfinished_filter>::with<deliveries>,
+    /// The unfinished tasks among these ids (a SENDING one only when its lease ran out by the
+    /// given time), read whole: the retry timer holds only ids.
+    caf::replies_to<load_atom, task_ids, domain::timestamp>::with<deliveries>,
     /// Task counts per state.
     caf::replies_to<count_atom>::with<state_counts>,
     /// SENT tasks of a channel sent by a time, oldest first after a cursor, at most a limit,
@@ -67,9 +70,10 @@ using dedup_shard_actor = caf::typed_actor<
     caf::replies_to<claim_atom, domain::message_plan>::with<persistence::claim_result>>;
 
 /// Holds tasks until they are due — retries at next_attempt_at, future sends at send_at — in
-/// one priority queue behind one re-arming timer, and hands them to the dispatcher.
+/// one priority queue behind one re-arming timer, and hands their ids to the dispatcher.
 using retry_timer_actor = caf::typed_actor<
-    /// Holds each task until it is due; a task already held is rescheduled, not duplicated.
+    /// Holds each task (its due time and id) until it is due; a task already held is
+    /// rescheduled, not duplicated.
     caf::reacts_to<schedule_atom, deliveries>,
     /// Drops a held task.
     caf::reacts_to<cancel_atom, std::string>,
@@ -115,6 +119,9 @@ using dispatcher_actor = caf::typed_actor<
     /// Loads the unfinished tasks of one channel (empty: all) from the database, one paced
     /// page at a time, and dispatches them (at start, and after a restart lost some).
     caf::reacts_to<recover_atom, std::string>,
+    /// Reads these tasks (come due in the retry timer) from the database and hands them to
+    /// their channels; answers how long the channels need to send them.
+    caf::replies_to<due_atom, task_ids>::with<caf::timespan>,
     /// Reads the next recovery page (sent to itself once the channels have room for it).
     caf::reacts_to<page_atom>,
     /// Re-reads unfinished tasks (sent to itself every sweep interval).

@@ -37,6 +37,9 @@ store_reader(store_reader_actor::stateful_pointer<store_reader_state> self,
                                                     which);
         });
       },
+      [self](load_atom, const task_ids& ids, domain::timestamp now) {
+        return guarded<deliveries>([&] { return self->state.store->load_deliveries(ids, now); });
+      },
       [self](letters_atom, const std::string& tenant, const std::string& channel,
              const std::string& after, std::uint64_t limit) {
         return guarded<dead_letters>([&] {

@@ -454,6 +454,7 @@ config parse_config(const std::string& text) {
   if (auto* timer = r.find("retry_timer")) {
     object_reader t{*timer, "retry_timer"};
     t.read_integer("max_held", cfg.retry_timer.max_held, 1, 100000000);
+    t.read_integer("hand_out_batch", cfg.retry_timer.hand_out_batch, 1, 100000);
     t.done();
   }
   if (auto* supervision = r.find("supervision")) {

@@ -117,6 +117,12 @@ std::vector<domain::delivery> faulty_task_store::load_unfinished(const std::stri
   return real_->load_unfinished(after_task_id, limit, now, which);
 }
 
+std::vector<domain::delivery>
+faulty_task_store::load_deliveries(const std::vector<std::string>& task_ids,
+                                   domain::timestamp now) {
+  return real_->load_deliveries(task_ids, now);
+}
+
 std::vector<awaiting_receipt>
 faulty_task_store::load_awaiting_receipt(const std::string& channel, domain::timestamp sent_before,
                                          const awaiting_cursor& after, std::size_t limit) {

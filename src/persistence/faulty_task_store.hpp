@@ -64,6 +64,8 @@ public:
   std::vector<domain::delivery> load_unfinished(const std::string& after_task_id, std::size_t limit,
                                                 domain::timestamp now,
                                                 const unfinished_filter& which) override;
+  std::vector<domain::delivery> load_deliveries(const std::vector<std::string>& task_ids,
+                                                domain::timestamp now) override;
   std::vector<awaiting_receipt> load_awaiting_receipt(const std::string& channel,
                                                       domain::timestamp sent_before,
                                                       const awaiting_cursor& after,

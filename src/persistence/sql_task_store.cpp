@@ -1287,6 +1287,38 @@ std::vector<domain::delivery> sql_task_store::load_unfinished(const std::string&
   });
 }
 
+std::vector<domain::delivery>
+sql_task_store::load_deliveries(const std::vector<std::string>& task_ids, domain::timestamp now) {
+  json_batch ids(dialect_, id_columns);
+  std::unordered_set<std::string_view> seen;
+  for (const auto& id : task_ids)
+    if (seen.insert(id).second) {
+      ids.add_row();
+      ids.text(id);
+    }
+  if (ids.empty())
+    return {};
+  using domain::task_state;
+  const std::string unfinished =
+      "t.status IN ('" + state_text(task_state::pending) + "', '" +
+      state_text(task_state::retry_wait) + "') OR (t.status = '" + state_text(task_state::sending) +
+      "' AND (t.lease_until IS NULL OR t.lease_until <= CAST(:now AS BIGINT)))";
+  // One primary-key look-up per id: the retry timer reads what came due a batch at a time.
+  const std::string query = "SELECT " + delivery_columns + " FROM " +
+                            dialect_.json_rows("ids", id_columns) +
+                            " JOIN tasks t ON t.id = r.task_id JOIN messages m ON m.id = "
+                            "t.message_id WHERE (" +
+                            unfinished + ") ORDER BY t.id";
+  const auto rows = ids.finish();
+  return outside_transaction("load_deliveries", [&] {
+    std::vector<domain::delivery> deliveries;
+    for (const auto& row :
+         statements_->fetch(query, {rows, micros_text(now)}, delivery_column_count))
+      deliveries.push_back(delivery_of(row));
+    return deliveries;
+  });
+}
+
 std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& tenant,
                                                            const std::string& channel,
                                                            const std::string& after_task_id,

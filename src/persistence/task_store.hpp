@@ -375,6 +375,12 @@ public:
                                                         std::size_t limit, domain::timestamp now,
                                                         const unfinished_filter& which = {}) = 0;
 
+  /// The unfinished tasks among `task_ids` (PENDING, RETRY_WAIT, and SENDING whose lease has
+  /// run out by `now`), in task-id order; finished and unknown ids are left out. For the retry
+  /// timer, which holds due tasks by id only and reads them whole when they are due.
+  virtual std::vector<domain::delivery> load_deliveries(const std::vector<std::string>& task_ids,
+                                                        domain::timestamp now) = 0;
+
   /// SENT tasks of `channel` that became SENT at or before `sent_before`, oldest first (by
   /// that time, then id), after `after`, at most `limit`, each with the receipts recorded for it;
   /// for the reconciler (index tasks(status, channel, updated_at)).

@@ -169,6 +169,28 @@ BOOST_AUTO_TEST_CASE(a_sweep_skips_retries_due_after_the_next_sweep) {
   BOOST_TEST(state(id) == "SENT");
 }
 
+// When held retries come due the timer hands over their ids only: the dispatcher reads them
+// whole from the database, leaves out any that finished meanwhile, sends the rest and answers
+// how long the channel needs for them, which paces the timer's next batch.
+BOOST_AUTO_TEST_CASE(due_ids_are_read_from_the_database_and_sent) {
+  auto ids = seed({plan("due-1", {"sms"}), plan("due-2", {"sms"}), plan("done", {"sms"})});
+  move_task(ids[0], task_state::pending, task_state::sending);
+  move_task(ids[0], task_state::sending, task_state::retry_wait, 1, clock->now());
+  move_task(ids[2], task_state::pending, task_state::sending);
+  move_task(ids[2], task_state::sending, task_state::sent, 1);
+  auto dispatcher = spawn_dispatcher(64, {}, 10); // 10 calls/s: 2 tasks take 200 ms
+  auto pause = ask<caf::timespan>(dispatcher, actors::due_atom_v, actors::task_ids{ids});
+  BOOST_REQUIRE(pause);
+  BOOST_TEST(std::chrono::duration_cast<std::chrono::milliseconds>(*pause).count() == 200);
+  BOOST_REQUIRE_EQUAL(reader_store->id_reads.size(), 1u);
+  BOOST_TEST(reader_store->id_reads[0] == ids);
+  BOOST_TEST(provider->calls_for(ids[0]) == 1u);
+  BOOST_TEST(provider->calls_for(ids[1]) == 1u);
+  BOOST_TEST(provider->calls_for(ids[2]) == 0u); // SENT meanwhile: not read, not sent again
+  BOOST_TEST(state(ids[0]) == "SENT");
+  BOOST_TEST(task(ids[0]).attempts == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(tasks_of_an_unknown_channel_are_logged_and_skipped) {
   auto ids = seed({plan("known", {"sms"}), plan("unknown", {"push"})});
   auto dispatcher = spawn_dispatcher();

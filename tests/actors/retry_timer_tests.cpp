@@ -10,17 +10,26 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// What the timer hands out, in order. Stands on the dispatcher's side of the interface.
+/// What the timer hands out, in order, and how the dispatcher answers. Stands on the
+/// dispatcher's side of the interface.
 struct handed_out {
   std::vector<std::string> task_ids;
+  std::vector<std::size_t> batches; ///< size of each due batch
+  caf::timespan pause{0};           ///< answered to each batch: the channels' time to send it
+  bool fail = false;                ///< answer each batch with an error instead
 };
 
 actors::dispatcher_actor::behavior_type recording_dispatcher(actors::dispatcher_actor::pointer,
                                                              std::shared_ptr<handed_out> out) {
   return {
-      [out](actors::dispatch_atom, actors::deliveries& tasks) {
-        for (auto& task : tasks)
-          out->task_ids.push_back(task.task_id);
+      [](actors::dispatch_atom, actors::deliveries&) {},
+      [out](actors::due_atom, actors::task_ids& ids) -> caf::result<caf::timespan> {
+        out->batches.push_back(ids.size());
+        for (auto& id : ids)
+          out->task_ids.push_back(id);
+        if (out->fail)
+          return caf::make_error(actors::errc::store_unavailable, "read failed");
+        return out->pause;
       },
       [](actors::attach_atom, const std::string&, const actors::channel_actor&) {},
       [](actors::attach_atom, const actors::retry_timer_actor&) {},
@@ -106,6 +115,44 @@ BOOST_AUTO_TEST_CASE(a_full_timer_lets_the_latest_due_tasks_go) {
   BOOST_TEST(logs().find("retry_timer.full") != std::string::npos);
   advance_both(5000ms);
   BOOST_TEST((out->task_ids == std::vector<std::string>{"a", "b"}));
+}
+
+// A million retries due at once are not read at once: the timer hands out a batch of ids, and
+// the next only once the dispatcher answered and the channels had the time it named to send it.
+BOOST_AUTO_TEST_CASE(a_large_due_backlog_is_handed_out_a_paced_batch_at_a_time) {
+  actors::retry_timer_config config;
+  config.hand_out_batch = 2;
+  timer = spawn_timer(config);
+  out->pause = std::chrono::milliseconds{100};
+  schedule({due_in("a", 1000ms), due_in("b", 1000ms), due_in("c", 1000ms), due_in("d", 1000ms),
+            due_in("e", 1000ms)});
+  advance_both(1000ms);
+  BOOST_TEST(out->batches == std::vector<std::size_t>{2});
+  advance_both(99ms);
+  BOOST_TEST(out->batches.size() == 1u); // the channels are still sending the first batch
+  advance_both(1ms);
+  BOOST_TEST((out->batches == std::vector<std::size_t>{2, 2}));
+  advance_both(100ms);
+  BOOST_TEST((out->batches == std::vector<std::size_t>{2, 2, 1}));
+  BOOST_TEST((out->task_ids == std::vector<std::string>{"a", "b", "c", "d", "e"}));
+  BOOST_TEST(metrics->render().find("herald_retry_queue_depth 0") != std::string::npos);
+}
+
+// The database still holds a batch the dispatcher could not read, due: the sweep reads it. The
+// timer goes on with the rest.
+BOOST_AUTO_TEST_CASE(a_batch_the_dispatcher_cannot_read_is_left_to_the_sweep) {
+  actors::retry_timer_config config;
+  config.hand_out_batch = 1;
+  timer = spawn_timer(config);
+  out->fail = true;
+  schedule({due_in("a", 1000ms), due_in("b", 2000ms)});
+  advance_both(1000ms);
+  BOOST_TEST(out->task_ids == std::vector<std::string>{"a"});
+  BOOST_TEST(logs().find("retry_timer.hand_out_failed") != std::string::npos);
+  advance_both(1000ms);
+  BOOST_TEST((out->task_ids == std::vector<std::string>{"a", "b"}));
+  advance_both(5000ms);
+  BOOST_TEST(out->task_ids.size() == 2u); // handed out once each: not retried by the timer
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -22,6 +22,7 @@ public:
   std::size_t apply_batches = 0;                  ///< apply() calls, i.e. apply transactions
   std::vector<persistence::state_change> changes; ///< every change asked for, in order
   std::vector<std::string> recovery_reads;        ///< channel of each load_unfinished (empty: all)
+  std::vector<std::vector<std::string>> id_reads; ///< task ids of each load_deliveries
   std::vector<std::string> awaiting_reads;        ///< channel of each load_awaiting_receipt
   std::size_t receipt_batches = 0; ///< record_receipts() calls, i.e. receipt transactions
   std::vector<persistence::receipt_input> receipts; ///< every receipt recorded, in order
@@ -73,6 +74,12 @@ public:
                   const persistence::unfinished_filter& which) override {
     recovery_reads.push_back(which.channel);
     return real_->load_unfinished(after_task_id, limit, now, which);
+  }
+
+  std::vector<domain::delivery> load_deliveries(const std::vector<std::string>& task_ids,
+                                                domain::timestamp now) override {
+    id_reads.push_back(task_ids);
+    return real_->load_deliveries(task_ids, now);
   }
 
   std::vector<persistence::awaiting_receipt>

@@ -473,6 +473,56 @@ inline void load_unfinished_of_one_channel_or_due_by(store_backend& backend) {
   BOOST_TEST(due_by(1'790'000'600'000'000).count(retrying) == 1u);
 }
 
+// The retry timer holds ids only and reads tasks whole when due: load_deliveries answers the
+// unfinished ones among the ids (a leased SENDING one once its lease ran out), whole, in id
+// order; finished, unknown and repeated ids add nothing.
+inline void load_deliveries_reads_unfinished_tasks_by_id(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto plan = make_plan("order-d1", {"sms", "app", "email", "wechat"});
+  store->claim({plan});
+  const auto& retrying = plan.tasks[0].id;
+  const auto& leased = plan.tasks[1].id;
+  const auto& sent = plan.tasks[2].id;
+  const auto& pending = plan.tasks[3].id;
+  auto retry = change(retrying, task_state::sending, task_state::retry_wait, 1);
+  retry.next_attempt_at = micros(1'790'000'600'000'000);
+  BOOST_TEST(store
+                 ->apply({change(retrying, task_state::pending, task_state::sending), retry,
+                          take_lease(leased, task_state::pending),
+                          change(sent, task_state::pending, task_state::sending),
+                          change(sent, task_state::sending, task_state::sent, 1)},
+                         {})
+                 .size() == 5u);
+  const std::vector<std::string> asked{sent, pending, "tsk_unknown", leased, retrying, pending};
+  auto ids_of = [](const std::vector<domain::delivery>& page) {
+    std::vector<std::string> ids;
+    for (const auto& d : page)
+      ids.push_back(d.task_id);
+    return ids;
+  };
+  auto sorted = [](std::vector<std::string> ids) {
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  };
+  auto during_lease = store->load_deliveries(asked, micros(1'790'000'039'999'999));
+  BOOST_TEST((ids_of(during_lease) == sorted({pending, retrying})));
+  auto after_lease = store->load_deliveries(asked, lease_end);
+  BOOST_TEST((ids_of(after_lease) == sorted({pending, leased, retrying})));
+  for (const auto& d : after_lease) {
+    BOOST_TEST((d.key == plan.message.key));
+    BOOST_TEST(d.title == plan.message.title);
+    BOOST_TEST(d.body == plan.message.body);
+    BOOST_TEST(!d.recipient.empty());
+    BOOST_TEST(d.recipients.size() == plan.message.recipients.size());
+    if (d.task_id == retrying) {
+      BOOST_TEST((d.state == task_state::retry_wait));
+      BOOST_TEST(d.attempts == 1u);
+      BOOST_TEST((d.next_attempt_at == micros(1'790'000'600'000'000)));
+    }
+  }
+  BOOST_TEST(store->load_deliveries({}, lease_end).empty());
+}
+
 inline void sending_tasks_come_back_when_their_lease_runs_out(store_backend& backend) {
   auto store = backend.open_store();
   const auto plan = make_plan("order-l1", {"sms", "app", "email"});
@@ -1235,6 +1285,7 @@ inline void sent_tasks_past_their_window_are_read_oldest_first(store_backend& ba
   HERALD_TASK_STORE_CONTRACT_TEST(find_message_returns_message_tasks_and_attempts)                 \
   HERALD_TASK_STORE_CONTRACT_TEST(load_unfinished_pages_in_id_order)                               \
   HERALD_TASK_STORE_CONTRACT_TEST(load_unfinished_of_one_channel_or_due_by)                        \
+  HERALD_TASK_STORE_CONTRACT_TEST(load_deliveries_reads_unfinished_tasks_by_id)                    \
   HERALD_TASK_STORE_CONTRACT_TEST(sending_tasks_come_back_when_their_lease_runs_out)               \
   HERALD_TASK_STORE_CONTRACT_TEST(lease_columns_are_written_as_given)                              \
   HERALD_TASK_STORE_CONTRACT_TEST(next_attempt_at_round_trips)                                     \
