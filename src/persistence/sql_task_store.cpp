@@ -1190,7 +1190,8 @@ std::optional<message_view> sql_task_store::find_message(const std::string& tena
 }
 
 // The claimed messages as stored, by id (the content a created task must be sent with): those
-// the claim did not write itself (`written_now`), whose first accepted version may differ.
+// the claim wrote itself (`written_now`) as their first plan has them, the others read back
+// (their first accepted version may differ from every plan here).
 std::unordered_map<std::string, domain::message_record>
 sql_task_store::stored_messages(const std::vector<domain::message_plan>& plans,
                                 const std::unordered_set<std::string>& written_now) {
@@ -1199,12 +1200,19 @@ sql_task_store::stored_messages(const std::vector<domain::message_plan>& plans,
                             " JOIN messages m ON m.id = r.task_id";
   json_batch ids(dialect_, id_columns);
   std::unordered_set<std::string_view> asked;
-  for (const auto& plan : plans)
-    if (written_now.count(plan.message.id) == 0 && asked.insert(plan.message.id).second) {
-      ids.add_row();
-      ids.text(plan.message.id);
-    }
   std::unordered_map<std::string, domain::message_record> stored;
+  for (const auto& plan : plans) {
+    if (!asked.insert(plan.message.id).second)
+      continue;
+    if (written_now.count(plan.message.id) != 0) {
+      // Written from its first plan (claim_batch): a later plan of the same message in this
+      // batch (another channel, other content) is answered with what was stored.
+      stored.emplace(plan.message.id, plan.message);
+      continue;
+    }
+    ids.add_row();
+    ids.text(plan.message.id);
+  }
   if (ids.empty())
     return stored;
   for (const auto& row : statements_->fetch(query, {ids.finish()}, message_column_count)) {

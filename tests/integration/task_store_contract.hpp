@@ -204,6 +204,29 @@ inline void same_key_twice_in_one_batch(store_backend& backend) {
   BOOST_TEST(total_tasks(*store) == 3u);
 }
 
+// Two plans of one message in one claim (two batch items of one key, another channel and
+// other content each): the message is stored from the first, and both are answered with it,
+// so the second plan's new task is sent what recovery and GET will show.
+inline void one_message_with_two_contents_in_one_batch(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto first = make_plan("order-9", {"sms"});
+  auto second = make_plan("order-9", {"app"});
+  second.message.title = "Another title";
+  second.message.body = "Another body";
+
+  auto results = store->claim({first, second});
+  BOOST_TEST_REQUIRE(results.size() == 2u);
+  BOOST_TEST(results[1].tasks.at(0).created);
+  for (const auto& result : results) {
+    BOOST_TEST(result.message.title == first.message.title);
+    BOOST_TEST(result.message.body == first.message.body);
+  }
+  auto view = store->find_message("default", first.message.id);
+  BOOST_TEST_REQUIRE(view.has_value());
+  BOOST_TEST(view->message.body == first.message.body);
+  BOOST_TEST(view->tasks.size() == 2u);
+}
+
 inline void keys_are_not_null_and_unique(store_backend& backend) {
   auto store = backend.open_store();
   const auto plan = make_plan("order-9", {"sms"});
@@ -1280,6 +1303,7 @@ inline void sent_tasks_past_their_window_are_read_oldest_first(store_backend& ba
   HERALD_TASK_STORE_CONTRACT_TEST(concurrent_migrations_agree)                                     \
   HERALD_TASK_STORE_CONTRACT_TEST(claim_creates_then_answers_duplicates)                           \
   HERALD_TASK_STORE_CONTRACT_TEST(same_key_twice_in_one_batch)                                     \
+  HERALD_TASK_STORE_CONTRACT_TEST(one_message_with_two_contents_in_one_batch)                      \
   HERALD_TASK_STORE_CONTRACT_TEST(keys_are_not_null_and_unique)                                    \
   HERALD_TASK_STORE_CONTRACT_TEST(apply_is_guarded_and_records_attempts)                           \
   HERALD_TASK_STORE_CONTRACT_TEST(find_message_returns_message_tasks_and_attempts)                 \
