@@ -17,14 +17,15 @@ std::string dedup_shard_config::validate() const {
   return "";
 }
 
-void collect_created(const persistence::claim_result& result, const domain::message_plan& plan,
-                     herald::metrics& metrics, deliveries& out) {
+void collect_created(const persistence::claim_result& result,
+                     const std::vector<domain::task_record>& planned, herald::metrics& metrics,
+                     deliveries& out) {
   for (const auto& outcome : result.tasks) {
     if (outcome.created) {
       metrics.task_created(outcome.channel);
-      auto task = std::find_if(plan.tasks.begin(), plan.tasks.end(),
+      auto task = std::find_if(planned.begin(), planned.end(),
                                [&](auto& t) { return t.id == outcome.task_id; });
-      if (task != plan.tasks.end())
+      if (task != planned.end())
         out.push_back(domain::make_delivery(result.message, *task));
     } else {
       metrics.task_duplicate(outcome.channel);
@@ -59,7 +60,7 @@ void answer(self_pointer self, dedup_shard_state::waiter& waiter,
             persistence::claim_result result) {
   auto& st = self->state;
   deliveries created;
-  collect_created(result, waiter.plan, *st.metrics, created);
+  collect_created(result, waiter.plan.tasks, *st.metrics, created);
   if (!created.empty())
     self->send(st.dispatcher, dispatch_atom_v, std::move(created));
   --st.waiting_claims;

@@ -47,10 +47,12 @@ struct dedup_shard_state {
   std::size_t waiting_claims = 0;                              ///< over all message ids
 };
 
-/// Appends to `out` the tasks a committed claim of `plan` created, ready to dispatch, and
-/// counts its created and duplicate tasks: what every claim's answer does (also a batch's).
-void collect_created(const persistence::claim_result& result, const domain::message_plan& plan,
-                     herald::metrics& metrics, deliveries& out);
+/// Appends to `out` the tasks a committed claim of a plan with `planned` tasks created, ready
+/// to dispatch, and counts its created and duplicate tasks: what every claim's answer does
+/// (also a batch's).
+void collect_created(const persistence::claim_result& result,
+                     const std::vector<domain::task_record>& planned, herald::metrics& metrics,
+                     deliveries& out);
 
 dedup_shard_actor::behavior_type
 dedup_shard(dedup_shard_actor::stateful_pointer<dedup_shard_state> self, store_writer_actor store,

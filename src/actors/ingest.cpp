@@ -89,15 +89,20 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
         }
         st.in_flight += items;
         auto trace_id = plans.front().message.trace_id;
-        auto kept = std::make_shared<const message_plans>(plans); // the tasks to dispatch
+        // The planned tasks (not the content: the results carry the message as stored) are what
+        // collect_created needs to dispatch what the claim created.
+        auto planned = std::make_shared<std::vector<std::vector<domain::task_record>>>();
+        planned->reserve(items);
+        for (const auto& plan : plans)
+          planned->push_back(plan.tasks);
         self->request(st.claims_writer, st.config.claim_timeout, claim_atom_v, std::move(plans))
             .then(
-                [self, done, kept](claim_results& results) {
+                [self, done, planned](claim_results& results) {
                   auto& state = self->state;
-                  state.in_flight -= kept->size();
+                  state.in_flight -= planned->size();
                   deliveries created;
-                  for (std::size_t i = 0; i < results.size() && i < kept->size(); ++i)
-                    collect_created(results[i], (*kept)[i], *state.metrics, created);
+                  for (std::size_t i = 0; i < results.size() && i < planned->size(); ++i)
+                    collect_created(results[i], (*planned)[i], *state.metrics, created);
                   if (!created.empty())
                     self->send(state.dispatcher, dispatch_atom_v, std::move(created));
                   done(std::move(results));

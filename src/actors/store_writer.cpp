@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <iterator>
 #include <unordered_set>
-#include <utility>
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -28,7 +27,6 @@ void commit_claims(store_writer_state& st) {
   auto batches = std::move(st.claim_batches);
   st.claim_batches.clear();
   std::vector<domain::message_plan> plans;
-  plans.reserve(batch.size() + std::exchange(st.batched_plans, 0));
   std::vector<std::size_t> batch_sizes;
   for (auto& pending : batch)
     plans.push_back(std::move(pending.plan));
@@ -150,7 +148,10 @@ void flush(store_writer_state& st) {
 // batch is full.
 void schedule_flush(self_pointer self) {
   auto& st = self->state;
-  if (st.claims.size() + st.batched_plans + st.applies.size() + st.receipts.size() >=
+  std::size_t batched_plans = 0;
+  for (const auto& pending : st.claim_batches)
+    batched_plans += pending.plans.size();
+  if (st.claims.size() + batched_plans + st.applies.size() + st.receipts.size() >=
       st.config.batch_max) {
     flush(st);
   } else if (!st.flush_queued) {
@@ -178,7 +179,6 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
         if (plans.empty())
           return claim_results{};
         auto promise = self->make_response_promise<claim_results>();
-        self->state.batched_plans += plans.size();
         self->state.claim_batches.push_back({std::move(plans), promise});
         schedule_flush(self);
         return promise;

@@ -53,7 +53,6 @@ struct store_writer_state {
 
   std::vector<pending_claim> claims;
   std::vector<pending_claim_batch> claim_batches;
-  std::size_t batched_plans = 0; ///< over all claim_batches
   std::vector<pending_apply> applies;
   std::vector<pending_receipts> receipts;
   bool flush_queued = false;

@@ -547,7 +547,8 @@ void routes::submit_batch(const http_request& request, const caller& who, const 
         auto all = answers;
         if (auto* failure = std::get_if<service_error>(&result)) {
           // Over capacity refuses the request as a whole; a failed or late commit answers
-          // each item that was to be written (none of them was).
+          // each item that was to be written with 503 (a late one may still commit: sending
+          // the items again is safe).
           if (failure->code == "overloaded")
             return exchange->error(*failure);
           for (auto slot : slots)
