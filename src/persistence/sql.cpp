@@ -45,7 +45,16 @@ struct statement_cache::entry {
   std::vector<std::vector<soci::indicator>> nulls;
 };
 
-statement_cache::statement_cache(soci::session& sql) : sql_(sql) {}
+statement_cache::statement_cache(soci::session& sql)
+    : sql_(sql),
+      // SQLite parses and plans a statement once. On PostgreSQL a named prepared statement
+      // keeps, after five runs, one generic plan until the table is next analyzed: a plan made
+      // while `tasks` was nearly empty (a new database, before autovacuum's first ANALYZE)
+      // hash-joined every later batch with the whole table, ~90 ms per UPDATE at 60k rows and
+      // half of PostgreSQL's time in the standard benchmark (auto_explain). Sent unnamed with
+      // its parameters, each statement is planned for its batch and the tables' current size;
+      // the foreign-key checks PostgreSQL runs inside it keep their cached plans.
+      plan_each_execution_(sql.get_backend_name() == "postgresql") {}
 
 statement_cache::~statement_cache() = default;
 
@@ -75,7 +84,8 @@ statement_cache::entry& statement_cache::prepared(const std::string& query, std:
     e->st.exchange(soci::into(e->values[i], e->nulls[i]));
   }
   e->st.alloc();
-  e->st.prepare(query, soci::details::st_repeatable_query);
+  e->st.prepare(query, plan_each_execution_ ? soci::details::st_one_time_query
+                                            : soci::details::st_repeatable_query);
   e->st.define_and_bind();
   return *entries_.emplace(query, std::move(e)).first->second;
 }

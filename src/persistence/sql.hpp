@@ -29,10 +29,11 @@ std::vector<sql_row> fetch_rows(soci::session& sql, const std::string& query,
 /// Runs a statement that returns no rows.
 void execute(soci::session& sql, const std::string& query, std::vector<std::string> params = {});
 
-/// The statements of one session, each prepared once and executed again with new parameter
-/// values: SQLite parses and plans a statement only the first time, PostgreSQL runs a named
-/// prepared statement. Only scalar text parameters are bound (re-executing SOCI vector binds
-/// loses data on PostgreSQL). Results come back in chunks of `into(vector)`.
+/// The statements of one session, each set up once (bindings, buffers) and executed again with
+/// new parameter values: SQLite parses and plans a statement only the first time; PostgreSQL
+/// plans each execution for its parameters (an unnamed statement; see the constructor). Only scalar
+/// text parameters are bound (re-executing SOCI vector binds loses data on PostgreSQL). Results
+/// come back in chunks of `into(vector)`.
 class statement_cache {
 public:
   explicit statement_cache(soci::session& sql);
@@ -56,6 +57,7 @@ private:
   entry& prepared(const std::string& query, std::size_t params, std::size_t columns);
 
   soci::session& sql_;
+  bool plan_each_execution_;
   std::unordered_map<std::string, std::unique_ptr<entry>> entries_;
 };
 
