@@ -52,8 +52,9 @@ statement_cache::statement_cache(soci::session& sql)
       // while `tasks` was nearly empty (a new database, before autovacuum's first ANALYZE)
       // hash-joined every later batch with the whole table, ~90 ms per UPDATE at 60k rows and
       // half of PostgreSQL's time in the standard benchmark (auto_explain). Sent unnamed with
-      // its parameters, each statement is planned for its batch and the tables' current size;
-      // the foreign-key checks PostgreSQL runs inside it keep their cached plans.
+      // its parameters, each execution is planned against the tables' current size (a batch
+      // is still guessed at 100 rows); the foreign-key checks PostgreSQL runs inside it keep
+      // their cached plans.
       plan_each_execution_(sql.get_backend_name() == "postgresql") {}
 
 statement_cache::~statement_cache() = default;
