@@ -3,6 +3,7 @@
 #include "api/json_codec.hpp"
 #include "api/routes.hpp"
 #include "domain/status_event.hpp"
+#include "domain/template_text.hpp"
 #include "providers/webhook_signature.hpp"
 
 #include <cmath>
@@ -336,6 +337,10 @@ void read_templates(const json::value& value, domain::routing_rules& rules) {
     r.read("title", t.title);
     r.read("body", t.body);
     r.done();
+    for (auto [field, text] : {std::pair{"title", &t.title}, std::pair{"body", &t.body}})
+      if (auto error = domain::check_template(*text))
+        throw config_error("templates." + std::string{name} + "." + field + ": character " +
+                           std::to_string(error->position) + ": " + error->message);
     rules.templates[std::string{name}] = std::move(t);
   }
 }

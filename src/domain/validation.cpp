@@ -1,5 +1,7 @@
 #include "domain/validation.hpp"
 
+#include "domain/template_text.hpp"
+
 #include <algorithm>
 #include <utility>
 
@@ -42,11 +44,6 @@ std::optional<validation_error> check_id(const std::string& field, const std::st
   if (has_control_chars(value))
     return invalid(field, "contains control characters");
   return std::nullopt;
-}
-
-bool is_name_char(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.' || c == '-';
 }
 
 // Channel resolution: the explicit list (validated, duplicates dropped) or the route.
@@ -171,12 +168,14 @@ std::variant<rendered, validation_error> render_content(const message_request& r
     for (auto [source, target] :
          {std::pair{&found->second.title, &out.title}, std::pair{&found->second.body, &out.body}}) {
       auto text = render_template(*source, request.params);
-      if (auto* error = std::get_if<validation_error>(&text)) {
-        // render_template cannot know the template's name; say which one needs the parameter.
-        const std::string param = error->field.substr(std::string_view("params.").size());
-        error->message = "template '" + name + "' needs parameter '" + param + "'";
-        return std::move(*error);
-      }
+      if (auto* missing = std::get_if<missing_parameter>(&text))
+        return invalid("params." + missing->name,
+                       "template '" + name + "' needs parameter '" + missing->name + "'");
+      if (auto* error = std::get_if<template_syntax_error>(&text)) // checked when loaded
+        return validation_error{422, "invalid_template",
+                                "template '" + name + "' is broken at character " +
+                                    std::to_string(error->position) + ": " + error->message,
+                                "template"};
       *target = std::move(std::get<std::string>(text));
     }
     return out;
@@ -202,44 +201,6 @@ std::variant<rendered, validation_error> render_content(const message_request& r
 }
 
 } // namespace
-
-std::variant<std::string, validation_error>
-render_template(const std::string& text, const std::map<std::string, std::string>& params) {
-  std::string out;
-  out.reserve(text.size());
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t open = text.find("{{", pos);
-    if (open == std::string::npos)
-      break;
-    // A placeholder is "{{", optional spaces, a name, optional spaces, "}}". Anything else
-    // (e.g. "{{ not a name }}" or an unclosed "{{") is literal text.
-    std::size_t cursor = open + 2;
-    while (cursor < text.size() && text[cursor] == ' ')
-      ++cursor;
-    const std::size_t name_begin = cursor;
-    while (cursor < text.size() && is_name_char(text[cursor]))
-      ++cursor;
-    const std::size_t name_end = cursor;
-    while (cursor < text.size() && text[cursor] == ' ')
-      ++cursor;
-    if (name_end == name_begin || text.compare(cursor, 2, "}}") != 0) {
-      // Move one character on, so "{{{name}}}" still finds the placeholder at the second brace.
-      out.append(text, pos, open + 1 - pos);
-      pos = open + 1;
-      continue;
-    }
-    const std::string name = text.substr(name_begin, name_end - name_begin);
-    const auto value = params.find(name);
-    if (value == params.end())
-      return invalid("params." + name, "template needs parameter '" + name + "'");
-    out.append(text, pos, open - pos);
-    out += value->second; // inserted verbatim, never re-scanned for placeholders
-    pos = cursor + 2;
-  }
-  out.append(text, pos, std::string::npos);
-  return out;
-}
 
 std::variant<message_plan, validation_error> plan_message(const message_request& request,
                                                           const routing_rules& rules,

@@ -32,7 +32,7 @@ struct request_limits {
   std::size_t max_body_length = 4096;
 };
 
-/// Title and body with `{{name}}` placeholders.
+/// Title and body with `${name}` (or `{{name}}`) placeholders (domain/template_text.hpp).
 struct message_template {
   std::string title;
   std::string body;
@@ -59,8 +59,5 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
                                                           const id_secret& secret, timestamp now,
                                                           const std::string& trace_id);
 
-/// Replaces `{{name}}` with params[name]; the error names the first missing parameter.
-std::variant<std::string, validation_error>
-render_template(const std::string& text, const std::map<std::string, std::string>& params);
 
 } // namespace herald::domain

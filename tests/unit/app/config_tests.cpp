@@ -215,6 +215,19 @@ BOOST_AUTO_TEST_CASE(a_node_id_cannot_pass_for_another_nodes_process) {
   BOOST_TEST(error_of(with_top(R"("node_id": "eu-2")")) == "");
 }
 
+BOOST_AUTO_TEST_CASE(a_broken_template_is_refused_with_its_position) {
+  BOOST_TEST(
+      error_of(with_top(R"("templates": {"t": {"title": "Hi", "body": "Code ${code"}})")) ==
+      R"(templates.t.body: character 6: "${" is not closed by "}" (write "$${" for a literal "${"))");
+  BOOST_TEST(
+      error_of(with_top(R"("templates": {"t": {"title": "${a b}", "body": "x"}})")) ==
+      R"(templates.t.title: character 4: a parameter name may only contain A-Z a-z 0-9 _ . - (in "${a b}"))");
+  BOOST_TEST(
+      error_of(with_top(
+          R"("templates": {"t": {"title": "${a}", "body": "{{ b }} $${c} {{ not a name }}"}})")) ==
+      "");
+}
+
 BOOST_AUTO_TEST_CASE(errors_stay_on_one_line) {
   const auto error = error_of(with_top(R"("sha\nrds": 8)"));
   BOOST_TEST(error == "sha?rds: unknown key");

