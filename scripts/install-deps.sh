@@ -9,7 +9,7 @@ packages=(
   libsoci-dev libsqlite3-dev libpq-dev
   libspdlog-dev prometheus-cpp-dev
   libcurl4-openssl-dev libssl-dev libnghttp2-dev libjemalloc-dev
-  postgresql curl python3
+  postgresql curl python3 tzdata
 )
 
 missing=()

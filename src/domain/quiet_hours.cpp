@@ -1,0 +1,26 @@
+#include "domain/quiet_hours.hpp"
+
+namespace herald::domain {
+
+std::optional<timestamp> quiet_until(timestamp now, const time_zone& zone,
+                                     const quiet_hours& window) {
+  constexpr std::int64_t day = 86'400;
+  const std::int64_t start = std::chrono::seconds{window.start}.count();
+  const std::int64_t end = std::chrono::seconds{window.end}.count();
+  if (start == end)
+    return std::nullopt;
+  const local_seconds local = zone.to_local(now);
+  const local_seconds midnight = local - ((local % day) + day) % day;
+  const std::int64_t time_of_day = local - midnight;
+  if (start < end) // within one day, e.g. 12:00-14:00
+    return time_of_day >= start && time_of_day < end
+               ? std::optional{zone.from_local(midnight + end)}
+               : std::nullopt;
+  if (time_of_day >= start) // evening part: it ends tomorrow
+    return zone.from_local(midnight + day + end);
+  if (time_of_day < end) // morning part
+    return zone.from_local(midnight + end);
+  return std::nullopt;
+}
+
+} // namespace herald::domain
