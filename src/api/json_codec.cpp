@@ -207,7 +207,7 @@ decode_error read_field(std::string_view key, const json::value& value,
   if (key == "category")
     return read_enum(
         value, "category", [](std::string_view t) { return domain::parse_category(t); },
-        "transactional, marketing, system", request.category);
+        "verification, transactional, marketing, system", request.category);
   if (key == "priority")
     return read_enum(
         value, "priority", [](std::string_view t) { return domain::parse_priority(t); },

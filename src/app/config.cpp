@@ -50,6 +50,8 @@ public:
     object_ = &value.as_object();
   }
 
+  const std::string& path() const { return path_; }
+
   /// Rejects every key no read asked for; call after the last read.
   void done() const {
     for (auto& entry : *object_)
@@ -345,19 +347,43 @@ void read_templates(const json::value& value, domain::routing_rules& rules) {
   }
 }
 
+/// Reads `key` into `out` when given: one of the names `parse` accepts (listed in `allowed`).
+template <class T, class Parse>
+void read_choice(object_reader& r, const char* key, Parse parse, const char* allowed,
+                 std::optional<T>& out) {
+  const json::value* given = r.find(key);
+  if (given == nullptr)
+    return;
+  if (given->is_string())
+    out = parse(std::string_view{given->get_string()});
+  if (!out)
+    throw config_error(r.path() + "." + key + ": must be one of " + allowed);
+}
+
+/// A route is its channels (`["sms", "app"]`) or an object that may also set the category,
+/// priority and template of requests that give none.
 void read_routes(const json::value& value, domain::routing_rules& rules) {
   if (!value.is_object())
-    throw config_error("routes: must be an object of biz_type -> [channels]");
-  for (auto& [biz_type, channels] : value.as_object()) {
-    std::vector<std::string> list;
-    if (!channels.is_array())
-      throw config_error("routes." + std::string{biz_type} + ": must be an array of channels");
-    for (auto& item : channels.as_array()) {
-      if (!item.is_string())
-        throw config_error("routes." + std::string{biz_type} + ": must be an array of channels");
-      list.emplace_back(item.as_string());
+    throw config_error("routes: must be an object of biz_type -> route");
+  for (auto& [biz_type, spec] : value.as_object()) {
+    domain::route route;
+    const std::string path = "routes." + std::string{biz_type};
+    if (spec.is_array()) {
+      const json::value channels_only = json::object{{"channels", spec}};
+      object_reader r{channels_only, path};
+      r.read("channels", route.channels);
+    } else if (spec.is_object()) {
+      object_reader r{spec, path};
+      r.read("channels", route.channels);
+      read_choice(r, "category", domain::parse_category,
+                  "verification, transactional, marketing, system", route.category);
+      read_choice(r, "priority", domain::parse_priority, "high, normal, low", route.priority);
+      r.read("template", route.template_name);
+      r.done();
+    } else {
+      throw config_error(path + ": must be an array of channels or an object");
     }
-    rules.routes[std::string{biz_type}] = std::move(list);
+    rules.routes[std::string{biz_type}] = std::move(route);
   }
 }
 
@@ -693,11 +719,14 @@ void validate(const config& cfg) {
                          "' must name another configured channel");
   }
   for (auto& [biz_type, route] : cfg.rules.routes) {
-    if (route.empty())
+    if (route.channels.empty())
       throw config_error("routes." + biz_type + ": must name at least one channel");
-    for (auto& name : route)
+    for (auto& name : route.channels)
       if (names.count(name) == 0)
         throw config_error("routes." + biz_type + ": unknown channel '" + name + "'");
+    if (!route.template_name.empty() && cfg.rules.templates.count(route.template_name) == 0)
+      throw config_error("routes." + biz_type + ".template: unknown template '" +
+                         route.template_name + "'");
   }
   for (auto& name : cfg.rules.default_route)
     if (names.count(name) == 0)

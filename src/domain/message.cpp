@@ -26,6 +26,8 @@ std::optional<priority> parse_priority(std::string_view text) {
 
 std::string_view to_string(category value) {
   switch (value) {
+  case category::verification:
+    return "verification";
   case category::transactional:
     return "transactional";
   case category::marketing:
@@ -37,6 +39,8 @@ std::string_view to_string(category value) {
 }
 
 std::optional<category> parse_category(std::string_view text) {
+  if (text == "verification")
+    return category::verification;
   if (text == "transactional")
     return category::transactional;
   if (text == "marketing")

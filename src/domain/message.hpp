@@ -18,8 +18,9 @@ enum class priority { high, normal, low };
 std::string_view to_string(priority value);
 std::optional<priority> parse_priority(std::string_view text);
 
-/// Why the message is sent; policy (quiet hours, opt-outs) will treat these differently.
-enum class category { transactional, marketing, system };
+/// Why the message is sent; policy (quiet hours, opt-outs, caps) treats these differently.
+/// `verification` (one-time codes) is never held back by preferences of other categories.
+enum class category { verification, transactional, marketing, system };
 std::string_view to_string(category value);
 std::optional<category> parse_category(std::string_view text);
 
@@ -41,8 +42,8 @@ struct message_request {
   std::string template_name;                 ///< empty when `body` is given
   std::map<std::string, std::string> params; ///< template parameters, scalars as text
   std::optional<content> body;               ///< literal content instead of a template
-  domain::category category = domain::category::transactional;
-  domain::priority priority = domain::priority::normal;
+  std::optional<domain::category> category;  ///< empty: the route's, else transactional
+  std::optional<domain::priority> priority;  ///< empty: the route's, else normal
   std::optional<timestamp> send_at;
   std::optional<timestamp> expire_at;
 };

@@ -48,7 +48,8 @@ std::optional<validation_error> check_id(const std::string& field, const std::st
 
 // Channel resolution: the explicit list (validated, duplicates dropped) or the route.
 std::variant<std::vector<std::string>, validation_error>
-resolve_channels(const message_request& request, const routing_rules& rules) {
+resolve_channels(const message_request& request, const route* routed_by,
+                 const routing_rules& rules) {
   const auto& limits = rules.limits;
   if (request.channels.size() > limits.max_channels)
     return invalid("channels", "has more than " + std::to_string(limits.max_channels) + " entries");
@@ -69,9 +70,8 @@ resolve_channels(const message_request& request, const routing_rules& rules) {
   if (!request.channels.empty())
     return resolved;
 
-  const auto route = rules.routes.find(request.biz_type);
   const std::vector<std::string>& routed =
-      route != rules.routes.end() ? route->second : rules.default_route;
+      routed_by != nullptr ? routed_by->channels : rules.default_route;
   for (const std::string& channel : routed) {
     // Config validation should make this impossible; refuse rather than plan an unsendable task.
     if (rules.channels.count(channel) == 0)
@@ -143,16 +143,18 @@ struct rendered {
   std::string body;
 };
 
+/// The title and body of `template_name` (the request's, or its route's) or of the content.
 std::variant<rendered, validation_error> render_content(const message_request& request,
+                                                        const std::string& template_name,
                                                         const routing_rules& rules) {
   const auto& limits = rules.limits;
-  const bool has_template = !request.template_name.empty();
+  const bool has_template = !template_name.empty();
   const bool has_body = request.body.has_value();
-  if (has_template == has_body)
+  if (has_template == has_body) // the route's template is only taken when there is no content
     return invalid("template", "give exactly one of 'template' and 'content'");
 
   if (has_template) {
-    const std::string& name = request.template_name;
+    const std::string& name = template_name;
     if (name.size() > limits.max_template_name_length)
       return invalid("template", "is longer than " +
                                      std::to_string(limits.max_template_name_length) + " bytes");
@@ -222,7 +224,9 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
   if (auto error = check_id("tenant", request.tenant, limits.max_id_length))
     return *error;
 
-  auto channels = resolve_channels(request, rules);
+  const auto found_route = rules.routes.find(request.biz_type);
+  const route* routed_by = found_route != rules.routes.end() ? &found_route->second : nullptr;
+  auto channels = resolve_channels(request, routed_by, rules);
   if (auto* error = std::get_if<validation_error>(&channels))
     return std::move(*error);
   const auto& resolved = std::get<std::vector<std::string>>(channels);
@@ -230,7 +234,12 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
   if (auto error = check_recipients(request, resolved, rules))
     return *error;
 
-  auto text = render_content(request, rules);
+  // The request decides what it gives; its route the rest.
+  const std::string& template_name =
+      !request.template_name.empty() || request.body || routed_by == nullptr
+          ? request.template_name
+          : routed_by->template_name;
+  auto text = render_content(request, template_name, rules);
   if (auto* error = std::get_if<validation_error>(&text))
     return std::move(*error);
 
@@ -245,7 +254,7 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
   message_record& message = plan.message;
   message.key = message_key{request.tenant, request.biz_type, request.biz_id, request.user_id};
   message.id = message_id_for(message.key, secret);
-  message.template_name = request.template_name;
+  message.template_name = template_name;
   message.params = request.params;
   for (const auto& [channel, recipient] : request.to)
     if (rules.channels.count(channel) != 0 && !recipient.empty())
@@ -255,8 +264,10 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
       message.recipients.emplace(channel, request.user_id); // kept if `to` named one
   message.title = std::move(std::get<rendered>(text).title);
   message.body = std::move(std::get<rendered>(text).body);
-  message.category = request.category;
-  message.priority = request.priority;
+  const route no_route;
+  const route& defaults = routed_by != nullptr ? *routed_by : no_route;
+  message.category = request.category.value_or(defaults.category.value_or(category::transactional));
+  message.priority = request.priority.value_or(defaults.priority.value_or(priority::normal));
   message.send_at = request.send_at;
   message.expire_at = request.expire_at;
   message.trace_id = trace_id;

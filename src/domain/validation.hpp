@@ -3,6 +3,7 @@
 #include "domain/message.hpp"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <variant>
@@ -38,11 +39,19 @@ struct message_template {
   std::string body;
 };
 
+/// What a biz_type's route decides when a request leaves it open.
+struct route {
+  std::vector<std::string> channels;        ///< when the request names none
+  std::optional<domain::category> category; ///< when the request gives none
+  std::optional<domain::priority> priority; ///< when the request gives none
+  std::string template_name;                ///< when the request gives neither template nor content
+};
+
 /// What the configuration says about channels, routes and templates.
 struct routing_rules {
-  std::set<std::string> channels;                         ///< configured channel names
-  std::map<std::string, std::vector<std::string>> routes; ///< biz_type -> channels
-  std::vector<std::string> default_route;                 ///< when biz_type has no route
+  std::set<std::string> channels;         ///< configured channel names
+  std::map<std::string, route> routes;    ///< by biz_type
+  std::vector<std::string> default_route; ///< channels when biz_type has no route
   std::map<std::string, message_template> templates;
   request_limits limits;
   /// Channels that reach a user by their user_id (the in-app inbox): `to` may leave them out,
@@ -58,6 +67,5 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
                                                           const routing_rules& rules,
                                                           const id_secret& secret, timestamp now,
                                                           const std::string& trace_id);
-
 
 } // namespace herald::domain

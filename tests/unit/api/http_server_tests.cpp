@@ -37,7 +37,7 @@ class memory_service final : public api::service {
 public:
   memory_service() {
     rules_.channels = {"sms", "wechat", "app", "email", "inapp"};
-    rules_.routes["ORDER_SHIPPED"] = {"sms", "app"};
+    rules_.routes["ORDER_SHIPPED"].channels = {"sms", "app"};
     worker_ = std::thread([this] { work(); });
   }
 

@@ -91,12 +91,18 @@ BOOST_AUTO_TEST_CASE(decodes_content_tenant_and_defaults) {
   BOOST_TEST(request.body->title == "Shipped");
   BOOST_TEST(request.body->body == "On its way");
   BOOST_TEST(request.channels.empty());
-  BOOST_TEST((request.category == domain::category::transactional));
-  BOOST_TEST((request.priority == domain::priority::normal));
+  // Not given: the route decides, else transactional and normal (domain/validation).
+  BOOST_TEST(!request.category.has_value());
+  BOOST_TEST(!request.priority.has_value());
 
   auto untitled = decoded(with(R"(,"content":{"body":"b"})"));
   BOOST_REQUIRE(untitled.body.has_value());
   BOOST_TEST(untitled.body->title.empty());
+}
+
+BOOST_AUTO_TEST_CASE(verification_is_a_category) {
+  auto request = decoded(with(R"(,"category":"verification")"));
+  BOOST_TEST((request.category == domain::category::verification));
 }
 
 BOOST_AUTO_TEST_CASE(null_optional_fields_mean_not_given) {
@@ -105,6 +111,7 @@ BOOST_AUTO_TEST_CASE(null_optional_fields_mean_not_given) {
                               R"("send_at":null,"expire_at":null,"tenant":null)"));
   BOOST_TEST(request.channels.empty());
   BOOST_TEST(!request.send_at.has_value());
+  BOOST_TEST(!request.category.has_value());
   BOOST_TEST(request.tenant == "default");
 }
 

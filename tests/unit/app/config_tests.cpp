@@ -228,6 +228,31 @@ BOOST_AUTO_TEST_CASE(a_broken_template_is_refused_with_its_position) {
       "");
 }
 
+BOOST_AUTO_TEST_CASE(a_route_is_its_channels_or_an_object_with_defaults) {
+  const auto cfg = app::parse_config(with_top(
+      R"("templates": {"code": {"title": "", "body": "Your code is ${code}"}},)"
+      R"("routes": {"A": ["sms"], "LOGIN_CODE": {"channels": ["sms"], "category": "verification",)"
+      R"( "priority": "high", "template": "code"}})"));
+  app::validate(cfg);
+  BOOST_TEST((cfg.rules.routes.at("A").channels == std::vector<std::string>{"sms"}));
+  BOOST_TEST(!cfg.rules.routes.at("A").category.has_value());
+  const auto& login = cfg.rules.routes.at("LOGIN_CODE");
+  BOOST_TEST((login.category == domain::category::verification));
+  BOOST_TEST((login.priority == domain::priority::high));
+  BOOST_TEST(login.template_name == "code");
+
+  BOOST_TEST(error_of(with_top(R"("routes": {"B": {"channels": ["sms"], "category": "spam"}})")) ==
+             "routes.B.category: must be one of verification, transactional, marketing, system");
+  BOOST_TEST(error_of(with_top(R"("routes": {"B": {"channels": ["sms"], "template": "nope"}})")) ==
+             "routes.B.template: unknown template 'nope'");
+  BOOST_TEST(error_of(with_top(R"("routes": {"B": {"category": "marketing"}})")) ==
+             "routes.B: must name at least one channel");
+  BOOST_TEST(error_of(with_top(R"("routes": {"B": {"channels": ["sms"], "cost": 3}})")) ==
+             "routes.B.cost: unknown key");
+  BOOST_TEST(error_of(with_top(R"("routes": {"B": "sms"})")) ==
+             "routes.B: must be an array of channels or an object");
+}
+
 BOOST_AUTO_TEST_CASE(errors_stay_on_one_line) {
   const auto error = error_of(with_top(R"("sha\nrds": 8)"));
   BOOST_TEST(error == "sha?rds: unknown key");

@@ -12,7 +12,8 @@ const timestamp now = from_unix_micros(1'796'205'600'000'000LL); // 2026-12-02T1
 routing_rules make_rules() {
   routing_rules rules;
   rules.channels = {"sms", "wechat", "app", "email"};
-  rules.routes = {{"ORDER_SHIPPED", {"sms", "app", "sms"}}, {"SILENT", {}}};
+  rules.routes["ORDER_SHIPPED"].channels = {"sms", "app", "sms"};
+  rules.routes["SILENT"] = route{};
   rules.default_route = {"email"};
   rules.templates = {
       {"order_shipped",
@@ -260,7 +261,7 @@ BOOST_AUTO_TEST_CASE(empty_route_does_not_fall_back_to_default) {
 
 BOOST_AUTO_TEST_CASE(route_naming_an_unconfigured_channel_is_refused) {
   request.channels.clear();
-  rules.routes["ORDER_SHIPPED"] = {"sms", "pigeon"};
+  rules.routes["ORDER_SHIPPED"].channels = {"sms", "pigeon"};
   expect(422, "unknown_channel", "channels");
 }
 
@@ -435,6 +436,46 @@ BOOST_AUTO_TEST_CASE(recipient_keys_refuse_control_characters) {
 
 BOOST_AUTO_TEST_CASE(template_name_refuses_control_characters) {
   request.template_name = std::string("order_shipped\0x", 15);
+  expect(400, "invalid_request", "template");
+}
+
+// --- routes: what a request leaves open ---
+
+BOOST_AUTO_TEST_CASE(a_route_sets_category_priority_and_template_a_request_leaves_open) {
+  auto& route = rules.routes["ORDER_SHIPPED"];
+  route.category = category::marketing;
+  route.priority = priority::low;
+  route.template_name = "plain";
+  request.channels.clear();
+  request.template_name.clear();
+  const auto routed = accepted();
+  BOOST_TEST((channels_of(routed) == std::vector<std::string>{"sms", "app"}));
+  BOOST_TEST((routed.message.category == category::marketing));
+  BOOST_TEST((routed.message.priority == priority::low));
+  BOOST_TEST(routed.message.template_name == "plain");
+  BOOST_TEST(routed.message.body == "Hello");
+
+  request.category = category::verification;
+  request.priority = priority::high;
+  request.template_name = "order_shipped";
+  const auto given = accepted();
+  BOOST_TEST((given.message.category == category::verification));
+  BOOST_TEST((given.message.priority == priority::high));
+  BOOST_TEST(given.message.template_name == "order_shipped");
+
+  request.template_name.clear();
+  request.body = content{"Title", "Own words"};
+  const auto own = accepted(); // content, not the route's template
+  BOOST_TEST(own.message.template_name.empty());
+  BOOST_TEST(own.message.body == "Own words");
+}
+
+BOOST_AUTO_TEST_CASE(without_a_route_or_a_choice_the_defaults_apply) {
+  request.biz_type = "UNROUTED";
+  const auto plan = accepted();
+  BOOST_TEST((plan.message.category == category::transactional));
+  BOOST_TEST((plan.message.priority == priority::normal));
+  request.template_name.clear(); // and no route to name one
   expect(400, "invalid_request", "template");
 }
 
