@@ -44,6 +44,20 @@ BOOST_AUTO_TEST_CASE(whole_config_problems_name_the_file) {
              "herald: config error: " + path + ": channels: at least one channel is needed\n");
 }
 
+BOOST_AUTO_TEST_CASE(a_broken_template_is_refused_with_its_position) {
+  temp_dir dir("herald-e2e-config");
+  std::string path;
+  const auto run = migrate_with(
+      dir,
+      R"({"channels":[{"name":"sms"}],"templates":{"code":{"title":"","body":"Code: ${code"}}})",
+      path);
+  BOOST_TEST(run.exit_code == 2);
+  BOOST_TEST(run.err == "herald: config error: " + path +
+                            R"(: templates.code.body: character 7: "${" is not closed by "}" )"
+                            R"((write "$${" for a literal "${")
+)");
+}
+
 BOOST_AUTO_TEST_CASE(unreadable_file_is_named) {
   temp_dir dir("herald-e2e-config");
   const auto run = run_herald({"serve", "--config", dir.file("absent.json")});

@@ -297,6 +297,25 @@ BOOST_AUTO_TEST_CASE(sigterm_exits_zero) {
   sigterm_exits_cleanly({});
 }
 
+// A request that names neither channels, template, category nor priority gets its route's
+// (the embedded configuration routes PASSWORD_RESET as a verification code).
+BOOST_AUTO_TEST_CASE(a_route_fills_in_what_the_request_leaves_open) {
+  running_herald herald({});
+  const auto posted = herald.post(R"({"biz_type":"PASSWORD_RESET","biz_id":")" + unique_prefix() +
+                                  R"(pw","user_id":"u-1","params":{"code":"${code} 42"},)"
+                                  R"("to":{"sms":"+8613800000000","email":"u-1@example.com"}})");
+  BOOST_TEST_REQUIRE(posted.status == 202, posted.body);
+  const auto id = read_answer(posted).message_id;
+  const auto shown = herald.get("/v1/messages/" + id);
+  BOOST_TEST_REQUIRE(shown.status == 200, shown.body);
+  const auto message = json::parse(shown.body).as_object();
+  BOOST_TEST(json::value_to<std::string>(message.at("category")) == "verification");
+  BOOST_TEST(json::value_to<std::string>(message.at("priority")) == "high");
+  // The parameter is data: a placeholder inside it stays as given.
+  BOOST_TEST(json::value_to<std::string>(message.at("body")) == "Your reset code is ${code} 42.");
+  BOOST_TEST(message.at("tasks").as_array().size() == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(version_exits_zero) {
   auto run = run_herald({"--version"});
   BOOST_TEST(run.exit_code == 0);
