@@ -462,6 +462,25 @@ bool may_call(self_pointer self, domain::timestamp now) {
   return true;
 }
 
+// A full queue keeps the most urgent tasks: a task of a more urgent lane takes the place of the
+// newest task of the least urgent lane that has one. The task left out stays in the database
+// (nothing of it was written yet) for the sweep, as a task that found the queue full does.
+// Measured before (bench/priority/flood.py): behind 100k marketing tasks a verification code
+// found the queue full and waited for the 30 s sweep, up to 46 s.
+bool make_room_for(channel_state& st, domain::priority priority) {
+  for (std::size_t lane = st.lanes.size(); lane-- > lane_of(priority) + 1;) {
+    auto& tasks = st.lanes[lane];
+    if (tasks.empty() || st.asked.count(tasks.back().task_id) != 0) // keep a resend's state
+      continue;
+    forget(st, tasks.back().task_id);
+    tasks.pop_back();
+    st.queued -= 1;
+    st.metrics->queue_overflow(st.settings.name);
+    return true;
+  }
+  return false;
+}
+
 void requeue(self_pointer self, domain::delivery task) {
   auto& st = self->state;
   st.queued += 1;
@@ -765,8 +784,8 @@ channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_sta
         for (auto& task : tasks) {
           if (st.known.count(task.task_id) != 0)
             continue;
-          if (st.queued >= st.settings.queue_limit) { // stays in the database for the sweep
-            st.metrics->queue_overflow(st.settings.name);
+          if (st.queued >= st.settings.queue_limit && !make_room_for(st, task.priority)) {
+            st.metrics->queue_overflow(st.settings.name); // stays in the database for the sweep
             continue;
           }
           st.known.insert(task.task_id);

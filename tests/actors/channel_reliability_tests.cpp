@@ -326,4 +326,30 @@ BOOST_AUTO_TEST_CASE(a_full_queue_leaves_tasks_in_the_database_for_the_sweep) {
   BOOST_TEST(tasks_in(task_state::sent) == 5u);
 }
 
+BOOST_AUTO_TEST_CASE(a_full_queue_makes_room_for_a_more_urgent_task) {
+  auto low = seed_sms(3, domain::priority::low, "bulk-");
+  auto code = seed_sms(1, domain::priority::high, "code-").at(0);
+  auto s = settings();
+  s.window = 1;
+  s.queue_limit = 2;
+  provider->hold(true);
+  channel = spawn_channel(s);
+  dispatch(channel, {delivery_of(low[0]), delivery_of(low[1])}); // one sent, one queued
+  dispatch(channel, {delivery_of(low[2])});                      // the queue is full now
+  dispatch(channel, {delivery_of(code)}); // takes the place of the newest low task
+  BOOST_TEST(metric_line("herald_channel_queue_overflows_total{channel=\"sms\"}") ==
+             "herald_channel_queue_overflows_total{channel=\"sms\"} 1");
+  provider->release(); // the first low task's call ends; the code is next
+  run();
+  BOOST_REQUIRE_EQUAL(provider->calls.size(), 2u);
+  BOOST_TEST(state(code) == "SENDING");
+  BOOST_TEST(state(low[2]) == "PENDING"); // left for the sweep
+  provider->hold(false);
+  provider->release();
+  run();
+  caf::anon_send(channel, actors::recover_atom_v, std::string{});
+  run();
+  BOOST_TEST(tasks_in(task_state::sent) == 4u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
