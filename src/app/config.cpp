@@ -379,6 +379,8 @@ void read_routes(const json::value& value, domain::routing_rules& rules) {
                   "verification, transactional, marketing, system", route.category);
       read_choice(r, "priority", domain::parse_priority, "high, normal, low", route.priority);
       r.read("template", route.template_name);
+      if (r.find("template") != nullptr && route.template_name.empty())
+        throw config_error(path + ".template: must name a template (leave the key out for none)");
       r.done();
     } else {
       throw config_error(path + ": must be an array of channels or an object");

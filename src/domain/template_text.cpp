@@ -61,10 +61,10 @@ std::optional<template_syntax_error> scan(std::string_view text, OnText&& on_tex
   std::size_t literal_begin = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
-    if (text.compare(pos, 3, "$${") == 0) {
-      on_text(text.substr(literal_begin, pos - literal_begin));
-      literal_begin = pos + 1; // the "${" stays text
-      pos += 3;
+    if (text.compare(pos, 2, "$$") == 0) { // a literal "$": "$${" is text, "$$${x}" is "$" + x
+      on_text(text.substr(literal_begin, pos + 1 - literal_begin));
+      literal_begin = pos + 2;
+      pos += 2;
       continue;
     }
     std::optional<std::pair<std::string_view, std::size_t>> found;

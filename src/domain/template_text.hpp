@@ -22,7 +22,8 @@ struct missing_parameter {
 
 /// The first syntax error in a template's text, if any. Placeholders:
 /// - `${name}`, the seeds' form: a name of `A-Z a-z 0-9 _ . -` closed by `}`; anything else
-///   after `${` is an error. `$${` stands for a literal `${`.
+///   after `${` is an error. `$$` is a literal `$`: `$${` is the text `${`, and `$$${price}`
+///   a dollar sign before the value.
 /// - `{{name}}`, kept from herald's first templates (spaces inside the braces allowed):
 ///   double braces around anything but a name are plain text, as before.
 std::optional<template_syntax_error> check_template(std::string_view text);

@@ -243,6 +243,8 @@ std::variant<time_zone, std::string> time_zone::from_tzif(std::string_view bytes
     return std::string("TZif version 1 (no 64-bit data) is not supported");
   const std::uint64_t v1_size =
       v1->time * 5 + v1->type * 6 + v1->chars + v1->leap * 8 + v1->isstd + v1->isut;
+  if (v1->leap != 0) // the "right/" zones count leap seconds in their transition times
+    return std::string("TZif with leap seconds (a right/ zone) is not supported");
   if (v1->time > bytes.size() || v1->type > bytes.size() || v1->leap > bytes.size() ||
       !in.has(v1_size))
     return std::string("truncated TZif file");
@@ -331,14 +333,15 @@ local_seconds time_zone::to_local(timestamp at) const {
   return utc + offset_at_seconds(utc);
 }
 
-timestamp time_zone::from_local(local_seconds local) const {
+timestamp time_zone::from_local(local_seconds local, occurrence which) const {
   // Offsets stay within ±26 h, so every instant showing `local` lies within 100,000 s of it.
   const std::int32_t earlier = offset_at_seconds(local - 100'000);
   const std::int32_t later = offset_at_seconds(local + 100'000);
   std::optional<std::int64_t> found;
   for (std::int32_t offset : {earlier, later}) {
     const std::int64_t utc = local - offset;
-    if (offset_at_seconds(utc) == offset && (!found || utc < *found))
+    if (offset_at_seconds(utc) == offset &&
+        (!found || (which == occurrence::earlier ? utc < *found : utc > *found)))
       found = utc;
   }
   if (!found) { // a gap: the first instant whose wall clock is past `local`

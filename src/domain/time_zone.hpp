@@ -32,10 +32,14 @@ public:
   /// The wall-clock time at `at`.
   local_seconds to_local(timestamp at) const;
 
-  /// The first instant whose wall-clock time is `local` or, when the clocks skip it (a
-  /// spring-forward gap), the instant they jump past it. Of two instants showing it (the
-  /// repeated hour of a fall-back), the earlier.
-  timestamp from_local(local_seconds local) const;
+  /// Of two instants showing the same wall-clock time (the repeated hour of a fall-back).
+  enum class occurrence { earlier, later };
+
+  /// The instant whose wall-clock time is `local` (of two, the one `which` says) or, when the
+  /// clocks skip it (a spring-forward gap), the instant they jump past it. Offsets are taken
+  /// from a day either side: a zone changing its offset twice within that (none does) is not
+  /// supported.
+  timestamp from_local(local_seconds local, occurrence which = occurrence::earlier) const;
 
   /// The POSIX rule for times after the last recorded change, e.g. 2 transitions a year.
   struct rule {

@@ -245,6 +245,8 @@ BOOST_AUTO_TEST_CASE(a_route_is_its_channels_or_an_object_with_defaults) {
              "routes.B.category: must be one of verification, transactional, marketing, system");
   BOOST_TEST(error_of(with_top(R"("routes": {"B": {"channels": ["sms"], "template": "nope"}})")) ==
              "routes.B.template: unknown template 'nope'");
+  BOOST_TEST(error_of(with_top(R"("routes": {"B": {"channels": ["sms"], "template": ""}})")) ==
+             "routes.B.template: must name a template (leave the key out for none)");
   BOOST_TEST(error_of(with_top(R"("routes": {"B": {"category": "marketing"}})")) ==
              "routes.B: must name at least one channel");
   BOOST_TEST(error_of(with_top(R"("routes": {"B": {"channels": ["sms"], "cost": 3}})")) ==

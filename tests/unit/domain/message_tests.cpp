@@ -18,11 +18,13 @@ BOOST_AUTO_TEST_CASE(priority_round_trips) {
 }
 
 BOOST_AUTO_TEST_CASE(category_round_trips) {
-  for (category value : {category::transactional, category::marketing, category::system}) {
+  for (category value :
+       {category::verification, category::transactional, category::marketing, category::system}) {
     const auto parsed = parse_category(to_string(value));
     BOOST_REQUIRE(parsed.has_value());
     BOOST_TEST((*parsed == value));
   }
+  BOOST_TEST(to_string(category::verification) == "verification");
   BOOST_TEST(to_string(category::transactional) == "transactional");
   BOOST_TEST(to_string(category::marketing) == "marketing");
   BOOST_TEST(to_string(category::system) == "system");

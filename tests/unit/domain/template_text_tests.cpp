@@ -37,6 +37,8 @@ BOOST_AUTO_TEST_CASE(placeholders_render_in_both_forms) {
            {"${a} and {{a}}", "1 and 1"},
            {"price: $5, $ ${a}", "price: $5, $ 1"},
            {"$${a} is how you write ${a}", "${a} is how you write 1"},
+           {"Total: $$${a}", "Total: $1"},
+           {"$$5 and $$$", "$5 and $$"},
            {"ünïcode ${a} 中文", "ünïcode 1 中文"},
        })
     BOOST_TEST(rendered(text, params) == expected, "'" << text << "'");

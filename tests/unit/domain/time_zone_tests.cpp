@@ -152,6 +152,30 @@ BOOST_AUTO_TEST_CASE(quiet_hours_end_on_the_users_wall_clock) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_window_ending_in_a_repeated_hour_ends_after_now) {
+  // 01:10 EST is the second pass through 01:00-02:00 (EDT first): 01:30 is still ahead, at EST.
+  BOOST_TEST((quiet_until(utc("2026-11-01T06:10:00Z"), zone("America/New_York"),
+                          quiet_hours{22h, 1h + 30min}) == utc("2026-11-01T06:30:00Z")));
+  // 02:15 CET, second pass through 02:00-03:00: the window's 02:30 end is at CET too.
+  BOOST_TEST((quiet_until(utc("2026-10-25T01:15:00Z"), zone("Europe/Paris"),
+                          quiet_hours{0h, 2h + 30min}) == utc("2026-10-25T01:30:00Z")));
+  // First pass: the first 02:30.
+  BOOST_TEST((quiet_until(utc("2026-10-25T00:15:00Z"), zone("Europe/Paris"),
+                          quiet_hours{0h, 2h + 30min}) == utc("2026-10-25T00:30:00Z")));
+  const auto paris = zone("Europe/Paris");
+  BOOST_TEST((paris.from_local(wall("2026-10-25T02:30:00"), time_zone::occurrence::later) ==
+              utc("2026-10-25T01:30:00Z")));
+}
+
+BOOST_AUTO_TEST_CASE(leap_second_zones_are_refused) {
+  std::ifstream file("/usr/share/zoneinfo/right/Europe/Paris", std::ios::binary);
+  if (!file.good())
+    return; // tzdata without the right/ zones (tzdata-legacy): nothing to refuse
+  std::ostringstream bytes;
+  bytes << file.rdbuf();
+  BOOST_TEST(std::holds_alternative<std::string>(time_zone::from_tzif(bytes.str())));
+}
+
 BOOST_AUTO_TEST_CASE(a_window_within_one_day_and_an_empty_one) {
   const auto shanghai = zone("Asia/Shanghai");
   const quiet_hours lunch{12h, 14h};
