@@ -432,9 +432,10 @@ int serve(const config& cfg) {
       metrics_server = std::make_unique<api::http_server>(metrics_http, routes.metrics_handler());
     }
     try {
-      server.start();
+      // Metrics first: once /healthz answers on the API listener, /metrics answers too.
       if (metrics_server)
         metrics_server->start();
+      server.start();
       resume_own_leases(url, name, *name_lock, *clock);
       caf::anon_send(n.dispatcher, actors::recover_atom_v, std::string{}); // every channel
       log::info("herald.started",
