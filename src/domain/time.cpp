@@ -3,7 +3,6 @@
 #include <cstdint>
 
 namespace herald::domain {
-namespace {
 
 // Howard Hinnant's days_from_civil / civil_from_days: proleptic Gregorian calendar, no locale,
 // no time zone database, valid for every year herald can meet.
@@ -15,12 +14,6 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
   const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
   return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
 }
-
-struct civil_date {
-  std::int64_t year;
-  unsigned month;
-  unsigned day;
-};
 
 civil_date civil_from_days(std::int64_t z) {
   z += 719468;
@@ -37,6 +30,8 @@ civil_date civil_from_days(std::int64_t z) {
 bool is_leap(std::int64_t y) {
   return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 }
+
+namespace {
 
 unsigned days_in_month(std::int64_t y, unsigned m) {
   static constexpr unsigned days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};

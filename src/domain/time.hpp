@@ -43,6 +43,18 @@ std::string format_rfc3339(timestamp at);
 /// Parses RFC 3339 ("2026-12-02T10:00:00Z", fractional seconds and "+01:00" offsets allowed).
 std::optional<timestamp> parse_rfc3339(std::string_view text);
 
+/// A date of the proleptic Gregorian calendar.
+struct civil_date {
+  std::int64_t year;
+  unsigned month; ///< 1-12
+  unsigned day;   ///< 1-31
+};
+
+/// Days since 1970-01-01 of a date, and back.
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d);
+civil_date civil_from_days(std::int64_t days);
+bool is_leap(std::int64_t year);
+
 /// Microseconds since the Unix epoch; how timestamps are stored in the database.
 std::int64_t to_unix_micros(timestamp at);
 timestamp from_unix_micros(std::int64_t micros);

@@ -9,40 +9,12 @@ namespace {
 
 constexpr std::int64_t seconds_per_day = 86'400;
 
-// Days since 1970-01-01 of a proleptic Gregorian date, and back (the usual era arithmetic:
-// 400-year eras of 146,097 days, years counted from March so the leap day comes last).
-std::int64_t days_from_civil(std::int64_t year, int month, int day) {
-  year -= month <= 2 ? 1 : 0;
-  const std::int64_t era = (year >= 0 ? year : year - 399) / 400;
-  const std::int64_t year_of_era = year - era * 400;
-  const std::int64_t day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
-  const std::int64_t day_of_era =
-      year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-  return era * 146'097 + day_of_era - 719'468;
-}
-
-std::int64_t year_of_days(std::int64_t days) {
-  days += 719'468;
-  const std::int64_t era = (days >= 0 ? days : days - 146'096) / 146'097;
-  const std::int64_t day_of_era = days - era * 146'097;
-  const std::int64_t year_of_era =
-      (day_of_era - day_of_era / 1460 + day_of_era / 36'524 - day_of_era / 146'096) / 365;
-  const std::int64_t day_of_year =
-      day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-  const std::int64_t month_index = (5 * day_of_year + 2) / 153; // 0 = March
-  return year_of_era + era * 400 + (month_index >= 10 ? 1 : 0);
-}
-
 std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
 }
 
 int weekday_of(std::int64_t days) { // 0 = Sunday; 1970-01-01 was a Thursday
   return static_cast<int>(((days + 4) % 7 + 7) % 7);
-}
-
-bool is_leap(std::int64_t year) {
-  return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
 }
 
 /// The local day (days since 1970-01-01) a POSIX rule date falls on in `year`.
@@ -57,9 +29,10 @@ std::int64_t day_of(const time_zone::rule::date& d, std::int64_t year) {
   case kind::month_week_day:
     break;
   }
-  const std::int64_t first = days_from_civil(year, d.month, 1);
+  const std::int64_t first = days_from_civil(year, static_cast<unsigned>(d.month), 1);
   const std::int64_t next_month =
-      d.month == 12 ? days_from_civil(year + 1, 1, 1) : days_from_civil(year, d.month + 1, 1);
+      d.month == 12 ? days_from_civil(year + 1, 1, 1)
+                    : days_from_civil(year, static_cast<unsigned>(d.month) + 1, 1);
   std::int64_t day = first + (d.weekday - weekday_of(first) + 7) % 7 + (d.week - 1) * 7;
   while (day >= next_month) // week 5 means the last such weekday of the month
     day -= 7;
@@ -304,7 +277,8 @@ time_zone time_zone::fixed(std::chrono::seconds offset) {
 std::int32_t time_zone::rule_offset_at(std::int64_t utc) const {
   if (!rule_.has_dst)
     return rule_.std_offset;
-  const std::int64_t year = year_of_days(floor_div(utc + rule_.std_offset, seconds_per_day));
+  const std::int64_t year =
+      civil_from_days(floor_div(utc + rule_.std_offset, seconds_per_day)).year;
   const std::int64_t starts =
       day_of(rule_.start, year) * seconds_per_day + rule_.start.time - rule_.std_offset;
   const std::int64_t ends =
