@@ -52,7 +52,8 @@ persistence::claim_result as_duplicate(const persistence::claim_result& result,
   for (auto& task : plan.tasks)
     for (auto& outcome : result.tasks)
       if (outcome.task_id == task.id)
-        answer.tasks.push_back({outcome.task_id, outcome.channel, outcome.state, false});
+        answer.tasks.push_back(
+            {outcome.task_id, outcome.channel, outcome.state, false, std::nullopt});
   return answer;
 }
 

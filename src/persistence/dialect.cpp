@@ -25,6 +25,19 @@ std::string_view dialect::lock_tasks() const {
   return backend_ == database_url::kind::sqlite ? "" : " FOR UPDATE OF t";
 }
 
+std::string_view dialect::lock_row() const {
+  return backend_ == database_url::kind::sqlite ? "" : " FOR UPDATE";
+}
+
+std::string dialect::lock_keys() const {
+  if (backend_ == database_url::kind::sqlite)
+    return "";
+  // OFFSET 0 keeps the sorted subquery from being flattened: the aggregate then takes the
+  // locks in key order.
+  return "SELECT count(pg_advisory_xact_lock(s.k)) FROM (SELECT r.k FROM " +
+         json_rows("keys", {{"k", json_column::type::bigint}}) + " ORDER BY r.k OFFSET 0) AS s";
+}
+
 std::string_view dialect::schema_table_exists() const {
   return backend_ == database_url::kind::sqlite
              ? "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "

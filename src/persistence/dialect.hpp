@@ -88,6 +88,15 @@ public:
   /// concurrent writer waits for it (PostgreSQL); empty where writers are serialised (SQLite).
   std::string_view lock_tasks() const;
 
+  /// Appended to a SELECT of one row a transaction will change (PostgreSQL: FOR UPDATE);
+  /// empty where writers are serialised (SQLite).
+  std::string_view lock_row() const;
+
+  /// A statement that takes, in ascending order, a transaction-scoped lock on each 64-bit key
+  /// of the JSON rows bound to `:keys` (column "k"), so transactions locking overlapping sets
+  /// cannot deadlock; empty where writers are serialised (SQLite).
+  std::string lock_keys() const;
+
   /// A query answering one row, one column: 1 if table `schema_migrations` exists, else 0.
   std::string_view schema_table_exists() const;
 

@@ -100,6 +100,18 @@ inbox_page faulty_task_store::list_inbox(const inbox_query& which) {
   return real_->list_inbox(which);
 }
 
+std::optional<domain::user_profile> faulty_task_store::find_user(const std::string& tenant,
+                                                                 const std::string& user_id) {
+  return real_->find_user(tenant, user_id);
+}
+
+domain::user_profile faulty_task_store::update_user(const std::string& tenant,
+                                                    const std::string& user_id,
+                                                    const domain::user_patch& patch,
+                                                    domain::timestamp now) {
+  return write("update_user", [&] { return real_->update_user(tenant, user_id, patch, now); });
+}
+
 std::optional<inbox_item> faulty_task_store::find_inbox_item(const std::string& tenant,
                                                              const std::string& task_id) {
   return real_->find_inbox_item(tenant, task_id);

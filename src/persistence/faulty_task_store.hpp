@@ -26,7 +26,8 @@ struct store_faults {
 };
 
 /// A decorator over a real store that fails or delays chosen writes (claim, apply, fail_over,
-/// record_receipts, replay, release_leases, settle_events, deliver_to_inbox) — for tests, and for
+/// record_receipts, replay, release_leases, settle_events, deliver_to_inbox, update_user) — for
+/// tests, and for
 /// drills that load herald while its database misbehaves. Reads pass through. A failure is a
 /// store_error, as the real store throws; "lost answer" failures throw after the inner store
 /// committed.
@@ -57,6 +58,10 @@ public:
   std::vector<std::string> deliver_to_inbox(const std::vector<std::string>& task_ids,
                                             domain::timestamp now) override;
   inbox_page list_inbox(const inbox_query& which) override;
+  std::optional<domain::user_profile> find_user(const std::string& tenant,
+                                                const std::string& user_id) override;
+  domain::user_profile update_user(const std::string& tenant, const std::string& user_id,
+                                   const domain::user_patch& patch, domain::timestamp now) override;
   std::optional<inbox_item> find_inbox_item(const std::string& tenant,
                                             const std::string& task_id) override;
   std::optional<message_view> find_message(const std::string& tenant,

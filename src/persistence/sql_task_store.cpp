@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -87,6 +88,51 @@ std::map<std::string, std::string> params_of(const sql_cell& cell, const char* c
   return params;
 }
 
+std::string strings_json(const std::vector<std::string_view>& values) {
+  boost::json::array array;
+  for (auto value : values)
+    array.emplace_back(value);
+  return boost::json::serialize(array);
+}
+
+std::vector<std::string> strings_of(const sql_cell& cell, const char* column) {
+  std::vector<std::string> values;
+  if (!cell || cell->empty())
+    return values;
+  boost::system::error_code ec;
+  auto value = boost::json::parse(*cell, ec);
+  if (ec || !value.is_array())
+    throw store_error(std::string(column) + " is not a JSON array in the database");
+  for (const auto& item : value.as_array())
+    if (item.is_string())
+      values.emplace_back(item.as_string());
+  return values;
+}
+
+/// Columns of a user (see user_of), table `users u`.
+const std::string user_columns =
+    "u.tenant, u.user_id, u.contacts_json, u.time_zone, u.locale, u.opted_out_channels_json, "
+    "u.opted_out_categories_json, u.dnd, u.dnd_until, u.updated_at";
+constexpr std::size_t user_column_count = 10;
+
+domain::user_profile user_of(const sql_row& row) {
+  domain::user_profile user;
+  user.tenant = text_of(row[0]);
+  user.user_id = text_of(row[1]);
+  user.contacts = params_of(row[2], "contacts_json");
+  user.time_zone = text_of(row[3]);
+  user.locale = text_of(row[4]);
+  for (auto& channel : strings_of(row[5], "opted_out_channels_json"))
+    user.opted_out_channels.insert(std::move(channel));
+  for (const auto& name : strings_of(row[6], "opted_out_categories_json"))
+    if (auto value = domain::parse_category(name))
+      user.opted_out_categories.insert(*value);
+  if (to_int(row[7]) != 0)
+    user.dnd = domain::do_not_disturb{time_of(row[8])};
+  user.updated_at = domain::from_unix_micros(to_int(row[9]));
+  return user;
+}
+
 /// Ids of the tasks in the given states (each with an extra condition, may be empty) after
 /// `:after` in id order, at most `limit`: one range of index tasks (status, id) per state, each
 /// stopping at `limit` rows, so a page costs the same however many tasks are finished. Each
@@ -119,7 +165,8 @@ std::string page_of_ids(const std::vector<std::pair<domain::task_state, std::str
 const std::string delivery_columns =
     "t.id, t.message_id, t.tenant, t.biz_type, t.biz_id, t.user_id, m.recipients_json, "
     "t.channel, t.recipient, t.provider_request_id, m.title, m.body, m.trace_id, m.priority, "
-    "t.status, t.attempts, t.next_attempt_at, m.send_at, m.expire_at, m.created_at";
+    "t.status, t.attempts, t.next_attempt_at, COALESCE(t.send_at, m.send_at), m.expire_at, "
+    "m.created_at";
 constexpr std::size_t delivery_column_count = 20;
 
 domain::delivery delivery_of(const sql_row& row) {
@@ -172,8 +219,9 @@ domain::message_record message_of(const sql_row& m) {
 /// Columns of a task_view: tasks `t` (see task_view_of).
 const std::string task_view_columns =
     "t.id, t.channel, t.recipient, t.status, t.attempts, t.next_attempt_at, t.last_error, "
-    "t.provider_request_id, t.created_at, t.updated_at, t.provider_message_id";
-constexpr std::size_t task_view_column_count = 11;
+    "t.provider_request_id, t.created_at, t.updated_at, t.provider_message_id, t.policy_reason, "
+    "t.send_at";
+constexpr std::size_t task_view_column_count = 13;
 
 task_view task_view_of(const sql_row& t) {
   task_view task;
@@ -188,6 +236,8 @@ task_view task_view_of(const sql_row& t) {
   task.created_at = domain::from_unix_micros(to_int(t[8]));
   task.updated_at = domain::from_unix_micros(to_int(t[9]));
   task.provider_message_id = text_of(t[10]);
+  task.policy_reason = domain::parse_policy_reason(text_of(t[11]));
+  task.send_at = time_of(t[12]);
   return task;
 }
 
@@ -381,6 +431,7 @@ struct claim_answer {
   std::string task_id;
   domain::task_state state = domain::task_state::pending;
   bool created = false;
+  std::optional<domain::policy_reason> policy_reason; ///< policy's, when this claim created it
 };
 
 /// What a claim wrote: one answer per distinct task, and the messages it inserted (their
@@ -405,8 +456,9 @@ claim_results(const std::vector<domain::message_plan>& plans, const claim_batch&
     for (const auto& t : plan.tasks) {
       const std::size_t slot = batch.slot_of.at(t.id);
       const claim_answer& a = answers[slot];
-      result.tasks.push_back(
-          claim_outcome{a.task_id, t.channel, a.state, a.created && !answered[slot]});
+      const bool created = a.created && !answered[slot];
+      result.tasks.push_back(claim_outcome{a.task_id, t.channel, a.state, created,
+                                           created ? a.policy_reason : std::nullopt});
       answered[slot] = true;
     }
     results.push_back(std::move(result));
@@ -530,7 +582,7 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch) {
     for (const auto& row : statements_->fetch(select_existing, {keys.finish()}, 3)) {
       auto slot = static_cast<std::size_t>(to_int(row[0]));
       if (slot < slots.size())
-        slots[slot] = claim_answer{text_of(row[1]), state_of(row[2]), false};
+        slots[slot] = claim_answer{text_of(row[1]), state_of(row[2]), false, std::nullopt};
     }
   };
   // A resubmission's tasks (its message was there already) mostly exist: read them first.
@@ -543,7 +595,8 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch) {
   if (!new_tasks.empty())
     for (const auto& row : statements_->fetch(insert_tasks, {new_tasks.finish()}, 1))
       if (auto it = batch.slot_of.find(text_of(row[0])); it != batch.slot_of.end())
-        slots[it->second] = claim_answer{std::string(it->first), domain::task_state::pending, true};
+        slots[it->second] =
+            claim_answer{std::string(it->first), domain::task_state::pending, true, std::nullopt};
   // What the INSERT found taken was claimed by a concurrent claim (another node) meanwhile.
   find_existing([](std::size_t) { return true; });
   claimed.answers.reserve(slots.size());
@@ -1167,6 +1220,57 @@ inbox_page sql_task_store::list_inbox(const inbox_query& which) {
         statements_->fetch("SELECT COUNT(*)" + of_user + unread, {which.tenant, which.user_id}, 1);
     page.unread_count = count.empty() ? 0 : static_cast<std::uint64_t>(to_int(count[0][0]));
     return page;
+  });
+}
+
+std::optional<domain::user_profile> sql_task_store::find_user(const std::string& tenant,
+                                                              const std::string& user_id) {
+  return outside_transaction("find_user", [&]() -> std::optional<domain::user_profile> {
+    auto rows = statements_->fetch("SELECT " + user_columns +
+                                       " FROM users u WHERE u.tenant = :tenant AND u.user_id = :id",
+                                   {tenant, user_id}, user_column_count);
+    if (rows.empty())
+      return std::nullopt;
+    return user_of(rows[0]);
+  });
+}
+
+domain::user_profile sql_task_store::update_user(const std::string& tenant,
+                                                 const std::string& user_id,
+                                                 const domain::user_patch& patch,
+                                                 domain::timestamp now) {
+  return in_transaction("update_user", [&] {
+    // The row exists before it is read for update, so two first changes of one user queue
+    // on it instead of both starting from nothing.
+    const bool created =
+        !statements_
+             ->fetch("INSERT INTO users (tenant, user_id, updated_at) VALUES (:tenant, :id, "
+                     "CAST(:at AS BIGINT)) ON CONFLICT DO NOTHING RETURNING user_id",
+                     {tenant, user_id, micros_text(now)}, 1)
+             .empty();
+    auto rows = statements_->fetch(
+        "SELECT " + user_columns + " FROM users u WHERE u.tenant = :tenant AND u.user_id = :id" +
+            std::string(dialect_.lock_row()),
+        {tenant, user_id}, user_column_count);
+    if (rows.empty())
+      throw store_error("update_user: the user row vanished inside its transaction");
+    auto user = domain::apply_patch(created ? std::nullopt : std::optional(user_of(rows[0])),
+                                    tenant, user_id, patch, now);
+    std::vector<std::string_view> channels(user.opted_out_channels.begin(),
+                                           user.opted_out_channels.end());
+    std::vector<std::string_view> categories;
+    for (auto category : user.opted_out_categories)
+      categories.push_back(domain::to_string(category));
+    statements_->execute(
+        "UPDATE users SET contacts_json = :contacts, time_zone = :zone, locale = :locale, "
+        "opted_out_channels_json = :channels, opted_out_categories_json = :categories, "
+        "dnd = CAST(:dnd AS INTEGER), dnd_until = CAST(NULLIF(:until, '') AS BIGINT), "
+        "updated_at = CAST(:at AS BIGINT) WHERE tenant = :tenant AND user_id = :id",
+        {params_json(user.contacts), user.time_zone, user.locale, strings_json(channels),
+         strings_json(categories), user.dnd ? "1" : "0",
+         user.dnd && user.dnd->until ? micros_text(*user.dnd->until) : std::string(),
+         micros_text(now), tenant, user_id});
+    return user;
   });
 }
 

@@ -53,6 +53,10 @@ public:
   std::vector<std::string> deliver_to_inbox(const std::vector<std::string>& task_ids,
                                             domain::timestamp now) override;
   inbox_page list_inbox(const inbox_query& which) override;
+  std::optional<domain::user_profile> find_user(const std::string& tenant,
+                                                const std::string& user_id) override;
+  domain::user_profile update_user(const std::string& tenant, const std::string& user_id,
+                                   const domain::user_patch& patch, domain::timestamp now) override;
   std::optional<inbox_item> find_inbox_item(const std::string& tenant,
                                             const std::string& task_id) override;
   std::optional<message_view> find_message(const std::string& tenant,

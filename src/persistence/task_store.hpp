@@ -1,6 +1,7 @@
 #pragma once
 
 #include "domain/message.hpp"
+#include "domain/policy.hpp"
 #include "domain/receipt.hpp"
 #include "domain/task_state.hpp"
 #include "domain/time.hpp"
@@ -15,6 +16,8 @@
 
 namespace herald::persistence {
 
+class zoneinfo;
+
 /// A store failure (connection lost, disk full): the batch was rolled back, nothing committed.
 class store_error : public std::runtime_error {
 public:
@@ -27,6 +30,9 @@ struct claim_outcome {
   std::string channel;
   domain::task_state state = domain::task_state::pending; ///< current state in the database
   bool created = false;                                   ///< false: the task already existed
+  /// Why policy suppressed or deferred the task when this claim created it (then `state` is
+  /// SUPPRESSED, or PENDING with a later send time); nullopt: sent as asked, or not created.
+  std::optional<domain::policy_reason> policy_reason;
 };
 
 /// What claiming one message answered: one outcome per planned task, in plan order.
@@ -99,6 +105,8 @@ struct task_view {
   std::vector<attempt_record> attempt_log;
   std::string provider_message_id; ///< empty: the provider gave none
   std::vector<receipt_record> receipts;
+  std::optional<domain::policy_reason> policy_reason; ///< why policy suppressed or deferred it
+  std::optional<domain::timestamp> send_at;           ///< the deferred send time, if deferred
 };
 
 /// A message with its tasks, as GET /v1/messages/{id} shows it.
@@ -285,6 +293,12 @@ struct inbox_page {
 };
 
 /// What a store opens with.
+/// The policy a claim applies: the installation's rules, and the time zones of its users.
+struct claim_policy {
+  domain::policy_rules rules;
+  std::shared_ptr<zoneinfo> zones;
+};
+
 struct store_options {
   /// The states whose entry writes a status event into the outbox, in the same transaction
   /// as the change (domain::event_states_for). Empty: none, so a node that sends no events
@@ -296,6 +310,9 @@ struct store_options {
   bool takes_receipts = false;
   /// Where a task that an early UNDELIVERED receipt ends fails over to, at that SENT commit.
   undelivered_failover undelivered;
+  /// What claims apply to the tasks they create (docs/policy.md); none: every task is sent as
+  /// asked (no user look-up at all).
+  std::shared_ptr<const claim_policy> policy;
 
   /// Options writing the events of `states` and nothing else beyond the defaults.
   static store_options writing_events(std::vector<domain::task_state> states) {
@@ -362,6 +379,16 @@ public:
   /// The inbox item of `task_id` if it is `tenant`'s (empty: any tenant's).
   virtual std::optional<inbox_item> find_inbox_item(const std::string& tenant,
                                                     const std::string& task_id) = 0;
+
+  /// The stored profile of `user_id` of `tenant`; nullopt when none was stored.
+  virtual std::optional<domain::user_profile> find_user(const std::string& tenant,
+                                                        const std::string& user_id) = 0;
+
+  /// Applies `patch` to the user (created when absent) in one transaction, so concurrent
+  /// changes do not lose each other, and answers the profile as committed.
+  virtual domain::user_profile update_user(const std::string& tenant, const std::string& user_id,
+                                           const domain::user_patch& patch,
+                                           domain::timestamp now) = 0;
 
   /// The message, its tasks and their attempts; nullopt if unknown or of another tenant than
   /// `tenant` (empty: any tenant, for auth mode none).
