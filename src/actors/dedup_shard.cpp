@@ -23,10 +23,24 @@ void collect_created(const persistence::claim_result& result,
   for (const auto& outcome : result.tasks) {
     if (outcome.created) {
       metrics.task_created(outcome.channel);
+      if (outcome.policy_reason) {
+        // Suppressed: nothing to send. Deferred: the sweep reads it with its own send time.
+        if (outcome.state == domain::task_state::suppressed)
+          metrics.task_suppressed(outcome.channel, domain::to_string(*outcome.policy_reason));
+        else
+          metrics.task_deferred(domain::to_string(*outcome.policy_reason));
+        continue;
+      }
       auto task = std::find_if(planned.begin(), planned.end(),
                                [&](auto& t) { return t.id == outcome.task_id; });
-      if (task != planned.end())
-        out.push_back(domain::make_delivery(result.message, *task));
+      if (task == planned.end())
+        continue;
+      auto delivery = domain::make_delivery(result.message, *task);
+      if (delivery.recipient.empty()) // the claim took the user's stored contact
+        if (auto found = result.message.recipients.find(delivery.channel);
+            found != result.message.recipients.end())
+          delivery.recipient = found->second;
+      out.push_back(std::move(delivery));
     } else {
       metrics.task_duplicate(outcome.channel);
     }

@@ -716,10 +716,13 @@ void add_claim_result(json::object& body, const persistence::claim_result& resul
   json::array tasks;
   tasks.reserve(result.tasks.size());
   for (const auto& task : result.tasks) {
-    tasks.push_back(json::object{{"task_id", task.task_id},
-                                 {"channel", task.channel},
-                                 {"status", sv(domain::to_string(task.state))},
-                                 {"duplicate", !task.created}});
+    json::object item{{"task_id", task.task_id},
+                      {"channel", task.channel},
+                      {"status", sv(domain::to_string(task.state))},
+                      {"duplicate", !task.created}};
+    if (task.policy_reason)
+      item["policy_reason"] = sv(domain::to_string(*task.policy_reason));
+    tasks.push_back(std::move(item));
   }
   body["message_id"] = result.message_id;
   body["trace_id"] = trace_id;
@@ -777,6 +780,10 @@ json::object encode_task(const persistence::task_view& task) {
     item["next_attempt_at"] = domain::format_rfc3339(*task.next_attempt_at);
   if (!task.last_error.empty())
     item["last_error"] = task.last_error;
+  if (task.policy_reason)
+    item["policy_reason"] = sv(domain::to_string(*task.policy_reason));
+  if (task.send_at)
+    item["send_at"] = domain::format_rfc3339(*task.send_at);
   item["provider_request_id"] = task.provider_request_id;
   item["created_at"] = domain::format_rfc3339(task.created_at);
   item["updated_at"] = domain::format_rfc3339(task.updated_at);

@@ -4,6 +4,7 @@
 #include "api/routes.hpp"
 #include "domain/status_event.hpp"
 #include "domain/template_text.hpp"
+#include "persistence/zoneinfo.hpp"
 #include "providers/webhook_signature.hpp"
 
 #include <cmath>
@@ -360,6 +361,100 @@ void read_choice(object_reader& r, const char* key, Parse parse, const char* all
     throw config_error(r.path() + "." + key + ": must be one of " + allowed);
 }
 
+std::optional<domain::when_held> parse_when_held(std::string_view text) {
+  if (text == "defer")
+    return domain::when_held::defer;
+  if (text == "drop")
+    return domain::when_held::drop;
+  return std::nullopt;
+}
+
+void read_when_held(object_reader& r, const char* key, domain::when_held& out) {
+  std::optional<domain::when_held> given;
+  read_choice(r, key, parse_when_held, "defer, drop", given);
+  out = given.value_or(out);
+}
+
+/// "HH:MM", 00:00 to 23:59, as minutes after midnight.
+std::chrono::minutes read_time_of_day(object_reader& r, const char* key,
+                                      std::chrono::minutes fallback) {
+  std::string text;
+  r.read(key, text);
+  if (text.empty())
+    return fallback;
+  const auto digit = [&](std::size_t i) { return text[i] >= '0' && text[i] <= '9'; };
+  if (text.size() != 5 || text[2] != ':' || !digit(0) || !digit(1) || !digit(3) || !digit(4))
+    r.fail(key, "must be a time of day \"HH:MM\"");
+  const int hours = (text[0] - '0') * 10 + (text[1] - '0');
+  const int minutes = (text[3] - '0') * 10 + (text[4] - '0');
+  if (hours > 23 || minutes > 59)
+    r.fail(key, "must be a time of day from 00:00 to 23:59");
+  return std::chrono::minutes{hours * 60 + minutes};
+}
+
+domain::frequency_cap read_frequency_cap(const json::value& value, const std::string& path) {
+  object_reader r{value, path};
+  domain::frequency_cap cap;
+  std::optional<domain::category> category;
+  read_choice(r, "category", domain::parse_category,
+              "verification, transactional, marketing, system", category);
+  if (!category)
+    r.fail("category", "is required");
+  cap.category = *category;
+  std::string channel;
+  r.read("channel", channel);
+  if (!channel.empty())
+    cap.channel = channel;
+  std::string per;
+  r.read("per", per);
+  if (per == "hour")
+    cap.per = domain::frequency_cap::period::hour;
+  else if (per == "day")
+    cap.per = domain::frequency_cap::period::day;
+  else
+    r.fail("per", "must be hour or day");
+  r.read_integer("limit", cap.limit, 1, 1'000'000);
+  if (r.find("limit") == nullptr)
+    r.fail("limit", "is required");
+  r.done();
+  return cap;
+}
+
+/// "policy": quiet hours, the default time zone and frequency caps (docs/policy.md).
+domain::policy_rules read_policy(const json::value& value) {
+  object_reader r{value, "policy"};
+  domain::policy_rules policy;
+  if (auto* quiet = r.find("quiet_hours")) {
+    object_reader q{*quiet, r.path("quiet_hours")};
+    policy.quiet_hours.start = read_time_of_day(q, "start", policy.quiet_hours.start);
+    policy.quiet_hours.end = read_time_of_day(q, "end", policy.quiet_hours.end);
+    if (q.find("categories") != nullptr) {
+      std::vector<std::string> names;
+      q.read("categories", names);
+      policy.quiet_categories.clear();
+      for (const auto& name : names) {
+        auto category = domain::parse_category(name);
+        if (!category)
+          q.fail("categories", "unknown category '" + name + "'");
+        if (*category == domain::category::verification)
+          q.fail("categories", "verification codes are never held by quiet hours");
+        policy.quiet_categories.insert(*category);
+      }
+    }
+    q.done();
+  }
+  r.read("default_time_zone", policy.default_time_zone);
+  if (auto* caps = r.find("frequency_caps")) {
+    if (!caps->is_array())
+      r.fail("frequency_caps", "must be an array of caps");
+    for (std::size_t i = 0; i < caps->as_array().size(); ++i)
+      policy.caps.push_back(read_frequency_cap(caps->as_array()[i], r.path("frequency_caps") + "[" +
+                                                                        std::to_string(i) + "]"));
+  }
+  r.done();
+  return policy;
+}
+
 /// A route is its channels (`["sms", "app"]`) or an object that may also set the category,
 /// priority and template of requests that give none.
 void read_routes(const json::value& value, domain::routing_rules& rules) {
@@ -381,6 +476,8 @@ void read_routes(const json::value& value, domain::routing_rules& rules) {
       r.read("template", route.template_name);
       if (r.find("template") != nullptr && route.template_name.empty())
         throw config_error(path + ".template: must name a template (leave the key out for none)");
+      read_when_held(r, "quiet_hours", route.in_quiet_hours);
+      read_when_held(r, "over_cap", route.over_cap);
       r.done();
     } else {
       throw config_error(path + ": must be an array of channels or an object");
@@ -529,6 +626,8 @@ config parse_config(const std::string& text) {
   if (auto* routes = r.find("routes"))
     read_routes(*routes, cfg.rules);
   r.read("default_route", cfg.rules.default_route);
+  if (auto* policy = r.find("policy"))
+    cfg.policy = read_policy(*policy);
   if (auto* templates = r.find("templates"))
     read_templates(*templates, cfg.rules);
   r.done();
@@ -733,6 +832,18 @@ void validate(const config& cfg) {
   for (auto& name : cfg.rules.default_route)
     if (names.count(name) == 0)
       throw config_error("default_route: unknown channel '" + name + "'");
+  std::set<std::string> cap_counters;
+  for (std::size_t i = 0; i < cfg.policy.caps.size(); ++i) {
+    const auto& cap = cfg.policy.caps[i];
+    const auto path = "policy.frequency_caps[" + std::to_string(i) + "]";
+    if (cap.channel && names.count(*cap.channel) == 0)
+      throw config_error(path + ".channel: unknown channel '" + *cap.channel + "'");
+    if (!cap_counters.insert(cap.counter()).second)
+      throw config_error(path + ": a second cap on " + cap.counter());
+  }
+  if (!persistence::zoneinfo().find(cfg.policy.default_time_zone))
+    throw config_error("policy.default_time_zone: unknown time zone '" +
+                       cfg.policy.default_time_zone + "' (an IANA name such as Asia/Shanghai)");
   for (auto& [name, t] : cfg.rules.templates)
     if (t.body.empty())
       throw config_error("templates." + name + ".body: must not be empty");

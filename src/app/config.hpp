@@ -8,6 +8,7 @@
 #include "actors/retry_timer.hpp"
 #include "actors/store_writer.hpp"
 #include "api/http_server.hpp"
+#include "domain/policy.hpp"
 #include "domain/validation.hpp"
 #include "observability/log.hpp"
 #include "persistence/faulty_task_store.hpp"
@@ -103,6 +104,7 @@ struct config {
   persistence::store_faults store_faults; ///< drills only: injected store-write failures
   std::vector<channel_config> channels;
   domain::routing_rules rules;
+  domain::policy_rules policy;
   receipts_config receipts;
   events_config events;
 };

@@ -22,6 +22,7 @@
 #include "persistence/installation.hpp"
 #include "persistence/node_lock.hpp"
 #include "persistence/task_store.hpp"
+#include "persistence/zoneinfo.hpp"
 #include "providers/webhook_signature.hpp"
 
 #include <algorithm>
@@ -358,6 +359,7 @@ int serve(const config& cfg) {
   std::shared_ptr<persistence::task_store> reader_store;
   std::shared_ptr<persistence::task_store> events_store; // none: no events url
   inbox_stores inboxes;
+  const auto zones = std::make_shared<persistence::zoneinfo>();
   domain::id_secret id_secret;
   std::unique_ptr<api_access> access;
   try {
@@ -371,10 +373,16 @@ int serve(const config& cfg) {
       writer_options.event_states = domain::event_states_for(cfg.events.types);
     writer_options.takes_receipts = takes_receipts(cfg);
     writer_options.undelivered = undelivered_failover_of(cfg, id_secret);
-    writer_store = persistence::open_task_store(url, false, writer_options);
+    // Claims apply the policy (docs/policy.md) to the tasks they create.
+    persistence::store_options claim_options;
+    claim_options.policy = std::make_shared<const persistence::claim_policy>(
+        persistence::claim_policy{cfg.policy, zones});
     // SQLite takes one writer at a time: a second writing connection would only wait.
     if (url.backend == persistence::database_url::kind::postgresql)
-      claims_store = persistence::open_task_store(url, false);
+      claims_store = persistence::open_task_store(url, false, claim_options);
+    else
+      writer_options.policy = claim_options.policy;
+    writer_store = persistence::open_task_store(url, false, writer_options);
     if (cfg.store_faults.write_failure_rate > 0) {
       log::warn("herald.store_faults_injected",
                 {{"write_failure_rate", std::to_string(cfg.store_faults.write_failure_rate)}});

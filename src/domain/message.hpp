@@ -73,10 +73,17 @@ struct task_record {
   std::string provider_request_id;
 };
 
+/// What a route does with a task policy would hold back (quiet hours, a full frequency cap):
+/// send it once it may be sent, or not at all.
+enum class when_held { defer, drop };
+
 /// An accepted request: the message and one task per resolved channel, ready to be claimed.
+/// A task without a recipient takes the user's stored contact at the claim.
 struct message_plan {
   message_record message;
   std::vector<task_record> tasks;
+  when_held in_quiet_hours = when_held::defer; ///< the route's choice
+  when_held over_cap = when_held::drop;        ///< the route's choice
 };
 
 /// Everything a channel needs to send one task; built at claim time and by recovery.

@@ -150,8 +150,11 @@ policy_verdict decide(const policy_subject& subject, const user_profile* user,
       else
         verdict.counted.emplace_back(counter, start);
     }
-    if (!room_from)
+    if (!room_from) {
+      if (verdict.reason && subject.expire_at && verdict.send_at >= *subject.expire_at)
+        return suppressed(*verdict.reason, asked); // deferred past its expiry: never sent
       return verdict;
+    }
     if (subject.over_cap == when_held::drop)
       return suppressed(policy_reason::frequency_cap, asked);
     verdict.send_at = *room_from;

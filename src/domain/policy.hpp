@@ -64,9 +64,6 @@ enum class policy_reason {
 std::string_view to_string(policy_reason reason);
 std::optional<policy_reason> parse_policy_reason(std::string_view text);
 
-/// What a route does with a message policy would delay: send it later, or not at all.
-enum class when_held { defer, drop };
-
 /// A frequency cap: at most `limit` tasks of `category` per user per `period` (calendar hour or
 /// day of the user's wall clock), across channels or on one `channel`.
 struct frequency_cap {
@@ -94,8 +91,9 @@ struct policy_rules {
 struct policy_subject {
   domain::category category = domain::category::transactional;
   std::string channel;
-  timestamp send_at;       ///< the later of now and the message's own send_at
-  bool has_address = true; ///< the request or the user's contacts give one
+  timestamp send_at;                  ///< the later of now and the message's own send_at
+  std::optional<timestamp> expire_at; ///< deferred to or past it: suppressed instead
+  bool has_address = true;            ///< the request or the user's contacts give one
   when_held quiet = when_held::defer;
   when_held over_cap = when_held::drop;
 };

@@ -92,13 +92,13 @@ std::optional<validation_error> check_recipients(const message_request& request,
                                                  const std::vector<std::string>& channels,
                                                  const routing_rules& rules) {
   const auto& limits = rules.limits;
+  // A channel `to` leaves out takes the user's stored contact when the claim runs (and is
+  // suppressed no_contact without one); an address given empty is a mistake of the caller.
   for (const std::string& channel : channels) {
-    if (rules.user_addressed.count(channel) != 0)
-      continue; // the user_id, unless `to` names another address
     const auto it = request.to.find(channel);
-    if (it == request.to.end() || it->second.empty())
+    if (it != request.to.end() && it->second.empty())
       return validation_error{422, "missing_recipient",
-                              "no recipient for channel '" + channel + "'", "to." + channel};
+                              "empty recipient for channel '" + channel + "'", "to." + channel};
   }
   // Every address is checked, not only the resolved channels': the others are kept for
   // failover to those channels.
@@ -272,13 +272,17 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
   message.expire_at = request.expire_at;
   message.trace_id = trace_id;
   message.created_at = now;
+  plan.in_quiet_hours = defaults.in_quiet_hours;
+  plan.over_cap = defaults.over_cap;
 
   plan.tasks.reserve(resolved.size());
   for (const std::string& channel : resolved) {
     const task_key key{message.key, channel};
-    plan.tasks.push_back(task_record{task_id_for(key, secret), channel,
-                                     message.recipients.at(channel),
-                                     provider_request_id_for(key, secret)});
+    const auto address = message.recipients.find(channel);
+    plan.tasks.push_back(
+        task_record{task_id_for(key, secret), channel,
+                    address != message.recipients.end() ? address->second : std::string(),
+                    provider_request_id_for(key, secret)});
   }
   return plan;
 }

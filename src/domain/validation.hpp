@@ -45,6 +45,8 @@ struct route {
   std::optional<domain::category> category; ///< when the request gives none
   std::optional<domain::priority> priority; ///< when the request gives none
   std::string template_name;                ///< when the request gives neither template nor content
+  when_held in_quiet_hours = when_held::defer; ///< marketing inside the user's quiet hours
+  when_held over_cap = when_held::drop;        ///< a task a frequency cap has no room for
 };
 
 /// What the configuration says about channels, routes and templates.

@@ -65,6 +65,14 @@ struct metrics::families {
                          .Name("herald_dead_letters_total")
                          .Help("Tasks that ended DEAD (attempts exhausted) or FAILED (permanent)")
                          .Register(r)),
+        tasks_suppressed(prometheus::BuildCounter()
+                             .Name("herald_tasks_suppressed_total")
+                             .Help("Tasks policy suppressed when they were claimed, by reason")
+                             .Register(r)),
+        tasks_deferred(prometheus::BuildCounter()
+                           .Name("herald_tasks_deferred_total")
+                           .Help("Tasks policy deferred when they were claimed, by reason")
+                           .Register(r)),
         store_write_retries(
             prometheus::BuildCounter()
                 .Name("herald_store_write_retries_total")
@@ -141,6 +149,8 @@ struct metrics::families {
   prometheus::Family<prometheus::Counter>& provider_calls;
   prometheus::Family<prometheus::Counter>& ambiguous_resends;
   prometheus::Family<prometheus::Counter>& dead_letters;
+  prometheus::Family<prometheus::Counter>& tasks_suppressed;
+  prometheus::Family<prometheus::Counter>& tasks_deferred;
   prometheus::Family<prometheus::Counter>& store_write_retries;
   prometheus::Family<prometheus::Counter>& queue_overflows;
   prometheus::Family<prometheus::Counter>& failovers;
@@ -195,6 +205,15 @@ void metrics::ambiguous_resend(const std::string& channel) {
 
 void metrics::dead_letter(const std::string& channel) {
   families_->dead_letters.Add({{"channel", channel}}).Increment();
+}
+
+void metrics::task_suppressed(const std::string& channel, std::string_view reason) {
+  families_->tasks_suppressed.Add({{"channel", channel}, {"reason", std::string(reason)}})
+      .Increment();
+}
+
+void metrics::task_deferred(std::string_view reason) {
+  families_->tasks_deferred.Add({{"reason", std::string(reason)}}).Increment();
 }
 
 void metrics::store_write_retry(const std::string& channel) {

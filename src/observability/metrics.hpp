@@ -30,6 +30,10 @@ public:
   void provider_call(const std::string& channel, call_outcome outcome);
   void ambiguous_resend(const std::string& channel);
   void dead_letter(const std::string& channel);
+  /// A task policy suppressed when it was claimed (domain::policy_reason).
+  void task_suppressed(const std::string& channel, std::string_view reason);
+  /// A task policy deferred when it was claimed.
+  void task_deferred(std::string_view reason);
   void store_write_retry(const std::string& channel);
   void queue_overflow(const std::string& channel);
   void failover(const std::string& from, const std::string& to);

@@ -6,6 +6,7 @@
 #include "persistence/connection.hpp"
 #include "persistence/schema.hpp"
 #include "persistence/sql.hpp"
+#include "persistence/zoneinfo.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -327,10 +328,33 @@ const std::vector<json_column> message_columns = {
     {"send_at", bigint}, {"expire_at", bigint}, text{"trace_id"},    {"created_at", bigint}};
 
 const std::vector<json_column> task_columns = {
-    text{"t_id"},     text{"message_id"},    text{"tenant"},
-    text{"biz_type"}, text{"biz_id"},        text{"user_id"},
-    text{"channel"},  text{"recipient"},     text{"provider_request_id"},
-    text{"priority"}, {"created_at", bigint}};
+    text{"t_id"},     text{"message_id"},     text{"tenant"},
+    text{"biz_type"}, text{"biz_id"},         text{"user_id"},
+    text{"channel"},  text{"recipient"},      text{"provider_request_id"},
+    text{"priority"}, {"created_at", bigint}, text{"status"},
+    text{"reason"},   {"deferred_to", bigint}};
+
+const std::vector<json_column> user_key_columns = {
+    text{"tenant"}, text{"user_id"}, {"since", bigint}};
+
+const std::vector<json_column> count_columns = {
+    text{"tenant"}, text{"user_id"}, text{"counter"}, {"window_start", bigint}, {"added", bigint}};
+
+// A user's key for the claim's transaction-scoped lock (FNV-1a 64 of tenant NUL user_id): the
+// same on every node, so two nodes admitting tasks of one user take turns.
+std::int64_t user_lock_key(const std::string& tenant, const std::string& user_id) {
+  std::uint64_t hash = 14695981039346656037ULL;
+  const auto mix = [&hash](unsigned char byte) {
+    hash ^= byte;
+    hash *= 1099511628211ULL;
+  };
+  for (unsigned char c : tenant)
+    mix(c);
+  mix(0);
+  for (unsigned char c : user_id)
+    mix(c);
+  return static_cast<std::int64_t>(hash);
+}
 
 const std::vector<json_column> key_columns = {{"slot", bigint}, text{"tenant"},  text{"biz_type"},
                                               text{"biz_id"},   text{"user_id"}, text{"channel"}};
@@ -388,14 +412,16 @@ struct claim_batch {
       for (const auto& t : plan.tasks) {
         if (!slot_of.emplace(t.id, slots.size()).second)
           continue;
-        slots.push_back({&m, &t});
+        slots.push_back({&m, &t, plan.in_quiet_hours, plan.over_cap});
       }
     }
   }
 
-  /// The task rows of the slots `wanted(index)` picks, in slot order, for one INSERT.
+  /// The task rows of the slots `wanted(index)` picks, in slot order, for one INSERT: PENDING
+  /// as asked, or as `verdicts` (one per slot, when given) decided.
   template <typename Wanted>
-  json_batch task_rows(const dialect& dialect, const Wanted& wanted) const {
+  json_batch task_rows(const dialect& dialect, const Wanted& wanted,
+                       const std::vector<std::optional<domain::policy_verdict>>* verdicts) const {
     json_batch rows(dialect, task_columns);
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (!wanted(i))
@@ -414,6 +440,17 @@ struct claim_batch {
           .text(t.provider_request_id)
           .text(domain::to_string(m.priority))
           .number(domain::to_unix_micros(m.created_at));
+      const auto* verdict = verdicts != nullptr && (*verdicts)[i] ? &*(*verdicts)[i] : nullptr;
+      const bool suppressed =
+          verdict != nullptr && verdict->decision == domain::policy_verdict::kind::suppress;
+      rows.text(
+          state_text(suppressed ? domain::task_state::suppressed : domain::task_state::pending));
+      if (verdict != nullptr && verdict->reason)
+        rows.text(domain::to_string(*verdict->reason));
+      else
+        rows.null();
+      const bool deferred = verdict != nullptr && !suppressed && verdict->reason;
+      rows.time(deferred ? std::optional(domain::to_unix_micros(verdict->send_at)) : std::nullopt);
     }
     return rows;
   }
@@ -421,6 +458,8 @@ struct claim_batch {
   struct slot {
     const domain::message_record* message;
     const domain::task_record* task;
+    domain::when_held in_quiet_hours;
+    domain::when_held over_cap;
   };
   json_batch messages;
   std::vector<slot> slots;                                   // one per distinct task
@@ -432,6 +471,60 @@ struct claim_answer {
   domain::task_state state = domain::task_state::pending;
   bool created = false;
   std::optional<domain::policy_reason> policy_reason; ///< policy's, when this claim created it
+};
+
+/// What policy decides a claim's new tasks with, read inside the claim transaction: the
+/// users' profiles, and the cap counters of the capped ones (read after locking them, and
+/// counted up as this claim admits tasks).
+struct policy_state {
+  const claim_policy* policy = nullptr;
+  std::map<std::pair<std::string, std::string>, domain::user_profile> users; // (tenant, user)
+  std::unordered_map<std::string, std::uint32_t> used; // counter_key -> tasks admitted
+
+  static std::string counter_key(const domain::message_key& key, const std::string& counter,
+                                 std::int64_t window_start) {
+    return key.tenant + '\0' + key.user_id + '\0' + counter + '\0' + std::to_string(window_start);
+  }
+
+  const domain::user_profile* user(const domain::message_key& key) const {
+    auto found = users.find({key.tenant, key.user_id});
+    return found != users.end() ? &found->second : nullptr;
+  }
+
+  // The user's zone, else the installation's default; UTC if neither loads (a zone removed
+  // from the tz database after it was stored).
+  std::shared_ptr<const domain::time_zone> zone_of(const domain::user_profile* user) const {
+    auto& zones = *policy->zones;
+    if (user != nullptr && !user->time_zone.empty())
+      if (auto zone = zones.find(user->time_zone))
+        return zone;
+    if (auto zone = zones.find(policy->rules.default_time_zone))
+      return zone;
+    return std::make_shared<const domain::time_zone>(domain::time_zone::fixed({}));
+  }
+
+  /// Decides slot `s` of a claim and counts it against its caps if admitted.
+  domain::policy_verdict decide(const claim_batch::slot& s) {
+    const auto& m = *s.message;
+    const auto* profile = user(m.key);
+    domain::policy_subject subject;
+    subject.category = m.category;
+    subject.channel = s.task->channel;
+    subject.send_at = std::max(m.created_at, m.send_at.value_or(m.created_at));
+    subject.expire_at = m.expire_at;
+    subject.has_address = !s.task->recipient.empty();
+    subject.quiet = s.in_quiet_hours;
+    subject.over_cap = s.over_cap;
+    auto verdict = domain::decide(subject, profile, *zone_of(profile), policy->rules,
+                                  [&](const std::string& counter, domain::timestamp start) {
+                                    auto found = used.find(
+                                        counter_key(m.key, counter, domain::to_unix_micros(start)));
+                                    return found != used.end() ? found->second : 0U;
+                                  });
+    for (const auto& [counter, start] : verdict.counted)
+      ++used[counter_key(m.key, counter, domain::to_unix_micros(start))];
+    return verdict;
+  }
 };
 
 /// What a claim wrote: one answer per distinct task, and the messages it inserted (their
@@ -528,8 +621,9 @@ using store_detail::apply_batch;
 using store_detail::claim_answer;
 using store_detail::claim_batch;
 using store_detail::claimed_rows;
+using store_detail::policy_state;
 
-claimed_rows sql_task_store::run_claim(const claim_batch& batch) {
+claimed_rows sql_task_store::run_claim(const claim_batch& batch, policy_state* policy) {
   // Rows are inserted in id order so concurrent claims lock keys in the same order and cannot
   // deadlock each other.
   static const std::string message_list =
@@ -544,11 +638,10 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch) {
       " WHERE true ORDER BY r.m_id ON CONFLICT DO NOTHING RETURNING id";
   const std::string insert_tasks =
       "INSERT INTO tasks (id, message_id, tenant, biz_type, biz_id, user_id, channel, recipient, "
-      "provider_request_id, status, priority, attempts, created_at, updated_at) "
-      "SELECT r.t_id, r.message_id, r.tenant, r.biz_type, r.biz_id, r.user_id, r.channel, "
-      "r.recipient, r.provider_request_id, '" +
-      state_text(domain::task_state::pending) +
-      "', r.priority, 0, r.created_at, r.created_at FROM " +
+      "provider_request_id, status, priority, attempts, created_at, updated_at, policy_reason, "
+      "send_at) SELECT r.t_id, r.message_id, r.tenant, r.biz_type, r.biz_id, r.user_id, "
+      "r.channel, r.recipient, r.provider_request_id, r.status, r.priority, 0, r.created_at, "
+      "r.created_at, r.reason, r.deferred_to FROM " +
       dialect_.json_rows("rows", task_columns) +
       " WHERE true ORDER BY r.t_id ON CONFLICT DO NOTHING RETURNING id";
   // Existing tasks are found by their business key: the unique index every key maps to.
@@ -568,7 +661,8 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch) {
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (slots[i] || !wanted(i))
         continue;
-      const auto& [m, t] = batch.slots[i];
+      const auto* m = batch.slots[i].message;
+      const auto* t = batch.slots[i].task;
       keys.add_row();
       keys.number(static_cast<std::int64_t>(i))
           .text(m->key.tenant)
@@ -591,12 +685,65 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch) {
   // PostgreSQL that made claims with resubmissions take ~1 ms per row.
   find_existing(
       [&](std::size_t i) { return claimed.new_messages.count(batch.slots[i].message->id) == 0; });
-  json_batch new_tasks = batch.task_rows(dialect_, [&](std::size_t i) { return !slots[i]; });
+  // Policy decides the tasks about to be created, in slot order, each counted against its caps
+  // before the next is decided.
+  std::vector<std::optional<domain::policy_verdict>> verdicts;
+  if (policy != nullptr) {
+    verdicts.resize(slots.size());
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      if (!slots[i])
+        verdicts[i] = policy->decide(batch.slots[i]);
+  }
+  json_batch new_tasks = batch.task_rows(
+      dialect_, [&](std::size_t i) { return !slots[i]; }, policy != nullptr ? &verdicts : nullptr);
+  // One counter row per user, cap and window, with what the admitted tasks add to it.
+  struct admitted {
+    const domain::message_key* key;
+    std::string counter;
+    std::int64_t window_start;
+    std::int64_t added;
+  };
+  std::map<std::string, admitted> admissions;
   if (!new_tasks.empty())
-    for (const auto& row : statements_->fetch(insert_tasks, {new_tasks.finish()}, 1))
-      if (auto it = batch.slot_of.find(text_of(row[0])); it != batch.slot_of.end())
-        slots[it->second] =
-            claim_answer{std::string(it->first), domain::task_state::pending, true, std::nullopt};
+    for (const auto& row : statements_->fetch(insert_tasks, {new_tasks.finish()}, 1)) {
+      auto it = batch.slot_of.find(text_of(row[0]));
+      if (it == batch.slot_of.end())
+        continue;
+      claim_answer answer{std::string(it->first), domain::task_state::pending, true, std::nullopt};
+      if (policy != nullptr && verdicts[it->second]) {
+        const auto& verdict = *verdicts[it->second];
+        const auto& key = batch.slots[it->second].message->key;
+        answer.policy_reason = verdict.reason;
+        if (verdict.decision == domain::policy_verdict::kind::suppress)
+          answer.state = domain::task_state::suppressed;
+        for (const auto& [counter, start] : verdict.counted) {
+          const auto window_start = domain::to_unix_micros(start);
+          auto [entry, added] =
+              admissions.try_emplace(policy_state::counter_key(key, counter, window_start),
+                                     admitted{&key, counter, window_start, 0});
+          ++entry->second.added;
+        }
+      }
+      slots[it->second] = std::move(answer);
+    }
+  if (!admissions.empty()) {
+    json_batch counts(dialect_, count_columns);
+    for (const auto& [name, a] : admissions) {
+      counts.add_row();
+      counts.text(a.key->tenant)
+          .text(a.key->user_id)
+          .text(a.counter)
+          .number(a.window_start)
+          .number(a.added);
+    }
+    statements_->execute(
+        "INSERT INTO frequency_counts (tenant, user_id, counter, window_start, used) SELECT "
+        "r.tenant, r.user_id, r.counter, r.window_start, r.added FROM " +
+            dialect_.json_rows("rows", count_columns) +
+            " WHERE true ON CONFLICT (tenant, user_id, counter, window_start) DO UPDATE SET "
+            "used = frequency_counts.used + excluded.used",
+        {counts.finish()});
+  }
   // What the INSERT found taken was claimed by a concurrent claim (another node) meanwhile.
   find_existing([](std::size_t) { return true; });
   claimed.answers.reserve(slots.size());
@@ -695,16 +842,106 @@ void sql_task_store::run_events(
   run_events(rows);
 }
 
+namespace {
+
+// The plans with every address `to` left out taken from the user's stored contacts (also
+// for the message's other channels, which failover may use). `to` wins over a contact.
+std::vector<domain::message_plan> addressed_plans(const std::vector<domain::message_plan>& plans,
+                                                  const policy_state& policy) {
+  std::vector<domain::message_plan> addressed = plans;
+  for (auto& plan : addressed) {
+    const auto* user = policy.user(plan.message.key);
+    if (user == nullptr)
+      continue;
+    for (const auto& [channel, address] : user->contacts)
+      plan.message.recipients.emplace(channel, address);
+    for (auto& task : plan.tasks)
+      if (task.recipient.empty())
+        if (auto found = user->contacts.find(task.channel); found != user->contacts.end())
+          task.recipient = found->second;
+  }
+  return addressed;
+}
+
+} // namespace
+
+policy_state sql_task_store::read_policy_state(const std::vector<domain::message_plan>& plans) {
+  policy_state state;
+  state.policy = options_.policy.get();
+  json_batch users(dialect_, user_key_columns);
+  json_batch capped(dialect_, user_key_columns);
+  json_batch lock_keys(dialect_, {{"k", bigint}});
+  std::set<std::pair<std::string_view, std::string_view>> seen, seen_capped;
+  for (const auto& plan : plans) {
+    const auto& key = plan.message.key;
+    // Windows a task may be counted in start at most a day before it is claimed (its day in
+    // the furthest zone west); deferred tasks' windows start later.
+    const auto since = domain::to_unix_micros(plan.message.created_at - std::chrono::hours{48});
+    if (seen.emplace(key.tenant, key.user_id).second) {
+      users.add_row();
+      users.text(key.tenant).text(key.user_id).number(since);
+    }
+    if (state.policy->rules.capped(plan.message.category) &&
+        seen_capped.emplace(key.tenant, key.user_id).second) {
+      capped.add_row();
+      capped.text(key.tenant).text(key.user_id).number(since);
+      lock_keys.add_row();
+      lock_keys.number(user_lock_key(key.tenant, key.user_id));
+    }
+  }
+  // Before the counters are read: a concurrent claim of the same user (another node) waits
+  // here until this transaction ends, then reads what it admitted.
+  if (const auto lock = dialect_.lock_keys(); !capped.empty() && !lock.empty())
+    statements_->fetch(lock, {lock_keys.finish()}, 1);
+  for (const auto& row : statements_->fetch("SELECT " + user_columns + " FROM " +
+                                                dialect_.json_rows("rows", user_key_columns) +
+                                                " JOIN users u ON u.tenant = r.tenant AND "
+                                                "u.user_id = r.user_id",
+                                            {users.finish()}, user_column_count)) {
+    auto user = user_of(row);
+    auto key = std::make_pair(user.tenant, user.user_id);
+    state.users.emplace(std::move(key), std::move(user));
+  }
+  if (!capped.empty())
+    for (const auto& row : statements_->fetch(
+             "SELECT f.tenant, f.user_id, f.counter, f.window_start, f.used FROM " +
+                 dialect_.json_rows("rows", user_key_columns) +
+                 " JOIN frequency_counts f ON f.tenant = r.tenant AND f.user_id = r.user_id AND "
+                 "f.window_start >= r.since",
+             {capped.finish()}, 5)) {
+      const domain::message_key key{text_of(row[0]), "", "", text_of(row[1])};
+      state.used[policy_state::counter_key(key, text_of(row[2]), to_int(row[3]))] =
+          static_cast<std::uint32_t>(to_int(row[4]));
+    }
+  return state;
+}
+
 std::vector<claim_result> sql_task_store::claim(const std::vector<domain::message_plan>& plans) {
   if (plans.empty())
     return {};
-  const claim_batch batch(dialect_, plans);
+  if (!options_.policy) {
+    const claim_batch batch(dialect_, plans);
+    auto [answers, stored] = in_transaction("claim", [&] {
+      auto claimed = run_claim(batch);
+      auto as_stored = stored_messages(plans, claimed.new_messages);
+      return std::make_pair(std::move(claimed.answers), std::move(as_stored));
+    });
+    return claim_results(plans, batch, answers, stored);
+  }
+  // With policy, the plans as claimed are the users' contacts filled in: read, like the
+  // counters, inside the transaction (and again if it reruns).
+  std::vector<domain::message_plan> addressed;
+  std::optional<claim_batch> batch;
   auto [answers, stored] = in_transaction("claim", [&] {
-    auto claimed = run_claim(batch);
-    auto as_stored = stored_messages(plans, claimed.new_messages);
+    auto policy = read_policy_state(plans);
+    batch.reset(); // it points into `addressed`
+    addressed = addressed_plans(plans, policy);
+    batch.emplace(dialect_, addressed);
+    auto claimed = run_claim(*batch, &policy);
+    auto as_stored = stored_messages(addressed, claimed.new_messages);
     return std::make_pair(std::move(claimed.answers), std::move(as_stored));
   });
-  return claim_results(plans, batch, answers, stored);
+  return claim_results(addressed, *batch, answers, stored);
 }
 
 std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& changes,

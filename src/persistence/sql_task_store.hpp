@@ -23,6 +23,7 @@ struct receipt_moves;
 struct apply_batch;
 struct claim_answer;
 struct claim_batch;
+struct policy_state;
 struct claimed_rows;
 
 /// A state a task entered in the open transaction: its event (if the state has an enabled
@@ -93,7 +94,12 @@ private:
                   const std::unordered_set<std::string>& written_now);
 
   // Steps run inside an open transaction; see sql_task_store.cpp for the batch types.
-  store_detail::claimed_rows run_claim(const store_detail::claim_batch& batch);
+  /// Inserts the batch's messages and new tasks; with `policy`, decides each new task first
+  /// (store_detail::policy_state) and counts the admitted ones against their caps.
+  store_detail::claimed_rows run_claim(const store_detail::claim_batch& batch,
+                                       store_detail::policy_state* policy = nullptr);
+  /// Locks the plans' capped users and reads their profiles and cap counters.
+  store_detail::policy_state read_policy_state(const std::vector<domain::message_plan>& plans);
   std::vector<std::unordered_set<std::string>> run_changes(const store_detail::apply_batch& batch);
   void run_attempts(const store_detail::apply_batch& batch);
   std::unordered_set<std::string> run_moves(const store_detail::receipt_moves& moves,

@@ -59,6 +59,17 @@ public:
     return real_->list_inbox(which);
   }
 
+  std::optional<domain::user_profile> find_user(const std::string& tenant,
+                                                const std::string& user_id) override {
+    return real_->find_user(tenant, user_id);
+  }
+
+  domain::user_profile update_user(const std::string& tenant, const std::string& user_id,
+                                   const domain::user_patch& patch,
+                                   domain::timestamp now) override {
+    return real_->update_user(tenant, user_id, patch, now);
+  }
+
   std::optional<persistence::inbox_item> find_inbox_item(const std::string& tenant,
                                                          const std::string& task_id) override {
     return real_->find_inbox_item(tenant, task_id);
