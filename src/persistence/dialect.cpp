@@ -35,7 +35,7 @@ std::string dialect::lock_keys() const {
   // OFFSET 0 keeps the sorted subquery from being flattened: the aggregate then takes the
   // locks in key order.
   return "SELECT count(pg_advisory_xact_lock(s.k)) FROM (SELECT r.k FROM " +
-         json_rows("keys", {{"k", json_column::type::bigint}}) + " ORDER BY r.k OFFSET 0) AS s";
+         json_rows("keys", {{"k", json_column::type::bigint}}, "r") + " ORDER BY r.k OFFSET 0) AS s";
 }
 
 std::string_view dialect::schema_table_exists() const {

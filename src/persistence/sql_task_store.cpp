@@ -337,6 +337,8 @@ const std::vector<json_column> task_columns = {
 const std::vector<json_column> user_key_columns = {
     text{"tenant"}, text{"user_id"}, {"since", bigint}};
 
+const std::vector<json_column> lock_key_columns = {{"k", bigint}};
+
 const std::vector<json_column> count_columns = {
     text{"tenant"}, text{"user_id"}, text{"counter"}, {"window_start", bigint}, {"added", bigint}};
 
@@ -870,7 +872,7 @@ policy_state sql_task_store::read_policy_state(const std::vector<domain::message
   state.policy = options_.policy.get();
   json_batch users(dialect_, user_key_columns);
   json_batch capped(dialect_, user_key_columns);
-  json_batch lock_keys(dialect_, {{"k", bigint}});
+  json_batch lock_keys(dialect_, lock_key_columns);
   std::set<std::pair<std::string_view, std::string_view>> seen, seen_capped;
   for (const auto& plan : plans) {
     const auto& key = plan.message.key;

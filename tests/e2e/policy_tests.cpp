@@ -1,0 +1,143 @@
+// The policy layer over HTTP against the built binary (docs/policy.md): a frequency cap is
+// exact when two herald processes admit one user's events concurrently on one PostgreSQL;
+// suppressed tasks say why and stay suppressed when the event is sent again.
+
+#include "support/eventually.hpp"
+#include "support/herald_server.hpp"
+#include "support/http_client.hpp"
+#include "support/postgres.hpp"
+
+#include <random>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+using namespace herald::test;
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Marketing SMS: at most 3 per user per day; quiet hours hold nothing, so the test does not
+// depend on the hour it runs at.
+const std::string capped_config = R"({
+  "channels": [{"name": "sms", "type": "simulated", "rate_per_sec": 1000, "burst": 100}],
+  "policy": {
+    "quiet_hours": {"categories": []},
+    "frequency_caps": [{"category": "marketing", "channel": "sms", "per": "day", "limit": 3}]
+  }
+})";
+
+std::string unique_user() {
+  std::random_device device;
+  return "u-cap-" + std::to_string(::getpid()) + "-" + std::to_string(device() % 1000000);
+}
+
+std::string marketing_sms(const std::string& user, const std::string& biz_id) {
+  return json::serialize(json::object{{"biz_type", "PROMO"},
+                                      {"biz_id", biz_id},
+                                      {"user_id", user},
+                                      {"channels", json::array{"sms"}},
+                                      {"category", "marketing"},
+                                      {"to", {{"sms", "+8613800000000"}}},
+                                      {"content", {{"title", "Sale"}, {"body", "20% off"}}}});
+}
+
+std::string text_of(const json::value& v, const char* key) {
+  const auto* found = v.as_object().if_contains(key);
+  return found != nullptr && found->is_string() ? std::string(found->as_string()) : "";
+}
+
+std::string task_status(running_herald& herald, const std::string& message_id) {
+  auto response = herald.get("/v1/messages/" + message_id);
+  if (response.status != 200)
+    return "";
+  return text_of(json::parse(response.body).at("tasks").as_array().at(0), "status");
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(policy_postgres_tests,
+                      *boost::unit_test::precondition(herald::test::postgres_tests_enabled))
+
+// Ten distinct marketing SMS events for one user, sent at once, half to each of two nodes
+// sharing the database: exactly three are admitted and sent, seven are SUPPRESSED with
+// policy_reason frequency_cap; sending the ten again changes nothing.
+BOOST_AUTO_TEST_CASE(a_cap_of_three_admits_three_across_two_nodes) {
+  const auto url = require_test_postgres_url();
+  running_herald first(url, capped_config);
+  running_herald second(url, capped_config);
+  const auto user = unique_user();
+  constexpr int events = 10;
+
+  std::vector<http_response> answers(events);
+  std::vector<std::thread> senders;
+  for (int i = 0; i < events; ++i)
+    senders.emplace_back([&, i] {
+      auto& node = i % 2 == 0 ? first : second;
+      answers[i] = request(host, node.port(), "POST", "/v1/messages",
+                           marketing_sms(user, "promo-" + std::to_string(i)), json_headers());
+    });
+  for (auto& sender : senders)
+    sender.join();
+
+  std::vector<std::string> admitted;
+  int suppressed = 0;
+  for (int i = 0; i < events; ++i) {
+    BOOST_TEST_CONTEXT("event " << i << ": " << answers[i].body) {
+      BOOST_REQUIRE_EQUAL(answers[i].status, 202);
+      const auto body = json::parse(answers[i].body);
+      const auto& task = body.at("tasks").as_array().at(0);
+      if (text_of(task, "status") == "SUPPRESSED") {
+        ++suppressed;
+        BOOST_TEST(text_of(task, "policy_reason") == "frequency_cap");
+      } else {
+        admitted.push_back(text_of(body, "message_id"));
+        BOOST_TEST(text_of(task, "policy_reason").empty());
+      }
+    }
+  }
+  BOOST_TEST(admitted.size() == 3U);
+  BOOST_TEST(suppressed == 7);
+
+  // The three are sent (the simulated provider accepts them); the seven stay suppressed.
+  for (const auto& id : admitted)
+    BOOST_TEST(eventually([&] { return task_status(first, id) == "SENT"; }), id);
+  const auto suppressed_metric = [&](running_herald& node) {
+    return metric_sum(node.metrics(), "herald_tasks_suppressed_total",
+                      {"channel=\"sms\"", "reason=\"frequency_cap\""});
+  };
+  BOOST_TEST(suppressed_metric(first) + suppressed_metric(second) == 7.0);
+
+  // A resubmission finds each task as it is: still 3 admitted, 7 suppressed.
+  int still_suppressed = 0;
+  for (int i = 0; i < events; ++i) {
+    auto again = first.post(marketing_sms(user, "promo-" + std::to_string(i)));
+    BOOST_REQUIRE_EQUAL(again.status, 200);
+    const auto body = json::parse(again.body);
+    const auto& task = body.at("tasks").as_array().at(0);
+    BOOST_TEST(task.at("duplicate").as_bool());
+    still_suppressed += text_of(task, "status") == "SUPPRESSED" ? 1 : 0;
+  }
+  BOOST_TEST(still_suppressed == 7);
+
+  // The message view says why.
+  const auto message_id = [&](int i) {
+    auto answer = first.post(marketing_sms(user, "promo-" + std::to_string(i)));
+    return text_of(json::parse(answer.body), "message_id");
+  };
+  for (int i = 0; i < events; ++i) {
+    auto view = first.get("/v1/messages/" + message_id(i));
+    BOOST_REQUIRE_EQUAL(view.status, 200);
+    const auto body = json::parse(view.body);
+    const auto& task = body.at("tasks").as_array().at(0);
+    if (text_of(task, "status") == "SUPPRESSED")
+      BOOST_TEST(text_of(task, "policy_reason") == "frequency_cap");
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
