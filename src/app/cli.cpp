@@ -7,6 +7,7 @@ const char* usage_text() {
 
 usage:
   herald serve   [--config FILE] [--listen HOST:PORT] [--db URL] [--log-level LEVEL]
+                 [--test-clock TIME]
   herald migrate [--config FILE] [--db URL]
   herald keys create --tenant T --scopes submit,read,admin [--config FILE] [--db URL]
                                                      prints a new API key, once
@@ -22,6 +23,8 @@ usage:
   --listen HOST:PORT   HTTP address; default 127.0.0.1:8080
   --db URL             sqlite:PATH or postgresql://user@host:port/db; default sqlite:var/herald.db
   --log-level LEVEL    debug, info, warn or error; default info
+  --test-clock TIME    tests and drills only: herald's clock starts at TIME (RFC 3339),
+                       e.g. 23:00 in a user's zone, and runs on from there
 
 exit codes: 0 ok, 1 runtime failure (database unreachable, port taken), 2 bad usage or config
 )";
@@ -91,6 +94,8 @@ command_line parse_command_line(const std::vector<std::string>& args) {
       target = &cmd.listen;
     else if (name == "--log-level" && cmd.what == command_line::verb::serve)
       target = &cmd.log_level;
+    else if (name == "--test-clock" && cmd.what == command_line::verb::serve)
+      target = &cmd.test_clock;
     else if (name == "--tenant" && creating_key)
       target = &cmd.tenant;
     else if (name == "--scopes" && creating_key)

@@ -28,6 +28,7 @@ struct command_line {
   std::optional<std::string> listen;
   std::optional<std::string> database;
   std::optional<std::string> log_level;
+  std::optional<std::string> test_clock; ///< serve: RFC 3339 instant herald's clock starts at
 };
 
 /// Parses argv (without the program name). Throws usage_error.

@@ -107,6 +107,8 @@ struct config {
   domain::policy_rules policy;
   receipts_config receipts;
   events_config events;
+  /// `serve --test-clock`: herald's clock starts at this instant (tests and drills only).
+  std::optional<domain::timestamp> test_clock_start;
 };
 
 /// The built-in configuration (config/herald.json, compiled in).

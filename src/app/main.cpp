@@ -24,6 +24,12 @@ app::config load(const app::command_line& cmd) {
     cfg.database = *cmd.database;
   if (cmd.log_level && !log::parse_level(*cmd.log_level, cfg.log_level))
     throw app::config_error("--log-level must be one of debug, info, warn, error");
+  if (cmd.test_clock) {
+    cfg.test_clock_start = domain::parse_rfc3339(*cmd.test_clock);
+    if (!cfg.test_clock_start)
+      throw app::config_error(
+          "--test-clock must be an RFC 3339 instant, e.g. 2026-12-03T23:00:00Z");
+  }
   app::validate(cfg, cmd.config_file.value_or("embedded config"));
   return cfg;
 }

@@ -14,6 +14,7 @@
 #include "app/actor_service.hpp"
 #include "app/api_access.hpp"
 #include "app/stop_signals.hpp"
+#include "domain/shifted_clock.hpp"
 #include "domain/status_event.hpp"
 #include "observability/health_board.hpp"
 #include "observability/log.hpp"
@@ -407,7 +408,12 @@ int serve(const config& cfg) {
   caf_cfg.set("scheduler.max-threads", static_cast<std::size_t>(cfg.scheduler_threads));
   actors::register_types(caf_cfg);
   auto metrics_registry = std::make_shared<metrics>();
-  auto clock = std::make_shared<domain::system_clock>();
+  std::shared_ptr<const domain::clock> clock = std::make_shared<domain::system_clock>();
+  if (cfg.test_clock_start) {
+    log::warn("herald.test_clock", {{"starts_at", domain::format_rfc3339(*cfg.test_clock_start)},
+                                    {"use", "tests and drills only"}});
+    clock = std::make_shared<domain::shifted_clock>(*cfg.test_clock_start);
+  }
   auto delays = std::make_shared<providers::delay_scheduler>();
   int exit_code = 0;
   const auto name = node_name(cfg, cfg.http.port);
