@@ -1,8 +1,11 @@
 // The policy layer over HTTP against the built binary (docs/policy.md): a frequency cap is
 // exact when two herald processes admit one user's events concurrently on one PostgreSQL;
-// suppressed tasks say why and stay suppressed when the event is sent again.
+// suppressed tasks say why and stay suppressed when the event is sent again; marketing inside
+// the user's quiet hours waits in the database for the morning, through a restart, while a
+// verification code and a transactional message go at once.
 
 #include "support/eventually.hpp"
+#include "support/herald_process.hpp"
 #include "support/herald_server.hpp"
 #include "support/http_client.hpp"
 #include "support/postgres.hpp"
@@ -59,7 +62,77 @@ std::string task_status(running_herald& herald, const std::string& message_id) {
   return text_of(json::parse(response.body).at("tasks").as_array().at(0), "status");
 }
 
+// Users without a stored zone live in Shanghai (UTC+8, no DST); quiet hours 22:00-08:00.
+// The sweep runs often, so a task that came due is read within a fraction of a second.
+const std::string shanghai_config = R"({
+  "channels": [{"name": "sms", "type": "simulated", "rate_per_sec": 1000, "burst": 100}],
+  "sweep_interval_ms": 100,
+  "policy": {"default_time_zone": "Asia/Shanghai"}
+})";
+
+std::string event_of(const std::string& biz_id, const std::string& category) {
+  return json::serialize(json::object{{"biz_type", "NOTICE"},
+                                      {"biz_id", biz_id},
+                                      {"user_id", "u-night"},
+                                      {"channels", json::array{"sms"}},
+                                      {"category", category},
+                                      {"to", {{"sms", "+8613800000000"}}},
+                                      {"content", {{"title", "t"}, {"body", "b"}}}});
+}
+
+json::object first_task_of(running_herald& herald, const std::string& message_id) {
+  auto response = herald.get("/v1/messages/" + message_id);
+  BOOST_REQUIRE_EQUAL(response.status, 200);
+  return json::parse(response.body).at("tasks").as_array().at(0).as_object();
+}
+
 } // namespace
+
+BOOST_AUTO_TEST_SUITE(policy_tests)
+
+// 23:00 in Shanghai: marketing is deferred to 08:00 (its send_at and reason on the task), a
+// verification code and a transactional message are sent now. herald restarted at 08:00:01
+// (its clock driven by --test-clock) sends the marketing message from the database.
+BOOST_AUTO_TEST_CASE(marketing_at_23_waits_for_08_through_a_restart) {
+  temp_dir dir{"herald-policy"};
+  const auto database = "sqlite:" + dir.file("herald.db");
+  std::string marketing;
+  {
+    running_herald night(database, shanghai_config, {"--test-clock", "2026-12-03T15:00:00Z"});
+    auto answer = night.post(event_of("night-promo", "marketing"));
+    BOOST_REQUIRE_EQUAL(answer.status, 202);
+    const auto body = json::parse(answer.body);
+    marketing = text_of(body, "message_id");
+    const auto& task = body.at("tasks").as_array().at(0);
+    BOOST_TEST(text_of(task, "status") == "PENDING");
+    BOOST_TEST(text_of(task, "policy_reason") == "quiet_hours");
+
+    const std::vector<std::string> now_categories{"verification", "transactional"};
+    for (const auto& category : now_categories) {
+      auto sent = night.post(event_of("night-" + category, category));
+      BOOST_REQUIRE_EQUAL(sent.status, 202);
+      const auto id = text_of(json::parse(sent.body), "message_id");
+      BOOST_TEST(eventually([&] { return text_of(first_task_of(night, id), "status") == "SENT"; }),
+                 category);
+    }
+    // Sent after the marketing message was accepted, and many sweeps later: it still waits.
+    const auto waiting = first_task_of(night, marketing);
+    BOOST_TEST(text_of(waiting, "status") == "PENDING");
+    BOOST_TEST(text_of(waiting, "policy_reason") == "quiet_hours");
+    BOOST_TEST(text_of(waiting, "send_at") == "2026-12-04T00:00:00.000000Z"); // 08:00 local
+    BOOST_TEST(metric_sum(night.metrics(), "herald_tasks_deferred_total",
+                          {"reason=\"quiet_hours\""}) == 1.0);
+  }
+  running_herald morning(database, shanghai_config, {"--test-clock", "2026-12-04T00:00:01Z"});
+  BOOST_TEST(
+      eventually([&] { return text_of(first_task_of(morning, marketing), "status") == "SENT"; }));
+  const auto sent = first_task_of(morning, marketing);
+  const auto& attempts = sent.at("attempt_log").as_array();
+  BOOST_REQUIRE_EQUAL(attempts.size(), 1U);
+  BOOST_TEST(text_of(attempts.at(0), "started_at") >= "2026-12-04T00:00:00");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(policy_postgres_tests,
                       *boost::unit_test::precondition(herald::test::postgres_tests_enabled))

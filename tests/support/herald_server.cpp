@@ -10,7 +10,8 @@ namespace herald::test {
 
 std::vector<std::string> running_herald::arguments(std::uint16_t port, const temp_dir& dir,
                                                    const std::string& database,
-                                                   const std::string& config) {
+                                                   const std::string& config,
+                                                   const std::vector<std::string>& extra) {
   std::vector<std::string> args{"serve", "--listen", host + ":" + std::to_string(port), "--db",
                                 database.empty() ? "sqlite:" + dir.file("herald.db") : database};
   if (!config.empty()) {
@@ -18,12 +19,14 @@ std::vector<std::string> running_herald::arguments(std::uint16_t port, const tem
     args.push_back("--config");
     args.push_back(dir.file("herald.json"));
   }
+  args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
 
-running_herald::running_herald(const std::string& database, const std::string& config)
+running_herald::running_herald(const std::string& database, const std::string& config,
+                               const std::vector<std::string>& extra)
     : port_(free_port()),
-      process_(arguments(port_, dir_, database, config), dir_.file("herald.log")) {
+      process_(arguments(port_, dir_, database, config, extra), dir_.file("herald.log")) {
   if (!process_.wait_ready(host, port_, std::chrono::seconds(30)))
     BOOST_FAIL("herald did not answer /healthz within 30 s; its output:\n" << process_.log());
 }

@@ -21,8 +21,10 @@ inline const std::string host = "127.0.0.1";
 class running_herald {
 public:
   /// `database` empty: a fresh SQLite file in a temporary folder. `config` non-empty: the
-  /// text of a --config file (its `listen` and `database` are overridden).
-  explicit running_herald(const std::string& database, const std::string& config = {});
+  /// text of a --config file (its `listen` and `database` are overridden). `extra`: more
+  /// options for `herald serve`, e.g. {"--test-clock", "2026-12-03T15:00:00Z"}.
+  explicit running_herald(const std::string& database, const std::string& config = {},
+                          const std::vector<std::string>& extra = {});
 
   std::uint16_t port() const { return port_; }
   herald_process& process() { return process_; }
@@ -38,7 +40,8 @@ public:
 
 private:
   static std::vector<std::string> arguments(std::uint16_t port, const temp_dir& dir,
-                                            const std::string& database, const std::string& config);
+                                            const std::string& database, const std::string& config,
+                                            const std::vector<std::string>& extra);
 
   temp_dir dir_{"herald-e2e"}; // declared first: outlives the process writing into it
   std::uint16_t port_;
