@@ -22,6 +22,7 @@
 #include "persistence/installation.hpp"
 #include "persistence/node_lock.hpp"
 #include "persistence/task_store.hpp"
+#include "persistence/zoneinfo.hpp"
 #include "providers/webhook_signature.hpp"
 
 #include <algorithm>
@@ -358,6 +359,8 @@ int serve(const config& cfg) {
   std::shared_ptr<persistence::task_store> reader_store;
   std::shared_ptr<persistence::task_store> events_store; // none: no events url
   inbox_stores inboxes;
+  // One tz database for the process: zones load from disk once, whoever asks first.
+  auto zones = std::make_shared<persistence::zoneinfo>();
   domain::id_secret id_secret;
   std::unique_ptr<api_access> access;
   try {
@@ -420,7 +423,7 @@ int serve(const config& cfg) {
     claims_store.reset();
     reader_store.reset();
 
-    actor_service service{n.ingest, n.receipts, cfg.rules, id_secret};
+    actor_service service{n.ingest, n.receipts, cfg.rules, id_secret, zones};
     api::routes routes{service, *metrics_registry, *clock, access->authenticator(),
                        std::move(options)};
     api::http_server server{cfg.http, routes.handler()};

@@ -244,6 +244,43 @@ public:
     return item;
   }
 
+  /// Every zone but "Mars/Olympus_Mons" exists.
+  bool known_time_zone(const std::string& name) const override {
+    return name != "Mars/Olympus_Mons";
+  }
+
+  /// Profiles in memory, by tenant and user id.
+  void find_user(
+      std::string tenant, std::string user_id,
+      std::function<void(std::variant<std::optional<domain::user_profile>, api::service_error>)>
+          done) override {
+    enqueue(
+        [this, tenant, user_id, done = std::move(done)] {
+          auto it = users_.find({tenant, user_id});
+          done(it == users_.end() ? std::nullopt : std::optional(it->second));
+        },
+        false);
+  }
+
+  void update_user(
+      std::string tenant, std::string user_id, domain::user_patch patch,
+      std::function<void(std::variant<domain::user_profile, api::service_error>)> done) override {
+    enqueue(
+        [this, tenant, user_id, patch = std::move(patch), done = std::move(done)] {
+          if (failure) {
+            done(*failure);
+            return;
+          }
+          auto it = users_.find({tenant, user_id});
+          auto current = it == users_.end() ? std::nullopt : std::optional(it->second);
+          auto user = domain::apply_patch(current, tenant, user_id, patch,
+                                          *domain::parse_rfc3339("2026-12-01T09:00:00Z"));
+          users_[{tenant, user_id}] = user;
+          done(user);
+        },
+        false);
+  }
+
   void readiness(std::function<void(bool, std::string)> done) override {
     enqueue([this, done = std::move(done)] { done(ready, ready ? "" : "database unreachable"); },
             false);
@@ -337,6 +374,8 @@ private:
   std::map<std::string, domain::task_record> tasks_;     // worker thread only
   std::map<std::string, domain::message_plan> messages_; // worker thread only
   bool replayed_ = false;                                // worker thread only
+  // Profiles by tenant and user id; worker thread only.
+  std::map<std::pair<std::string, std::string>, domain::user_profile> users_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> jobs_;
