@@ -53,6 +53,8 @@ CAF_ADD_ATOM(herald, herald::atoms, inbox_atom, "inbox")
 CAF_ADD_ATOM(herald, herald::atoms, item_atom, "item")
 CAF_ADD_ATOM(herald, herald::atoms, due_atom, "due")
 CAF_ADD_ATOM(herald, herald::atoms, load_atom, "load")
+CAF_ADD_ATOM(herald, herald::atoms, user_atom, "user")
+CAF_ADD_ATOM(herald, herald::atoms, update_atom, "update")
 
 namespace herald::actors {
 
@@ -100,6 +102,12 @@ using inbox_callback =
     std::function<void(std::variant<persistence::inbox_page, api::service_error>)>;
 /// Answer to an inbox item look-up.
 using item_callback = std::function<void(std::variant<maybe_inbox_item, api::service_error>)>;
+using maybe_user_profile = std::optional<domain::user_profile>;
+/// Answer to a user profile look-up.
+using user_callback = std::function<void(std::variant<maybe_user_profile, api::service_error>)>;
+/// Answer to a user profile change: the profile as committed.
+using profile_callback =
+    std::function<void(std::variant<domain::user_profile, api::service_error>)>;
 
 /// herald's error codes inside CAF errors (category "herald", registered by
 /// CAF_ERROR_CODE_ENUM below): `caf::make_error(errc::overloaded, "context")`.
@@ -157,3 +165,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::inbox_page)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::maybe_inbox_item)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::inbox_callback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::item_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::domain::user_patch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::domain::user_profile)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::maybe_user_profile)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::user_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::profile_callback)

@@ -182,6 +182,27 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
                     done(to_service_error(err));
                   });
       },
+      [self](user_atom, std::string& tenant, std::string& user_id, user_callback& done) {
+        self->request(self->state.reader, self->state.config.claim_timeout, user_atom_v,
+                      std::move(tenant), std::move(user_id))
+            .then([done](maybe_user_profile& user) { done(std::move(user)); },
+                  [done](caf::error& err) {
+                    log::warn("ingest.user_find_failed", {{"error", describe(err)}});
+                    done(to_service_error(err));
+                  });
+      },
+      // Through the writer, as replays: a user's changes are serialised with the group commits.
+      [self](update_atom, std::string& tenant, std::string& user_id, domain::user_patch& patch,
+             profile_callback& done) {
+        auto& st = self->state;
+        self->request(st.writer, st.config.claim_timeout, update_atom_v, std::move(tenant),
+                      std::move(user_id), std::move(patch), st.clock->now())
+            .then([done](domain::user_profile& user) { done(std::move(user)); },
+                  [done](caf::error& err) {
+                    log::warn("ingest.user_update_failed", {{"error", describe(err)}});
+                    done(to_service_error(err));
+                  });
+      },
       [self](ready_atom, ready_callback& done) {
         // A component the supervisor could not keep running, or a channel that stopped
         // taking tasks, makes the node unready whatever the database says.

@@ -32,6 +32,10 @@ using store_writer_actor = caf::typed_actor<
     /// Records receipts (as of the given time) and moves their tasks, in the next group
     /// commit; answers one outcome per receipt after COMMIT.
     caf::replies_to<receipt_atom, receipt_inputs, domain::timestamp>::with<receipt_outcomes>,
+    /// Applies a change to a user of a tenant (tenant, user id), creating it when absent, in
+    /// one transaction stamped with the given time; answers the profile after COMMIT.
+    caf::replies_to<update_atom, std::string, std::string, domain::user_patch,
+                    domain::timestamp>::with<domain::user_profile>,
     /// Commits what has been collected (sent to itself).
     caf::reacts_to<flush_atom>>;
 
@@ -61,6 +65,8 @@ using store_reader_actor = caf::typed_actor<
     caf::replies_to<inbox_atom, persistence::inbox_query>::with<persistence::inbox_page>,
     /// A tenant's (empty: any tenant's) inbox item by task id, or none.
     caf::replies_to<item_atom, std::string, std::string>::with<maybe_inbox_item>,
+    /// A tenant's user profile (tenant, user id), or none.
+    caf::replies_to<user_atom, std::string, std::string>::with<maybe_user_profile>,
     /// Proves the database answers.
     caf::replies_to<ping_atom>::with<bool>>;
 
@@ -150,6 +156,11 @@ using ingest_actor = caf::typed_actor<
     caf::reacts_to<inbox_atom, persistence::inbox_query, inbox_callback>,
     /// Looks a tenant's inbox item up (tenant, task id).
     caf::reacts_to<item_atom, std::string, std::string, item_callback>,
+    /// Looks a tenant's user profile up (tenant, user id; GET /v1/users/{user_id}).
+    caf::reacts_to<user_atom, std::string, std::string, user_callback>,
+    /// Changes a tenant's user profile (tenant, user id, checked patch) at the clock's time;
+    /// calls back after COMMIT.
+    caf::reacts_to<update_atom, std::string, std::string, domain::user_patch, profile_callback>,
     /// Readiness: no problem on the health board, the database answers, the dispatcher runs.
     caf::reacts_to<ready_atom, ready_callback>>;
 

@@ -68,6 +68,10 @@ store_reader(store_reader_actor::stateful_pointer<store_reader_state> self,
         return guarded<maybe_inbox_item>(
             [&] { return self->state.store->find_inbox_item(tenant, task_id); });
       },
+      [self](user_atom, const std::string& tenant, const std::string& user_id) {
+        return guarded<maybe_user_profile>(
+            [&] { return self->state.store->find_user(tenant, user_id); });
+      },
       [self](ping_atom) {
         return guarded<bool>([&] {
           self->state.store->ping();

@@ -222,6 +222,19 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
           return caf::make_error(errc::store_unavailable, e.what());
         }
       },
+      [self](update_atom, const std::string& tenant, const std::string& user_id,
+             const domain::user_patch& patch,
+             domain::timestamp now) -> caf::result<domain::user_profile> {
+        auto& st = self->state;
+        flush(st); // what came before is committed before, as in a batch
+        try {
+          return st.store->update_user(tenant, user_id, patch, now);
+        } catch (const std::exception& e) {
+          // Never the user id or the patch: they carry addresses.
+          log::error("store.user_update_failed", {{"tenant", tenant}, {"error", e.what()}});
+          return caf::make_error(errc::store_unavailable, e.what());
+        }
+      },
       [self](flush_atom) { flush(self->state); },
   };
 }

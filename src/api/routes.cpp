@@ -1,6 +1,7 @@
 #include "api/routes.hpp"
 
 #include "api/trace_context.hpp"
+#include "domain/user_validation.hpp"
 #include "domain/utf8.hpp"
 #include "domain/validation.hpp"
 #include "observability/log.hpp"
@@ -33,6 +34,7 @@ constexpr std::string_view receipts_prefix = "/v1/receipts/";
 constexpr std::string_view stats_path = "/v1/stats";
 constexpr std::string_view users_prefix = "/v1/users/";
 constexpr std::string_view inbox_suffix = "/inbox";
+constexpr std::string_view dnd_suffix = "/dnd";
 constexpr std::string_view inbox_prefix = "/v1/inbox/";
 constexpr std::string_view read_suffix = "/read";
 constexpr std::string_view clicked_suffix = "/clicked";
@@ -308,6 +310,11 @@ enum class route_kind {
   record_receipt,
   stats,
   list_inbox,
+  get_user,
+  replace_user,
+  patch_user,
+  set_dnd,
+  lift_dnd,
   mark_read,
   mark_clicked,
   healthz,
@@ -320,7 +327,26 @@ struct matched_route {
   http::verb method;
   std::string_view id;                ///< the {id} the path names, for routes that have one
   std::optional<domain::scope> needs; ///< the scope a caller must hold; none: open
+  std::string_view allow{};           ///< the Allow header of a path with several methods
 };
+
+/// One method of a path that answers several.
+struct method_route {
+  http::verb method;
+  route_kind kind;
+  domain::scope needs;
+};
+
+/// The route of `method` among those of one path; the first when none matches (answered 405
+/// with `allow`, which names them all).
+matched_route choose_method(http::verb method, std::string_view id,
+                            std::initializer_list<method_route> choices, std::string_view allow) {
+  const method_route* chosen = choices.begin();
+  for (const auto& choice : choices)
+    if (choice.method == method)
+      chosen = &choice;
+  return matched_route{chosen->kind, chosen->method, id, chosen->needs, allow};
+}
 
 /// The one path segment between `prefix` and `suffix`; nullopt when `path` is not of that form.
 std::optional<std::string_view> segment_between(std::string_view path, std::string_view prefix,
@@ -334,7 +360,7 @@ std::optional<std::string_view> segment_between(std::string_view path, std::stri
   return segment;
 }
 
-std::optional<matched_route> match_route(std::string_view path) {
+std::optional<matched_route> match_route(std::string_view path, http::verb method) {
   if (path == messages_path)
     return matched_route{route_kind::submit_message, http::verb::post, {}, domain::scope::submit};
   // Before the look-up: "batch" can never be a message id (those are msg_ + hex).
@@ -363,6 +389,19 @@ std::optional<matched_route> match_route(std::string_view path) {
   // The inbox: reading it and recording what its user did both need `read` (docs/api.md).
   if (auto user = segment_between(path, users_prefix, inbox_suffix))
     return matched_route{route_kind::list_inbox, http::verb::get, *user, domain::scope::read};
+  // A user's profile is read with `read`, and changed with `submit`: the scope of the
+  // application backend that sends the user messages.
+  if (auto user = segment_between(path, users_prefix, dnd_suffix))
+    return choose_method(method, *user,
+                         {{http::verb::put, route_kind::set_dnd, domain::scope::submit},
+                          {http::verb::delete_, route_kind::lift_dnd, domain::scope::submit}},
+                         "PUT, DELETE");
+  if (auto user = segment_between(path, users_prefix, ""))
+    return choose_method(method, *user,
+                         {{http::verb::get, route_kind::get_user, domain::scope::read},
+                          {http::verb::put, route_kind::replace_user, domain::scope::submit},
+                          {http::verb::patch, route_kind::patch_user, domain::scope::submit}},
+                         "GET, PUT, PATCH");
   if (auto task = segment_between(path, inbox_prefix, read_suffix))
     return matched_route{route_kind::mark_read, http::verb::post, *task, domain::scope::read};
   if (auto task = segment_between(path, inbox_prefix, clicked_suffix))
@@ -383,7 +422,7 @@ void routes::handle(http_request request, respond_fn respond) {
   try {
     std::string_view target = request.target();
     auto path = path_of(target);
-    auto route = match_route(path);
+    auto route = match_route(path, request.method());
     bool ingest =
         route &&
         (route->kind == route_kind::submit_message || route->kind == route_kind::submit_batch) &&
@@ -395,7 +434,9 @@ void routes::handle(http_request request, respond_fn respond) {
     const bool callback_get =
         route->kind == route_kind::record_receipt && request.method() == http::verb::get;
     if (request.method() != route->method && !callback_get)
-      return ex->method_not_allowed(route->method == http::verb::post ? "POST" : "GET");
+      return ex->method_not_allowed(!route->allow.empty()               ? route->allow
+                                    : route->method == http::verb::post ? "POST"
+                                                                        : "GET");
     std::optional<caller> who;
     if (route->needs) {
       who = auth_.authenticate(request[http::field::authorization]);
@@ -406,6 +447,7 @@ void routes::handle(http_request request, respond_fn respond) {
                          "this key lacks the '" + std::string(domain::to_string(*route->needs)) +
                              "' scope");
     }
+    const auto query = target.size() > path.size() ? target.substr(path.size() + 1) : "";
     switch (route->kind) {
     case route_kind::submit_message:
       return submit_message(request, *who, ex);
@@ -414,17 +456,25 @@ void routes::handle(http_request request, respond_fn respond) {
     case route_kind::get_message:
       return get_message(route->id, *who, ex);
     case route_kind::list_dead_letters:
-      return list_dead_letters(target.size() > path.size() ? target.substr(path.size() + 1) : "",
-                               *who, ex);
+      return list_dead_letters(query, *who, ex);
     case route_kind::replay_dead_letter:
       return replay_dead_letter(route->id, *who, ex);
     case route_kind::record_receipt:
       return record_receipt(route->id, request, ex);
     case route_kind::stats:
-      return stats(target.size() > path.size() ? target.substr(path.size() + 1) : "", *who, ex);
+      return stats(query, *who, ex);
     case route_kind::list_inbox:
-      return list_inbox(
-          route->id, target.size() > path.size() ? target.substr(path.size() + 1) : "", *who, ex);
+      return list_inbox(route->id, query, *who, ex);
+    case route_kind::get_user:
+      return get_user(route->id, query, *who, ex);
+    case route_kind::replace_user:
+      return update_profile(route->id, query, profile_change::replace, request, *who, ex);
+    case route_kind::patch_user:
+      return update_profile(route->id, query, profile_change::merge, request, *who, ex);
+    case route_kind::set_dnd:
+      return set_dnd(route->id, query, request, *who, ex);
+    case route_kind::lift_dnd:
+      return lift_dnd(route->id, query, *who, ex);
     case route_kind::mark_read:
       return mark_inbox_item(route->id, domain::receipt_status::read, *who, ex);
     case route_kind::mark_clicked:
@@ -845,31 +895,49 @@ std::optional<std::string> user_id_of(std::string_view segment) {
   return user;
 }
 
+/// A user of a tenant, as /v1/users/{user_id}/... names it.
+struct user_key {
+  std::string tenant;
+  std::string user_id;
+};
+
+/// The user a /v1/users/{user_id}/... request names, and the tenant it acts for: a key's tenant
+/// is the tenant; without keys (auth mode none) the `tenant` query parameter names it (default
+/// "default"). `query` without its fragment.
+std::variant<user_key, domain::validation_error>
+user_key_of(std::string_view segment, std::string_view query, const caller& who) {
+  if (auto key = repeated_query_key(query))
+    return domain::validation_error{400, "invalid_request",
+                                    "query parameter '" + std::string(*key) + "' given twice",
+                                    std::string(*key)};
+  auto user_id = user_id_of(segment);
+  if (!user_id)
+    return domain::validation_error{400, "invalid_request",
+                                    "user_id must be 1-128 bytes of UTF-8 without control "
+                                    "characters (percent-encoded in the path)",
+                                    "user_id"};
+  auto tenant = query_value(query, "tenant");
+  if (tenant && !is_plausible_message_id(*tenant))
+    return domain::validation_error{400, "invalid_request", "tenant must be a plain name",
+                                    "tenant"};
+  if (!who.tenant.empty() && tenant && *tenant != who.tenant)
+    return domain::validation_error{403, "forbidden", "tenant is not the tenant of this API key",
+                                    "tenant"};
+  return user_key{!who.tenant.empty() ? who.tenant : std::string(tenant.value_or("default")),
+                  std::move(*user_id)};
+}
+
 } // namespace
 
 void routes::list_inbox(std::string_view user, std::string_view query, const caller& who,
                         const exchange_ptr& ex) {
   query = query.substr(0, query.find('#'));
-  if (auto key = repeated_query_key(query))
-    return ex->error(http::status::bad_request, "invalid_request",
-                     "query parameter '" + std::string(*key) + "' given twice", std::string(*key));
-  auto user_id = user_id_of(user);
-  if (!user_id)
-    return ex->error(http::status::bad_request, "invalid_request",
-                     "user_id must be 1-128 bytes of UTF-8 without control characters "
-                     "(percent-encoded in the path)",
-                     "user_id");
+  auto key = user_key_of(user, query, who);
+  if (auto* failure = std::get_if<domain::validation_error>(&key))
+    return ex->error(*failure);
   persistence::inbox_query which;
-  which.user_id = std::move(*user_id);
-  // A key's tenant is the tenant; without keys (auth mode none) `tenant` names it.
-  auto tenant = query_value(query, "tenant");
-  if (tenant && !is_plausible_message_id(*tenant))
-    return ex->error(http::status::bad_request, "invalid_request", "tenant must be a plain name",
-                     "tenant");
-  if (!who.tenant.empty() && tenant && *tenant != who.tenant)
-    return ex->error(http::status::forbidden, "forbidden",
-                     "tenant is not the tenant of this API key", "tenant");
-  which.tenant = !who.tenant.empty() ? who.tenant : std::string(tenant.value_or("default"));
+  which.tenant = std::move(std::get<user_key>(key).tenant);
+  which.user_id = std::move(std::get<user_key>(key).user_id);
   if (auto unread = query_value(query, "unread")) {
     if (*unread != "true" && *unread != "false")
       return ex->error(http::status::bad_request, "invalid_request", "unread must be true or false",
@@ -903,6 +971,84 @@ void routes::list_inbox(std::string_view user, std::string_view query, const cal
             http::status::ok,
             encode_inbox_page(user_text, std::get<persistence::inbox_page>(result), limit));
       }));
+}
+
+void routes::get_user(std::string_view user, std::string_view query, const caller& who,
+                      const exchange_ptr& ex) {
+  auto key = user_key_of(user, query.substr(0, query.find('#')), who);
+  if (auto* failure = std::get_if<domain::validation_error>(&key))
+    return ex->error(*failure);
+  auto& [tenant, user_id] = std::get<user_key>(key);
+  service_.find_user(
+      std::move(tenant), std::move(user_id),
+      guarded(ex, [](const exchange_ptr& exchange,
+                     std::variant<std::optional<domain::user_profile>, service_error>& result) {
+        if (auto* failure = std::get_if<service_error>(&result))
+          return exchange->error(*failure);
+        const auto& found = std::get<std::optional<domain::user_profile>>(result);
+        if (!found)
+          return exchange->error(http::status::not_found, "user_not_found",
+                                 "no profile was stored for this user");
+        exchange->json(http::status::ok, encode_user_profile(*found));
+      }));
+}
+
+void routes::update_profile(std::string_view user, std::string_view query, profile_change change,
+                            const http_request& request, const caller& who,
+                            const exchange_ptr& ex) {
+  auto key = user_key_of(user, query.substr(0, query.find('#')), who);
+  if (auto* failure = std::get_if<domain::validation_error>(&key))
+    return ex->error(*failure);
+  if (refuse_unless_json(request, ex))
+    return;
+  auto decoded = decode_user_profile(request.body(), change, options_.max_json_depth);
+  if (auto* failure = std::get_if<domain::validation_error>(&decoded))
+    return ex->error(*failure);
+  auto& [tenant, user_id] = std::get<user_key>(key);
+  update_user(std::move(tenant), std::move(user_id), std::get<domain::user_patch>(decoded), ex);
+}
+
+void routes::set_dnd(std::string_view user, std::string_view query, const http_request& request,
+                     const caller& who, const exchange_ptr& ex) {
+  auto key = user_key_of(user, query.substr(0, query.find('#')), who);
+  if (auto* failure = std::get_if<domain::validation_error>(&key))
+    return ex->error(*failure);
+  // No body is `{}`: do not disturb until lifted.
+  if (!request.body().empty() && refuse_unless_json(request, ex))
+    return;
+  auto decoded = decode_dnd(request.body(), options_.max_json_depth);
+  if (auto* failure = std::get_if<domain::validation_error>(&decoded))
+    return ex->error(*failure);
+  auto& [tenant, user_id] = std::get<user_key>(key);
+  update_user(std::move(tenant), std::move(user_id), std::get<domain::user_patch>(decoded), ex);
+}
+
+void routes::lift_dnd(std::string_view user, std::string_view query, const caller& who,
+                      const exchange_ptr& ex) {
+  auto key = user_key_of(user, query.substr(0, query.find('#')), who);
+  if (auto* failure = std::get_if<domain::validation_error>(&key))
+    return ex->error(*failure);
+  domain::user_patch lift;
+  lift.dnd = domain::user_patch::dnd_change::lift;
+  auto& [tenant, user_id] = std::get<user_key>(key);
+  update_user(std::move(tenant), std::move(user_id), lift, ex);
+}
+
+void routes::update_user(std::string tenant, std::string user_id, const domain::user_patch& patch,
+                         const exchange_ptr& ex) {
+  auto known_time_zone = [this](const std::string& name) { return service_.known_time_zone(name); };
+  if (auto failure =
+          domain::check_user_patch(patch, service_.rules(), known_time_zone, clock_.now()))
+    return ex->error(*failure);
+  service_.update_user(std::move(tenant), std::move(user_id), patch,
+                       guarded(ex, [](const exchange_ptr& exchange,
+                                      std::variant<domain::user_profile, service_error>& result) {
+                         if (auto* failure = std::get_if<service_error>(&result))
+                           return exchange->error(*failure);
+                         exchange->json(
+                             http::status::ok,
+                             encode_user_profile(std::get<domain::user_profile>(result)));
+                       }));
 }
 
 void routes::mark_inbox_item(std::string_view task_id, domain::receipt_status status,

@@ -4,6 +4,7 @@
 #include "api/http_server.hpp"
 #include "api/json_codec.hpp"
 #include "api/service.hpp"
+#include "api/user_codec.hpp"
 #include "domain/time.hpp"
 #include "observability/metrics.hpp"
 #include "providers/provider.hpp"
@@ -87,6 +88,22 @@ private:
   /// Records the inbox's READ or CLICKED receipt for an item of the caller's tenant.
   void mark_inbox_item(std::string_view task_id, domain::receipt_status status, const caller& who,
                        const exchange_ptr& ex);
+  /// GET /v1/users/{user_id}: the stored profile; 404 user_not_found when none.
+  void get_user(std::string_view user, std::string_view query, const caller& who,
+                const exchange_ptr& ex);
+  /// PUT (replace) or PATCH (merge) /v1/users/{user_id}.
+  void update_profile(std::string_view user, std::string_view query, profile_change change,
+                      const http_request& request, const caller& who, const exchange_ptr& ex);
+  /// PUT /v1/users/{user_id}/dnd.
+  void set_dnd(std::string_view user, std::string_view query, const http_request& request,
+               const caller& who, const exchange_ptr& ex);
+  /// DELETE /v1/users/{user_id}/dnd.
+  void lift_dnd(std::string_view user, std::string_view query, const caller& who,
+                const exchange_ptr& ex);
+  /// Checks `patch` against the installation (422, nothing written), then applies it to the
+  /// user and answers the profile after COMMIT.
+  void update_user(std::string tenant, std::string user_id, const domain::user_patch& patch,
+                   const exchange_ptr& ex);
   void readyz(const exchange_ptr& ex);
   void serve_metrics(const exchange_ptr& ex);
 

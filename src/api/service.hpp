@@ -1,6 +1,7 @@
 #pragma once
 
 #include "domain/message.hpp"
+#include "domain/policy.hpp"
 #include "domain/validation.hpp"
 #include "persistence/task_store.hpp"
 
@@ -81,6 +82,21 @@ public:
       std::string tenant, std::string task_id,
       std::function<void(std::variant<std::optional<persistence::inbox_item>, service_error>)>
           done) = 0;
+
+  /// Whether `name` names a time zone of the installation's tz database ("Asia/Shanghai").
+  virtual bool known_time_zone(const std::string& name) const = 0;
+
+  /// The stored profile of `user_id` of `tenant`; nullopt when none was stored.
+  virtual void
+  find_user(std::string tenant, std::string user_id,
+            std::function<void(std::variant<std::optional<domain::user_profile>, service_error>)>
+                done) = 0;
+
+  /// Applies `patch` (already checked) to the user of `tenant`, creating it when absent, stamped
+  /// with the service's time; answers the profile as committed.
+  virtual void
+  update_user(std::string tenant, std::string user_id, domain::user_patch patch,
+              std::function<void(std::variant<domain::user_profile, service_error>)> done) = 0;
 
   /// Whether the database answers and the actors run; `reason` says what is not ready.
   virtual void readiness(std::function<void(bool ready, std::string reason)> done) = 0;

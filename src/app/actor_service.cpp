@@ -5,9 +5,10 @@
 namespace herald::app {
 
 actor_service::actor_service(actors::ingest_actor ingest, actors::receipt_actor receipts,
-                             domain::routing_rules rules, domain::id_secret id_secret)
+                             domain::routing_rules rules, domain::id_secret id_secret,
+                             std::shared_ptr<persistence::zoneinfo> zones)
     : ingest_(std::move(ingest)), receipts_(std::move(receipts)), rules_(std::move(rules)),
-      id_secret_(std::move(id_secret)) {}
+      id_secret_(std::move(id_secret)), zones_(std::move(zones)) {}
 
 void actor_service::submit(
     domain::message_plan plan,
@@ -76,6 +77,25 @@ void actor_service::find_inbox_item(
         done) {
   caf::anon_send(ingest_, actors::item_atom_v, std::move(tenant), std::move(task_id),
                  actors::item_callback{std::move(done)});
+}
+
+bool actor_service::known_time_zone(const std::string& name) const {
+  return zones_->find(name) != nullptr;
+}
+
+void actor_service::find_user(
+    std::string tenant, std::string user_id,
+    std::function<void(std::variant<std::optional<domain::user_profile>, api::service_error>)>
+        done) {
+  caf::anon_send(ingest_, actors::user_atom_v, std::move(tenant), std::move(user_id),
+                 actors::user_callback{std::move(done)});
+}
+
+void actor_service::update_user(
+    std::string tenant, std::string user_id, domain::user_patch patch,
+    std::function<void(std::variant<domain::user_profile, api::service_error>)> done) {
+  caf::anon_send(ingest_, actors::update_atom_v, std::move(tenant), std::move(user_id),
+                 std::move(patch), actors::profile_callback{std::move(done)});
 }
 
 void actor_service::readiness(std::function<void(bool ready, std::string reason)> done) {

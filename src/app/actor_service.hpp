@@ -2,6 +2,9 @@
 
 #include "actors/interfaces.hpp"
 #include "api/service.hpp"
+#include "persistence/zoneinfo.hpp"
+
+#include <memory>
 
 namespace herald::app {
 
@@ -9,8 +12,10 @@ namespace herald::app {
 /// layer's callback, so HTTP threads never wait on an actor.
 class actor_service final : public api::service {
 public:
+  /// `zones` answers known_time_zone (the one instance the stores also load zones from).
   actor_service(actors::ingest_actor ingest, actors::receipt_actor receipts,
-                domain::routing_rules rules, domain::id_secret id_secret);
+                domain::routing_rules rules, domain::id_secret id_secret,
+                std::shared_ptr<persistence::zoneinfo> zones);
 
   const domain::routing_rules& rules() const override { return rules_; }
 
@@ -59,6 +64,17 @@ public:
       std::function<void(std::variant<std::optional<persistence::inbox_item>, api::service_error>)>
           done) override;
 
+  bool known_time_zone(const std::string& name) const override;
+
+  void find_user(
+      std::string tenant, std::string user_id,
+      std::function<void(std::variant<std::optional<domain::user_profile>, api::service_error>)>
+          done) override;
+
+  void update_user(
+      std::string tenant, std::string user_id, domain::user_patch patch,
+      std::function<void(std::variant<domain::user_profile, api::service_error>)> done) override;
+
   void readiness(std::function<void(bool ready, std::string reason)> done) override;
 
 private:
@@ -66,6 +82,7 @@ private:
   actors::receipt_actor receipts_;
   domain::routing_rules rules_;
   domain::id_secret id_secret_;
+  std::shared_ptr<persistence::zoneinfo> zones_;
 };
 
 } // namespace herald::app

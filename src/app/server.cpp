@@ -360,6 +360,7 @@ int serve(const config& cfg) {
   std::shared_ptr<persistence::task_store> reader_store;
   std::shared_ptr<persistence::task_store> events_store; // none: no events url
   inbox_stores inboxes;
+  // One tz database for the process: zones load from disk once, whoever asks first.
   const auto zones = std::make_shared<persistence::zoneinfo>();
   domain::id_secret id_secret;
   std::unique_ptr<api_access> access;
@@ -434,7 +435,7 @@ int serve(const config& cfg) {
     claims_store.reset();
     reader_store.reset();
 
-    actor_service service{n.ingest, n.receipts, cfg.rules, id_secret};
+    actor_service service{n.ingest, n.receipts, cfg.rules, id_secret, zones};
     api::routes routes{service, *metrics_registry, *clock, access->authenticator(),
                        std::move(options)};
     api::http_server server{cfg.http, routes.handler()};

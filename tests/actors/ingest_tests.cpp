@@ -6,7 +6,10 @@
 #include "recording_provider.hpp"
 #include "silent_writer.hpp"
 
+#include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <variant>
 
 #include <boost/test/unit_test.hpp>
@@ -348,6 +351,73 @@ BOOST_AUTO_TEST_CASE(a_store_failure_writes_nothing_of_the_batch) {
   BOOST_TEST(error.code == "unavailable");
   BOOST_TEST(tasks_in(task_state::pending) + tasks_in(task_state::sent) == 0u);
   BOOST_TEST(provider->calls.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The users routes' path: ingest reads profiles through the store reader and changes them
+// through the store writer, stamped with the injected clock.
+namespace {
+
+using profile_answer = std::variant<domain::user_profile, api::service_error>;
+
+/// Sends a change of the user u-1 of `tenant` to ingest and runs; its answer.
+profile_answer change_user(test::actor_fixture& fixture, const actors::ingest_actor& ingest,
+                           const std::string& tenant, domain::user_patch patch) {
+  std::optional<profile_answer> answer;
+  caf::anon_send(ingest, actors::update_atom_v, tenant, std::string{"u-1"}, std::move(patch),
+                 actors::profile_callback{[&](profile_answer a) { answer = std::move(a); }});
+  fixture.run();
+  BOOST_REQUIRE(answer.has_value());
+  return *answer;
+}
+
+/// Looks the user u-1 of `tenant` up through ingest and runs; what it found.
+actors::maybe_user_profile find_user(test::actor_fixture& fixture,
+                                     const actors::ingest_actor& ingest,
+                                     const std::string& tenant) {
+  std::optional<actors::maybe_user_profile> found;
+  caf::anon_send(ingest, actors::user_atom_v, tenant, std::string{"u-1"},
+                 actors::user_callback{[&](auto answer) {
+                   if (auto* user = std::get_if<actors::maybe_user_profile>(&answer))
+                     found = *user;
+                 }});
+  fixture.run();
+  BOOST_REQUIRE(found.has_value());
+  return *found;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(ingest_users_tests, ingest_fixture)
+
+BOOST_AUTO_TEST_CASE(a_user_change_is_committed_at_the_clocks_time_and_read_back) {
+  auto ingest = spawn_ingest();
+  domain::user_patch patch;
+  patch.contacts = std::map<std::string, std::string>{{"sms", "+8613800000000"}};
+  patch.locale = "zh-CN";
+  auto answer = change_user(*this, ingest, "acme", patch);
+  auto* user = std::get_if<domain::user_profile>(&answer);
+  BOOST_REQUIRE(user != nullptr);
+  BOOST_TEST(user->contacts.at("sms") == "+8613800000000");
+  BOOST_TEST(domain::format_rfc3339(user->updated_at) == domain::format_rfc3339(clock->now()));
+  auto found = find_user(*this, ingest, "acme");
+  BOOST_REQUIRE(found.has_value());
+  BOOST_TEST(found->locale == "zh-CN");
+  BOOST_TEST(!find_user(*this, ingest, "other").has_value()); // another tenant's user
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_user_write_is_unavailable_and_changes_nothing) {
+  auto ingest = spawn_ingest();
+  faulty_store->script(1, persistence::faulty_task_store::fault::fail);
+  domain::user_patch patch;
+  patch.locale = "en";
+  auto answer = change_user(*this, ingest, "acme", patch);
+  auto* error = std::get_if<api::service_error>(&answer);
+  BOOST_REQUIRE(error != nullptr);
+  BOOST_TEST(error->status == 503);
+  BOOST_TEST(error->code == "unavailable");
+  BOOST_TEST(!find_user(*this, ingest, "acme").has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -244,6 +244,43 @@ public:
     return item;
   }
 
+  /// Every zone but "Mars/Olympus_Mons" exists.
+  bool known_time_zone(const std::string& name) const override {
+    return name != "Mars/Olympus_Mons";
+  }
+
+  /// Profiles in memory, by tenant and user id.
+  void find_user(
+      std::string tenant, std::string user_id,
+      std::function<void(std::variant<std::optional<domain::user_profile>, api::service_error>)>
+          done) override {
+    enqueue(
+        [this, tenant, user_id, done = std::move(done)] {
+          auto it = users_.find({tenant, user_id});
+          done(it == users_.end() ? std::nullopt : std::optional(it->second));
+        },
+        false);
+  }
+
+  void update_user(
+      std::string tenant, std::string user_id, domain::user_patch patch,
+      std::function<void(std::variant<domain::user_profile, api::service_error>)> done) override {
+    enqueue(
+        [this, tenant, user_id, patch = std::move(patch), done = std::move(done)] {
+          if (failure) {
+            done(*failure);
+            return;
+          }
+          auto it = users_.find({tenant, user_id});
+          auto current = it == users_.end() ? std::nullopt : std::optional(it->second);
+          auto user = domain::apply_patch(current, tenant, user_id, patch,
+                                          *domain::parse_rfc3339("2026-12-01T09:00:00Z"));
+          users_[{tenant, user_id}] = user;
+          done(user);
+        },
+        false);
+  }
+
   void readiness(std::function<void(bool, std::string)> done) override {
     enqueue([this, done = std::move(done)] { done(ready, ready ? "" : "database unreachable"); },
             false);
@@ -337,6 +374,8 @@ private:
   std::map<std::string, domain::task_record> tasks_;     // worker thread only
   std::map<std::string, domain::message_plan> messages_; // worker thread only
   bool replayed_ = false;                                // worker thread only
+  // Profiles by tenant and user id; worker thread only.
+  std::map<std::pair<std::string, std::string>, domain::user_profile> users_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> jobs_;
@@ -1465,6 +1504,85 @@ BOOST_FIXTURE_TEST_CASE(the_inbox_is_the_key_tenants_and_needs_read, keyed_fixtu
   BOOST_TEST(http.request("POST", "/v1/inbox/tsk_inbox/read", "", bearer(reader)).status == 404);
   BOOST_TEST(http.service.last_tenant() == "acme");
   BOOST_TEST(http.service.receipts.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(routes_users_tests)
+
+BOOST_AUTO_TEST_CASE(each_users_path_answers_its_methods) {
+  server_fixture f;
+  const auto json_body = test::json_headers();
+  BOOST_TEST(f.get("/v1/users/u-1").status == 404);
+  auto stored = f.request("PUT", "/v1/users/u-1", R"({"locale":"en"})", json_body);
+  BOOST_REQUIRE(stored.status == 200);
+  BOOST_TEST(text(json::parse(stored.body).at("locale")) == "en");
+  auto patched = f.request("PATCH", "/v1/users/u-1", R"({"time_zone":"UTC"})", json_body);
+  BOOST_TEST(text(json::parse(patched.body).at("locale")) == "en");
+  BOOST_TEST(f.request("PUT", "/v1/users/u-1/dnd", "", {}).status == 200);
+  BOOST_TEST(json::parse(f.get("/v1/users/u-1").body).at("dnd").is_object());
+  BOOST_TEST(f.request("DELETE", "/v1/users/u-1/dnd", "", {}).status == 200);
+  BOOST_TEST(json::parse(f.get("/v1/users/u-1").body).at("dnd").is_null());
+  BOOST_TEST(f.get("/v1/users/u-1/inbox").status == 200); // the inbox keeps its route
+
+  auto post = f.request("POST", "/v1/users/u-1", "{}", json_body);
+  BOOST_TEST(post.status == 405);
+  BOOST_TEST(post.header("allow") == "GET, PUT, PATCH");
+  auto get_dnd = f.get("/v1/users/u-1/dnd");
+  BOOST_TEST(get_dnd.status == 405);
+  BOOST_TEST(get_dnd.header("allow") == "PUT, DELETE");
+  BOOST_TEST(f.request("DELETE", "/v1/users/u-1", "", {}).status == 405);
+  BOOST_TEST(f.get("/v1/users/u-1/").status == 404);
+  BOOST_TEST(f.get("/v1/users/").status == 404);
+}
+
+BOOST_AUTO_TEST_CASE(a_refused_change_writes_nothing) {
+  server_fixture f;
+  const auto json_body = test::json_headers();
+  auto zone = f.request("PUT", "/v1/users/u-1", R"({"time_zone":"Mars/Olympus_Mons"})", json_body);
+  BOOST_TEST(zone.status == 422);
+  BOOST_TEST(text(error_of(zone).at("code")) == "invalid_time_zone");
+  BOOST_TEST(text(error_of(zone).at("field")) == "time_zone");
+  auto channel = f.request("PATCH", "/v1/users/u-1", R"({"contacts":{"fax":"1"}})", json_body);
+  BOOST_TEST(text(error_of(channel).at("code")) == "unknown_channel");
+  auto past = f.request("PUT", "/v1/users/u-1/dnd", R"({"until":"2026-12-01T09:59:59Z"})",
+                        json_body); // the fixture's clock is at 10:00
+  BOOST_TEST(past.status == 422);
+  BOOST_TEST(text(error_of(past).at("code")) == "invalid_until");
+  auto text_body = f.request("PUT", "/v1/users/u-1", "{}", {{"Content-Type", "text/plain"}});
+  BOOST_TEST(text_body.status == 415);
+  auto bad_user = f.request("PUT", "/v1/users/u%00/dnd", "", {});
+  BOOST_TEST(bad_user.status == 400);
+  BOOST_TEST(text(error_of(bad_user).at("field")) == "user_id");
+  BOOST_TEST(f.get("/v1/users/u-1").status == 404);
+
+  f.service.failure = api::service_error{503, "unavailable", "database down", ""};
+  auto down = f.request("DELETE", "/v1/users/u-1/dnd", "", {});
+  BOOST_TEST(down.status == 503);
+  BOOST_TEST(down.header("retry-after") == "1");
+}
+
+BOOST_FIXTURE_TEST_CASE(reading_needs_read_and_changing_needs_submit, keyed_fixture) {
+  auto put = [this](const std::string& key) {
+    return http.request("PUT", "/v1/users/u-1", R"({"locale":"en"})",
+                        bearer(key, test::json_headers()));
+  };
+  auto refused = put(reader);
+  BOOST_TEST(refused.status == 403);
+  BOOST_TEST(text(error_of(refused).at("code")) == "forbidden");
+  BOOST_TEST(http.request("DELETE", "/v1/users/u-1/dnd", "", bearer(reader)).status == 403);
+  BOOST_TEST(put(acme).status == 200);
+  BOOST_TEST(http.get("/v1/users/u-1", bearer(reader)).status == 200);
+  BOOST_TEST(http.get("/v1/users/u-1?tenant=default", bearer(reader)).status == 403);
+  BOOST_TEST(http.get("/v1/users/u-1").status == 401);
+}
+
+BOOST_AUTO_TEST_CASE(without_keys_the_tenant_parameter_names_the_tenant) {
+  server_fixture f;
+  BOOST_TEST(f.request("PUT", "/v1/users/u-1?tenant=acme", "{}", test::json_headers()).status ==
+             200);
+  BOOST_TEST(f.get("/v1/users/u-1?tenant=acme").status == 200);
+  BOOST_TEST(f.get("/v1/users/u-1").status == 404); // tenant "default"
 }
 
 BOOST_AUTO_TEST_SUITE_END()
