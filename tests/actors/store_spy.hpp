@@ -75,17 +75,6 @@ public:
     return real_->find_inbox_item(tenant, task_id);
   }
 
-  std::optional<domain::user_profile> find_user(const std::string& tenant,
-                                                const std::string& user_id) override {
-    return real_->find_user(tenant, user_id);
-  }
-
-  domain::user_profile update_user(const std::string& tenant, const std::string& user_id,
-                                   const domain::user_patch& patch,
-                                   domain::timestamp now) override {
-    return real_->update_user(tenant, user_id, patch, now);
-  }
-
   std::optional<persistence::message_view> find_message(const std::string& tenant,
                                                         const std::string& message_id) override {
     return real_->find_message(tenant, message_id);

@@ -267,9 +267,13 @@ BOOST_AUTO_TEST_CASE(route_naming_an_unconfigured_channel_is_refused) {
 
 // --- recipients ---
 
-BOOST_AUTO_TEST_CASE(missing_recipient) {
+// Left out, the address is the user's stored contact, taken when the claim runs.
+BOOST_AUTO_TEST_CASE(a_recipient_left_out_waits_for_the_users_contact) {
   request.to.erase("wechat");
-  expect(422, "missing_recipient", "to.wechat");
+  const auto plan = accepted();
+  BOOST_TEST(plan.message.recipients.count("wechat") == 0u);
+  for (const auto& task : plan.tasks)
+    BOOST_TEST(task.recipient.empty() == (task.channel == "wechat"));
 }
 
 BOOST_AUTO_TEST_CASE(empty_recipient_is_missing) {
