@@ -132,6 +132,69 @@ BOOST_AUTO_TEST_CASE(marketing_at_23_waits_for_08_through_a_restart) {
   BOOST_TEST(text_of(attempts.at(0), "started_at") >= "2026-12-04T00:00:00");
 }
 
+// A stored profile decides: its contact fills a left-out `to`; under DND a verification code
+// is sent while marketing and transactional messages are SUPPRESSED dnd; its own zone (New
+// York, 22:30 there while 11:30 in Shanghai) puts marketing in quiet hours; lifting DND lets
+// the next transactional message through.
+BOOST_AUTO_TEST_CASE(a_users_profile_decides_contacts_dnd_and_zone) {
+  running_herald herald("", shanghai_config, {"--test-clock", "2026-12-04T03:30:00Z"});
+  const auto call = [&](const std::string& method, const std::string& target,
+                        const std::string& body) {
+    return request(host, herald.port(), method, target, body, json_headers());
+  };
+  BOOST_REQUIRE_EQUAL(call("PUT", "/v1/users/u-night",
+                           R"({"contacts": {"sms": "+8613811112222"},
+                               "time_zone": "America/New_York"})")
+                          .status,
+                      200);
+  BOOST_REQUIRE_EQUAL(call("PUT", "/v1/users/u-night/dnd", "{}").status, 200);
+  const auto submit = [&](const std::string& biz_id, const std::string& category) {
+    auto body = json::parse(event_of(biz_id, category)).as_object();
+    body.erase("to"); // the stored contact is used
+    auto answer = herald.post(json::serialize(body));
+    BOOST_REQUIRE_EQUAL(answer.status, 202);
+    return json::parse(answer.body);
+  };
+  const auto code = submit("dnd-code", "verification");
+  const auto code_id = text_of(code, "message_id");
+  BOOST_TEST(
+      eventually([&] { return text_of(first_task_of(herald, code_id), "status") == "SENT"; }));
+  BOOST_TEST(text_of(first_task_of(herald, code_id), "recipient") != "");
+  for (const auto& category : {"marketing", "transactional"}) {
+    const auto held = submit(std::string("dnd-") + category, category);
+    const auto& task = held.at("tasks").as_array().at(0);
+    BOOST_TEST(text_of(task, "status") == "SUPPRESSED", category);
+    BOOST_TEST(text_of(task, "policy_reason") == "dnd", category);
+  }
+  BOOST_REQUIRE_EQUAL(call("DELETE", "/v1/users/u-night/dnd", "").status, 200);
+  const auto after = submit("after-dnd", "transactional");
+  const auto after_id = text_of(after, "message_id");
+  BOOST_TEST(
+      eventually([&] { return text_of(first_task_of(herald, after_id), "status") == "SENT"; }));
+  const auto night_promo = submit("ny-promo", "marketing");
+  const auto& promo = night_promo.at("tasks").as_array().at(0);
+  BOOST_TEST(text_of(promo, "status") == "PENDING");
+  BOOST_TEST(text_of(promo, "policy_reason") == "quiet_hours");
+  BOOST_TEST(text_of(first_task_of(herald, text_of(night_promo, "message_id")), "send_at") ==
+             "2026-12-04T13:00:00.000000Z"); // 08:00 EST
+}
+
+// No address in the request and none stored: the task is recorded SUPPRESSED no_contact.
+BOOST_AUTO_TEST_CASE(a_task_without_any_address_is_suppressed_no_contact) {
+  running_herald herald("", shanghai_config);
+  auto body = json::parse(event_of("no-contact", "transactional")).as_object();
+  body.erase("to");
+  body["user_id"] = "u-unknown";
+  auto answer = herald.post(json::serialize(body));
+  BOOST_REQUIRE_EQUAL(answer.status, 202);
+  const auto parsed = json::parse(answer.body);
+  const auto& task = parsed.at("tasks").as_array().at(0);
+  BOOST_TEST(text_of(task, "status") == "SUPPRESSED");
+  BOOST_TEST(text_of(task, "policy_reason") == "no_contact");
+  BOOST_TEST(metric_sum(herald.metrics(), "herald_tasks_suppressed_total",
+                        {"channel=\"sms\"", "reason=\"no_contact\""}) == 1.0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(policy_postgres_tests,
