@@ -255,6 +255,52 @@ BOOST_AUTO_TEST_CASE(a_route_is_its_channels_or_an_object_with_defaults) {
              "routes.B: must be an array of channels or an object");
 }
 
+BOOST_AUTO_TEST_CASE(the_policy_section_is_read_and_checked) {
+  const auto cfg = app::parse_config(with_top(
+      R"("policy": {"quiet_hours": {"start": "21:30", "end": "07:00", "categories": ["marketing",)"
+      R"( "system"]}, "default_time_zone": "Asia/Shanghai", "frequency_caps": [{"category":)"
+      R"( "marketing", "channel": "sms", "per": "day", "limit": 3}]},)"
+      R"("routes": {"P": {"channels": ["sms"], "quiet_hours": "drop", "over_cap": "defer"}})"));
+  app::validate(cfg);
+  BOOST_TEST(cfg.policy.quiet_hours.start.count() == 21 * 60 + 30);
+  BOOST_TEST(cfg.policy.quiet_hours.end.count() == 7 * 60);
+  BOOST_TEST(cfg.policy.quiet_categories.size() == 2U);
+  BOOST_TEST(cfg.policy.caps.at(0).counter() == "marketing/sms/day");
+  BOOST_TEST((cfg.rules.routes.at("P").in_quiet_hours == domain::when_held::drop));
+  BOOST_TEST((cfg.rules.routes.at("P").over_cap == domain::when_held::defer));
+
+  const auto policy = [](const std::string& fields) {
+    return with_top(R"("policy": {)" + fields + "}");
+  };
+  const std::vector<std::pair<std::string, std::string>> refused{
+      {policy(R"("quiet_hours": {"start": "24:00"})"),
+       "policy.quiet_hours.start: must be a time of day from 00:00 to 23:59"},
+      {policy(R"("quiet_hours": {"end": "8:00"})"),
+       R"(policy.quiet_hours.end: must be a time of day "HH:MM")"},
+      {policy(R"("quiet_hours": {"categories": ["verification"]})"),
+       "policy.quiet_hours.categories: verification codes are never held by quiet hours"},
+      {policy(R"("default_time_zone": "Mars/Olympus")"),
+       "policy.default_time_zone: unknown time zone 'Mars/Olympus' (an IANA name such as "
+       "Asia/Shanghai)"},
+      {policy(R"("frequency_caps": [{"category": "marketing", "per": "week", "limit": 3}])"),
+       "policy.frequency_caps[0].per: must be hour or day"},
+      {policy(R"("frequency_caps": [{"category": "marketing", "per": "day", "limit": 0}])"),
+       "policy.frequency_caps[0].limit: must be between 1 and 1000000"},
+      {policy(R"("frequency_caps": [{"category": "marketing", "per": "day"}])"),
+       "policy.frequency_caps[0].limit: is required"},
+      {policy(R"("frequency_caps": [{"category": "marketing", "channel": "fax", "per": "day",)"
+              R"( "limit": 1}])"),
+       "policy.frequency_caps[0].channel: unknown channel 'fax'"},
+      {policy(R"("frequency_caps": [{"category": "marketing", "per": "day", "limit": 1},)"
+              R"( {"category": "marketing", "per": "day", "limit": 2}])"),
+       "policy.frequency_caps[1]: a second cap on marketing/day"},
+      {with_top(R"("routes": {"P": {"channels": ["sms"], "quiet_hours": "later"}})"),
+       "routes.P.quiet_hours: must be one of defer, drop"},
+  };
+  for (const auto& [text, message] : refused)
+    BOOST_TEST(error_of(text) == message);
+}
+
 BOOST_AUTO_TEST_CASE(errors_stay_on_one_line) {
   const auto error = error_of(with_top(R"("sha\nrds": 8)"));
   BOOST_TEST(error == "sha?rds: unknown key");
