@@ -7,6 +7,9 @@ PROBE_MS; after the drain it reads every probe back and prints, per probe, the w
 202 to the start of its provider call (the attempt's started_at), next to the channel's token
 interval (1 / rate_per_sec). Wall clocks of this machine on both sides.
 
+Serve herald with bench/priority/herald.json (the embedded channels, quiet hours off): under
+the default policy a marketing flood posted at night (22:00-08:00 UTC) would wait for morning.
+
   bench/priority/flood.py --target 127.0.0.1:8080 [--flood 100000] [--channel sms]
                           [--rate-per-sec 5000] [--probe-ms 200]
 """
@@ -49,13 +52,18 @@ def main():
     flooding = threading.Event()
     flooding.set()
     failures = []
+    held_by_policy = []
 
     def flood(worker):
         conn = http.client.HTTPConnection(host, int(port), timeout=120)
         for batch in batches[worker::4]:
-            status, _ = post(conn, "/v1/messages/batch", {"messages": batch})
+            status, body = post(conn, "/v1/messages/batch", {"messages": batch})
             if status != 200:
                 failures.append(status)
+            held = sum(1 for result in body.get("results", []) for task in result.get("tasks", [])
+                       if "policy_reason" in task)
+            if held:  # deferred by quiet hours (or capped): not a flood the channel sends now
+                held_by_policy.append(held)
 
     probes = []
 
@@ -106,6 +114,10 @@ def main():
             return 1
         started_at = datetime.datetime.fromisoformat(attempts[0]["started_at"].replace("Z", "+00:00"))
         waits.append((started_at.timestamp() - accepted) * 1000)
+    if held_by_policy:
+        print(f"{sum(held_by_policy)} flood tasks were held by policy (quiet hours?): serve herald "
+              "with --config bench/priority/herald.json", file=sys.stderr)
+        return 1
     waits.sort()
     tick_ms = 1000 / args.rate_per_sec
     print(f"flood: {args.flood} marketing tasks on {args.channel} in {flood_s:.1f} s "
