@@ -1,5 +1,6 @@
 #include "actors/channel_actor.hpp"
 
+#include "actors/dedup_shard.hpp"
 #include "actors/logging_handlers.hpp"
 #include "domain/masking.hpp"
 #include "observability/log.hpp"
@@ -350,15 +351,8 @@ void failed_over(self_pointer self, const domain::delivery& task, task_state to,
   st.metrics->failover(st.settings.name, st.settings.fallback);
   if (to == task_state::failed)
     st.metrics->dead_letter(st.settings.name);
-  deliveries created;
-  for (auto& outcome : claim.tasks) {
-    if (!outcome.created) {
-      st.metrics->task_duplicate(outcome.channel);
-      continue;
-    }
-    st.metrics->task_created(outcome.channel);
-    created.push_back(domain::make_delivery(claim.message, plan.tasks.front()));
-  }
+  deliveries created; // none when policy suppressed or deferred the fallback
+  collect_created(claim, plan.tasks, *st.metrics, created);
   log::info("channel.failed_over", {{"channel", st.settings.name},
                                     {"fallback", st.settings.fallback},
                                     {"task_id", task.task_id},

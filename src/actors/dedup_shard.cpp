@@ -36,10 +36,7 @@ void collect_created(const persistence::claim_result& result,
       if (task == planned.end())
         continue;
       auto delivery = domain::make_delivery(result.message, *task);
-      if (delivery.recipient.empty()) // the claim took the user's stored contact
-        if (auto found = result.message.recipients.find(delivery.channel);
-            found != result.message.recipients.end())
-          delivery.recipient = found->second;
+      delivery.recipient = outcome.recipient; // the request's, or the user's stored contact
       out.push_back(std::move(delivery));
     } else {
       metrics.task_duplicate(outcome.channel);
@@ -67,7 +64,7 @@ persistence::claim_result as_duplicate(const persistence::claim_result& result,
     for (auto& outcome : result.tasks)
       if (outcome.task_id == task.id)
         answer.tasks.push_back(
-            {outcome.task_id, outcome.channel, outcome.state, false, std::nullopt});
+            {outcome.task_id, outcome.channel, outcome.state, false, outcome.policy_reason, ""});
   return answer;
 }
 

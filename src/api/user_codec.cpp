@@ -92,8 +92,13 @@ decode_error read_names(const json::value& value, const std::string& field, Add 
 
 decode_error read_profile_field(std::string_view key, const json::value& value,
                                 domain::user_patch& patch) {
-  if (key == "contacts")
+  if (key == "contacts") {
+    if (value.is_null() && !patch.replace) // a merge of nothing: say so rather than ignore it
+      return invalid("contacts: null removes nothing in a PATCH; give a channel null to remove "
+                     "its contact, or PUT the profile",
+                     "contacts");
     return read_contacts(value, patch.contacts.emplace());
+  }
   if (key == "time_zone")
     return read_text(value, "time_zone", patch.time_zone.emplace());
   if (key == "locale")

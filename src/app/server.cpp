@@ -377,13 +377,13 @@ int serve(const config& cfg) {
     writer_options.undelivered = undelivered_failover_of(cfg, id_secret);
     // Claims apply the policy (docs/policy.md) to the tasks they create.
     persistence::store_options claim_options;
+    claim_options.event_states = writer_options.event_states; // task.suppressed by policy
     claim_options.policy = std::make_shared<const persistence::claim_policy>(
         persistence::claim_policy{cfg.policy, zones});
     // SQLite takes one writer at a time: a second writing connection would only wait.
     if (url.backend == persistence::database_url::kind::postgresql)
       claims_store = persistence::open_task_store(url, false, claim_options);
-    else
-      writer_options.policy = claim_options.policy;
+    writer_options.policy = claim_options.policy; // failovers judge their fallback tasks too
     writer_store = persistence::open_task_store(url, false, writer_options);
     if (cfg.store_faults.write_failure_rate > 0) {
       log::warn("herald.store_faults_injected",

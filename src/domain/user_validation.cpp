@@ -19,19 +19,20 @@ bool is_alnum(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) != 0;
 }
 
-bool has_control_chars(std::string_view text) {
-  return std::any_of(text.begin(), text.end(), [](char c) {
-    const auto byte = static_cast<unsigned char>(c);
-    return byte < 0x20 || byte == 0x7f;
-  });
-}
-
 std::optional<validation_error> check_contacts(const std::map<std::string, std::string>& contacts,
                                                const routing_rules& rules) {
   for (const auto& [channel, address] : contacts) {
+    if (rules.channels.count(channel) == 0) {
+      // Named back only when it could be a channel name: not a control character, not a page.
+      if (has_control_chars(channel) || channel.size() > 64)
+        return unprocessable("unknown_channel", "a contacts key is not a channel", "contacts");
+      return unprocessable("unknown_channel", "unknown channel '" + channel + "'",
+                           "contacts." + channel);
+    }
     const std::string field = "contacts." + channel;
-    if (rules.channels.count(channel) == 0)
-      return unprocessable("unknown_channel", "unknown channel '" + channel + "'", field);
+    if (rules.user_addressed.count(channel) != 0 && !address.empty())
+      return unprocessable("invalid_contact",
+                           field + ": an inapp channel reaches the user by their user_id", field);
     if (address.empty())
       continue; // removes the channel's contact
     if (address.size() > rules.limits.max_recipient_length)

@@ -17,12 +17,6 @@ bool is_control_char(char c) {
   return byte < 0x20 || byte == 0x7f;
 }
 
-// A NUL would cut the text short where it is stored or sent; the others have no place in a
-// title, a name or a parameter and can forge lines in what is built from them.
-bool has_control_chars(std::string_view text) {
-  return std::any_of(text.begin(), text.end(), is_control_char);
-}
-
 // Message text may break lines and indent; nothing else.
 bool has_control_chars_except_layout(std::string_view text) {
   return std::any_of(text.begin(), text.end(),
@@ -203,6 +197,12 @@ std::variant<rendered, validation_error> render_content(const message_request& r
 }
 
 } // namespace
+
+// A NUL would cut the text short where it is stored or sent; the others have no place in a
+// title, a name or a parameter and can forge lines in what is built from them.
+bool has_control_chars(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), is_control_char);
+}
 
 std::variant<message_plan, validation_error> plan_message(const message_request& request,
                                                           const routing_rules& rules,

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -60,6 +61,10 @@ struct routing_rules {
   /// and their address is then the user_id.
   std::set<std::string> user_addressed;
 };
+
+/// Whether `text` holds a control character (below 0x20, or DEL): refused in names, addresses
+/// and parameters.
+bool has_control_chars(std::string_view text);
 
 /// Applies every business rule to a decoded request: field limits, channel resolution
 /// (explicit list or route; duplicates dropped, order kept), recipients, template rendering,

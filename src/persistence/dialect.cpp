@@ -11,7 +11,10 @@ std::string_view dialect::name() const {
 }
 
 std::string_view dialect::begin_write() const {
-  return backend_ == database_url::kind::sqlite ? "BEGIN IMMEDIATE" : "BEGIN";
+  // READ COMMITTED whatever the server's default: a claim reads frequency counters after
+  // waiting for a user's lock, and must see what the transaction it waited for committed.
+  return backend_ == database_url::kind::sqlite ? "BEGIN IMMEDIATE"
+                                                : "BEGIN ISOLATION LEVEL READ COMMITTED";
 }
 
 std::string_view dialect::migration_lock() const {
@@ -35,7 +38,8 @@ std::string dialect::lock_keys() const {
   // OFFSET 0 keeps the sorted subquery from being flattened: the aggregate then takes the
   // locks in key order.
   return "SELECT count(pg_advisory_xact_lock(s.k)) FROM (SELECT r.k FROM " +
-         json_rows("keys", {{"k", json_column::type::bigint}}, "r") + " ORDER BY r.k OFFSET 0) AS s";
+         json_rows("keys", {{"k", json_column::type::bigint}}, "r") +
+         " ORDER BY r.k OFFSET 0) AS s";
 }
 
 std::string_view dialect::schema_table_exists() const {

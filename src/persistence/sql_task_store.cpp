@@ -420,10 +420,10 @@ struct claim_batch {
   }
 
   /// The task rows of the slots `wanted(index)` picks, in slot order, for one INSERT: PENDING
-  /// as asked, or as `verdicts` (one per slot, when given) decided.
+  /// as asked, or as `verdicts` (one per slot; empty ones as asked) decided.
   template <typename Wanted>
   json_batch task_rows(const dialect& dialect, const Wanted& wanted,
-                       const std::vector<std::optional<domain::policy_verdict>>* verdicts) const {
+                       const std::vector<std::optional<domain::policy_verdict>>& verdicts) const {
     json_batch rows(dialect, task_columns);
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (!wanted(i))
@@ -442,7 +442,7 @@ struct claim_batch {
           .text(t.provider_request_id)
           .text(domain::to_string(m.priority))
           .number(domain::to_unix_micros(m.created_at));
-      const auto* verdict = verdicts != nullptr && (*verdicts)[i] ? &*(*verdicts)[i] : nullptr;
+      const auto* verdict = verdicts[i] ? &*verdicts[i] : nullptr;
       const bool suppressed =
           verdict != nullptr && verdict->decision == domain::policy_verdict::kind::suppress;
       rows.text(
@@ -552,8 +552,8 @@ claim_results(const std::vector<domain::message_plan>& plans, const claim_batch&
       const std::size_t slot = batch.slot_of.at(t.id);
       const claim_answer& a = answers[slot];
       const bool created = a.created && !answered[slot];
-      result.tasks.push_back(claim_outcome{a.task_id, t.channel, a.state, created,
-                                           created ? a.policy_reason : std::nullopt});
+      result.tasks.push_back(claim_outcome{a.task_id, t.channel, a.state, created, a.policy_reason,
+                                           batch.slots[slot].task->recipient});
       answered[slot] = true;
     }
     results.push_back(std::move(result));
@@ -648,7 +648,8 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, policy_state* p
       " WHERE true ORDER BY r.t_id ON CONFLICT DO NOTHING RETURNING id";
   // Existing tasks are found by their business key: the unique index every key maps to.
   const std::string select_existing =
-      "SELECT r.slot, t.id, t.status FROM " + dialect_.json_rows("rows", key_columns) +
+      "SELECT r.slot, t.id, t.status, t.policy_reason FROM " +
+      dialect_.json_rows("rows", key_columns) +
       " JOIN tasks t ON t.tenant = r.tenant AND t.biz_type = r.biz_type AND t.biz_id = r.biz_id "
       "AND t.user_id = r.user_id AND t.channel = r.channel";
 
@@ -675,10 +676,11 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, policy_state* p
     }
     if (keys.empty())
       return;
-    for (const auto& row : statements_->fetch(select_existing, {keys.finish()}, 3)) {
+    for (const auto& row : statements_->fetch(select_existing, {keys.finish()}, 4)) {
       auto slot = static_cast<std::size_t>(to_int(row[0]));
       if (slot < slots.size())
-        slots[slot] = claim_answer{text_of(row[1]), state_of(row[2]), false, std::nullopt};
+        slots[slot] = claim_answer{text_of(row[1]), state_of(row[2]), false,
+                                   domain::parse_policy_reason(text_of(row[3]))};
     }
   };
   // A resubmission's tasks (its message was there already) mostly exist: read them first.
@@ -689,15 +691,21 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, policy_state* p
       [&](std::size_t i) { return claimed.new_messages.count(batch.slots[i].message->id) == 0; });
   // Policy decides the tasks about to be created, in slot order, each counted against its caps
   // before the next is decided.
-  std::vector<std::optional<domain::policy_verdict>> verdicts;
-  if (policy != nullptr) {
-    verdicts.resize(slots.size());
-    for (std::size_t i = 0; i < slots.size(); ++i)
-      if (!slots[i])
-        verdicts[i] = policy->decide(batch.slots[i]);
+  // Without a policy, a task that has no address is still not sent: there is no one to send to.
+  std::vector<std::optional<domain::policy_verdict>> verdicts(slots.size());
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i])
+      continue;
+    if (policy != nullptr)
+      verdicts[i] = policy->decide(batch.slots[i]);
+    else if (batch.slots[i].task->recipient.empty())
+      verdicts[i] = domain::policy_verdict{domain::policy_verdict::kind::suppress,
+                                           domain::policy_reason::no_contact,
+                                           batch.slots[i].message->created_at,
+                                           {}};
   }
   json_batch new_tasks = batch.task_rows(
-      dialect_, [&](std::size_t i) { return !slots[i]; }, policy != nullptr ? &verdicts : nullptr);
+      dialect_, [&](std::size_t i) { return !slots[i]; }, verdicts);
   // One counter row per user, cap and window, with what the admitted tasks add to it.
   struct admitted {
     const domain::message_key* key;
@@ -706,18 +714,22 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, policy_state* p
     std::int64_t added;
   };
   std::map<std::string, admitted> admissions;
+  std::vector<store_detail::entered_state> suppressed_now; // their task.suppressed events
   if (!new_tasks.empty())
     for (const auto& row : statements_->fetch(insert_tasks, {new_tasks.finish()}, 1)) {
       auto it = batch.slot_of.find(text_of(row[0]));
       if (it == batch.slot_of.end())
         continue;
       claim_answer answer{std::string(it->first), domain::task_state::pending, true, std::nullopt};
-      if (policy != nullptr && verdicts[it->second]) {
+      if (verdicts[it->second]) {
         const auto& verdict = *verdicts[it->second];
         const auto& key = batch.slots[it->second].message->key;
         answer.policy_reason = verdict.reason;
-        if (verdict.decision == domain::policy_verdict::kind::suppress)
+        if (verdict.decision == domain::policy_verdict::kind::suppress) {
           answer.state = domain::task_state::suppressed;
+          suppressed_now.push_back(
+              {answer.task_id, answer.state, batch.slots[it->second].message->created_at});
+        }
         for (const auto& [counter, start] : verdict.counted) {
           const auto window_start = domain::to_unix_micros(start);
           auto [entry, added] =
@@ -728,6 +740,7 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, policy_state* p
       }
       slots[it->second] = std::move(answer);
     }
+  run_events(suppressed_now);
   if (!admissions.empty()) {
     json_batch counts(dialect_, count_columns);
     for (const auto& [name, a] : admissions) {
@@ -762,7 +775,11 @@ std::vector<std::unordered_set<std::string>> sql_task_store::run_changes(const a
   const std::string update =
       "UPDATE tasks SET status = r.to_status, attempts = r.attempt_count, "
       "next_attempt_at = r.next_at, last_error = COALESCE(NULLIF(r.error_text, ''), "
-      "tasks.last_error), updated_at = r.changed_at, lease_owner = r.lease_owner, "
+      "tasks.last_error), updated_at = r.changed_at, "
+      // Moved to a fallback after policy deferred it: the reason it is not sent is the failover.
+      "policy_reason = CASE WHEN r.to_status = '" +
+      state_text(domain::task_state::suppressed) +
+      "' THEN NULL ELSE tasks.policy_reason END, lease_owner = r.lease_owner, "
       "lease_until = r.lease_until, lease_token = r.lease_token, "
       "provider_message_id = COALESCE(r.provider_message_id, tasks.provider_message_id) FROM " +
       dialect_.json_rows("rows", change_columns) +
@@ -1002,6 +1019,11 @@ failover_result sql_task_store::fail_over(const state_change& change,
   std::optional<claimed> answers;
   try {
     answers = in_transaction("fail_over", [&]() -> std::optional<claimed> {
+      // The fallback is judged like any new task (a user's DND, opt-outs, caps); the user
+      // lock comes first, before this transaction holds any task row.
+      std::optional<policy_state> policy;
+      if (options_.policy)
+        policy = read_policy_state(plans);
       // The same failover sent again after its answer was lost: the fallback task found
       // below is the one that first commit created, not a task of its own.
       const bool again =
@@ -1015,7 +1037,7 @@ failover_result sql_task_store::fail_over(const state_change& change,
         return std::nullopt; // the task moved on: nothing written, nothing claimed
       run_attempts(changes);
       run_events({{change.task_id, change.to, change.at}});
-      auto [claimed_answers, new_messages] = run_claim(claims);
+      auto [claimed_answers, new_messages] = run_claim(claims, policy ? &*policy : nullptr);
       if (!again && std::any_of(claimed_answers.begin(), claimed_answers.end(),
                                 [](const claim_answer& a) { return !a.created; }))
         throw fallback_task_exists{}; // giving the task up would send nothing: roll back
@@ -1285,11 +1307,17 @@ sql_task_store::claim_fallbacks(const std::vector<std::string>& undelivered,
   if (plans.empty())
     return created;
   const claim_batch batch(dialect_, plans);
-  auto claimed = run_claim(batch);
+  // Judged like any new task (a user's DND, opt-outs, caps). The user lock is taken while
+  // this transaction holds task rows: a claim waiting on one of them while holding the lock
+  // is a deadlock PostgreSQL breaks, and the transaction reruns.
+  std::optional<policy_state> policy;
+  if (options_.policy)
+    policy = read_policy_state(plans);
+  auto claimed = run_claim(batch, policy ? &*policy : nullptr);
   auto results =
       claim_results(plans, batch, claimed.answers, stored_messages(plans, claimed.new_messages));
   for (std::size_t i = 0; i < failed_ids.size(); ++i)
-    if (results[i].tasks.front().created)
+    if (const auto& outcome = results[i].tasks.front(); outcome.created && !outcome.policy_reason)
       created.emplace(failed_ids[i],
                       domain::make_delivery(results[i].message, plans[i].tasks.front()));
   return created;
@@ -1651,7 +1679,9 @@ std::vector<domain::delivery> sql_task_store::load_unfinished(const std::string&
   const std::string query =
       "SELECT " + delivery_columns + " FROM (" +
       page_of_ids(
-          {{task_state::pending, of_channel},
+          {{task_state::pending,
+            // Deferred by policy: like a retry, read by the last sweep before it is due.
+            of_channel + " AND (send_at IS NULL OR send_at <= CAST(:due_by# AS BIGINT))"},
            {task_state::retry_wait,
             of_channel +
                 " AND (next_attempt_at IS NULL OR next_attempt_at <= CAST(:due_by# AS BIGINT))"},
@@ -1665,7 +1695,7 @@ std::vector<domain::delivery> sql_task_store::load_unfinished(const std::string&
     std::vector<domain::delivery> deliveries;
     for (const auto& row :
          statements_->fetch(query,
-                            {channel, channel, after_task_id, channel, channel, due_by,
+                            {channel, channel, due_by, after_task_id, channel, channel, due_by,
                              after_task_id, channel, channel, micros_text(now), after_task_id},
                             delivery_column_count))
       deliveries.push_back(delivery_of(row));
@@ -1714,13 +1744,13 @@ std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& te
   using domain::task_state;
   const std::string of_channel =
       " AND (CAST(:channel# AS TEXT) = '' OR channel = :other_channel#)" + of_tenant("", "#");
-  const std::string tasks_query = "SELECT t.message_id, " + task_view_columns + " FROM (" +
-                                  page_of_ids({{task_state::dead, of_channel},
-                                               {task_state::failed, of_channel},
-                                               {task_state::suppressed, of_channel}},
-                                              limit) +
-                                  ") AS page JOIN tasks t ON t.id = page.id ORDER BY t.id LIMIT " +
-                                  std::to_string(limit);
+  const std::string tasks_query =
+      "SELECT t.message_id, " + task_view_columns + " FROM (" +
+      page_of_ids({{task_state::dead, of_channel},
+                   {task_state::failed, of_channel},
+                   {task_state::suppressed, of_channel + " AND policy_reason IS NULL"}},
+                  limit) +
+      ") AS page JOIN tasks t ON t.id = page.id ORDER BY t.id LIMIT " + std::to_string(limit);
   return outside_transaction("list_dead_letters", [&] {
     std::vector<dead_letter> letters;
     for (const auto& row : statements_->fetch(tasks_query,
@@ -1744,13 +1774,16 @@ std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& te
 replay_result sql_task_store::replay(const std::string& tenant, const std::string& task_id,
                                      domain::timestamp now) {
   // One guarded statement decides: of two concurrent replays, exactly one finds the row DEAD,
-  // FAILED or SUPPRESSED. The attempt count is kept (attempts already made stay counted).
+  // FAILED or SUPPRESSED. The attempt count is kept (attempts already made stay counted). A
+  // task policy suppressed (DND, an opt-out, a full cap) is a decision, not a failure: replaying
+  // it would send what the user or the cap said not to.
   const std::string update =
       "UPDATE tasks SET status = '" + state_text(domain::task_state::pending) +
       "', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL, "
       "updated_at = CAST(:now AS BIGINT) WHERE id = :id AND status IN ('" +
       state_text(domain::task_state::dead) + "', '" + state_text(domain::task_state::failed) +
-      "', '" + state_text(domain::task_state::suppressed) + "')" + of_tenant("") + " RETURNING id";
+      "', '" + state_text(domain::task_state::suppressed) + "') AND policy_reason IS NULL" +
+      of_tenant("") + " RETURNING id";
   const std::string select_delivery = "SELECT " + delivery_columns +
                                       " FROM tasks t JOIN messages m ON m.id = t.message_id "
                                       "WHERE t.id = :id" +

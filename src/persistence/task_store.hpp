@@ -30,9 +30,11 @@ struct claim_outcome {
   std::string channel;
   domain::task_state state = domain::task_state::pending; ///< current state in the database
   bool created = false;                                   ///< false: the task already existed
-  /// Why policy suppressed or deferred the task when this claim created it (then `state` is
-  /// SUPPRESSED, or PENDING with a later send time); nullopt: sent as asked, or not created.
+  /// Why policy suppressed or deferred the task when it was created (then `state` is
+  /// SUPPRESSED, or PENDING with a later send time); nullopt: sent as asked.
   std::optional<domain::policy_reason> policy_reason;
+  /// The address the task was created with: the request's, or the user's stored contact.
+  std::string recipient;
 };
 
 /// What claiming one message answered: one outcome per planned task, in plan order.
@@ -292,13 +294,13 @@ struct inbox_page {
   std::uint64_t unread_count = 0;
 };
 
-/// What a store opens with.
 /// The policy a claim applies: the installation's rules, and the time zones of its users.
 struct claim_policy {
   domain::policy_rules rules;
   std::shared_ptr<zoneinfo> zones;
 };
 
+/// What a store opens with.
 struct store_options {
   /// The states whose entry writes a status event into the outbox, in the same transaction
   /// as the change (domain::event_states_for). Empty: none, so a node that sends no events
@@ -325,8 +327,8 @@ struct store_options {
 /// Which unfinished tasks a recovery read wants; by default every one.
 struct unfinished_filter {
   std::string channel; ///< only this channel's tasks; empty: every channel's
-  /// RETRY_WAIT tasks only when due by then (a sweep: later ones wait in the retry timer, and
-  /// a later sweep reads them before they are due); none: however far ahead they are due.
+  /// RETRY_WAIT tasks, and PENDING ones policy deferred, only when due by then (a sweep: later
+  /// ones wait, and a later sweep reads them before they are due); none: however far ahead.
   std::optional<domain::timestamp> due_by;
 };
 

@@ -189,6 +189,7 @@ std::optional<observed_message> parse_message_view(std::string_view body) {
     parsed.channel = string_field(task, "channel");
     parsed.status = string_field(task, "status");
     parsed.provider_request_id = string_field(task, "provider_request_id");
+    parsed.policy_reason = string_field(task, "policy_reason");
     parsed.attempts = static_cast<std::int64_t>(count_field(task, "attempts"));
     if (parsed.task_id.empty())
       return std::nullopt;

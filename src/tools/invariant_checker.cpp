@@ -297,7 +297,8 @@ check_report check_invariants(const run_record& run) {
   report.invariants.push_back(verdict("late_duplicates_create_nothing", report.late_creations,
                                       "late resubmissions that created a task", late_examples));
   // A SUPPRESSED task handed its message to a fallback task the failover created, so that
-  // message must show a task no submission named. Without one the user got nothing.
+  // message must show a task no submission named. Without one the user got nothing — unless
+  // policy suppressed it (DND, an opt-out, a cap): then nothing was to be sent.
   examples suppressed_examples;
   for (const auto& [message_id, message] : run.messages) {
     if (!message.found)
@@ -306,7 +307,8 @@ check_report check_invariants(const run_record& run) {
         std::any_of(message.tasks.begin(), message.tasks.end(),
                     [&](const observed_task& t) { return accepted.count(t.task_id) == 0; });
     for (const auto& task : message.tasks) {
-      if (task.status == "SUPPRESSED" && accepted.count(task.task_id) && !has_failover_task) {
+      if (task.status == "SUPPRESSED" && task.policy_reason.empty() &&
+          accepted.count(task.task_id) && !has_failover_task) {
         ++report.suppressed_for_nothing;
         suppressed_examples.add(task.task_id);
       }

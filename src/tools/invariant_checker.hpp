@@ -33,6 +33,7 @@ struct observed_task {
   std::string status;
   std::string provider_request_id;
   std::int64_t attempts = 0;
+  std::string policy_reason; ///< empty: policy let it go as asked
 };
 
 /// The last look at one message; `found` is false when it was never read (404 or no answer).

@@ -123,9 +123,9 @@ BOOST_AUTO_TEST_CASE(items_may_nest_as_deep_as_a_single_post) {
 
 BOOST_AUTO_TEST_CASE(answers_carry_each_items_status_in_order) {
   persistence::claim_result created{
-      "msg_1", {{"tsk_1", "sms", domain::task_state::pending, true, std::nullopt}}, {}};
+      "msg_1", {{"tsk_1", "sms", domain::task_state::pending, true, std::nullopt, ""}}, {}};
   persistence::claim_result existing{
-      "msg_2", {{"tsk_2", "sms", domain::task_state::sent, false, std::nullopt}}, {}};
+      "msg_2", {{"tsk_2", "sms", domain::task_state::sent, false, std::nullopt, ""}}, {}};
   std::vector<api::batch_answer> answers{
       created, existing,
       api::batch_item_error(

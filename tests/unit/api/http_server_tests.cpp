@@ -356,8 +356,8 @@ private:
     result.message_id = plan.message.id;
     for (const auto& task : plan.tasks) {
       bool created = tasks_.emplace(task.id, task).second;
-      result.tasks.push_back(
-          {task.id, task.channel, domain::task_state::pending, created, std::nullopt});
+      result.tasks.push_back({task.id, task.channel, domain::task_state::pending, created,
+                              std::nullopt, task.recipient});
     }
     messages_.emplace(plan.message.id, plan);
     return result;

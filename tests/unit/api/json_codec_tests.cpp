@@ -264,8 +264,8 @@ BOOST_AUTO_TEST_CASE(duplicate_keys_are_refused_anywhere) {
 BOOST_AUTO_TEST_CASE(encodes_claim_results) {
   persistence::claim_result result;
   result.message_id = "m-1";
-  result.tasks.push_back({"t-1", "sms", domain::task_state::pending, true, std::nullopt});
-  result.tasks.push_back({"t-2", "app", domain::task_state::sent, false, std::nullopt});
+  result.tasks.push_back({"t-1", "sms", domain::task_state::pending, true, std::nullopt, ""});
+  result.tasks.push_back({"t-2", "app", domain::task_state::sent, false, std::nullopt, ""});
   BOOST_TEST(api::encode_claim_result(result, "trace-1") ==
              R"({"message_id":"m-1","trace_id":"trace-1","tasks":[)"
              R"({"task_id":"t-1","channel":"sms","status":"PENDING","duplicate":false},)"

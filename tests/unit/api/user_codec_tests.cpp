@@ -62,9 +62,8 @@ BOOST_AUTO_TEST_CASE(a_patch_changes_only_what_it_names_and_null_clears) {
   BOOST_TEST(!patch.opted_out_channels.has_value());
   BOOST_TEST(!patch.opted_out_categories.has_value());
 
-  auto cleared = decoded_profile(R"({"opted_out_channels":null,"contacts":null})");
+  auto cleared = decoded_profile(R"({"opted_out_channels":null})");
   BOOST_TEST(cleared.opted_out_channels->empty());
-  BOOST_TEST(cleared.contacts->empty());
   BOOST_TEST(decoded_profile("{}").contacts.has_value() == false);
 }
 
@@ -73,6 +72,7 @@ BOOST_AUTO_TEST_CASE(off_contract_bodies_are_400_naming_the_field) {
            std::pair{R"({"contact":{}})", "contact"},
            std::pair{R"({"user_id":"u-1"})", "user_id"},
            std::pair{R"({"contacts":[]})", "contacts"},
+           std::pair{R"({"contacts":null})", "contacts"}, // a merge of nothing
            std::pair{R"({"contacts":{"sms":7}})", "contacts.sms"},
            std::pair{R"({"time_zone":3})", "time_zone"},
            std::pair{R"({"locale":true})", "locale"},

@@ -21,8 +21,8 @@ run_record clean_run(std::size_t events = 3) {
         e, false, 202, "m" + id, {{"t" + id + "s", "sms", false}, {"t" + id + "a", "app", false}}};
     run.answers.push_back(answer);
     observed_message message{true,
-                             {{"t" + id + "s", "sms", "SENT", "p" + id + "s", 1},
-                              {"t" + id + "a", "app", "DELIVERED", "p" + id + "a", 1}}};
+                             {{"t" + id + "s", "sms", "SENT", "p" + id + "s", 1, ""},
+                              {"t" + id + "a", "app", "DELIVERED", "p" + id + "a", 1, ""}}};
     run.messages["m" + id] = message;
     provider.delivered_ids.insert("p" + id + "s");
     provider.delivered_ids.insert("p" + id + "a");
@@ -102,10 +102,20 @@ BOOST_AUTO_TEST_CASE(a_task_suppressed_for_a_fallback_it_already_had_fails) {
   BOOST_TEST(find(report, "failover_sends_something").detail.find("t1s") != std::string::npos);
 }
 
+// Policy (DND, an opt-out, a full cap) decided nothing was to be sent: not a lost message.
+BOOST_AUTO_TEST_CASE(a_task_policy_suppressed_passes) {
+  auto run = clean_run();
+  run.messages["m1"].tasks[0].status = "SUPPRESSED";
+  run.messages["m1"].tasks[0].policy_reason = "frequency_cap";
+  run.provider->delivered_ids.erase("p1s");
+  auto report = check_invariants(run);
+  BOOST_TEST(report.suppressed_for_nothing == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(a_task_suppressed_for_a_new_fallback_task_passes) {
   auto run = clean_run();
   run.messages["m1"].tasks[0].status = "SUPPRESSED";
-  run.messages["m1"].tasks.push_back({"t1e", "email", "SENT", "p1e", 1}); // the failover's
+  run.messages["m1"].tasks.push_back({"t1e", "email", "SENT", "p1e", 1, ""}); // the failover's
   run.provider->delivered_ids.erase("p1s");
   auto report = check_invariants(run);
   BOOST_TEST(failed(report).empty());
@@ -204,7 +214,7 @@ BOOST_AUTO_TEST_CASE(an_unreadable_provider_fails_and_no_provider_checks_nothing
 
 BOOST_AUTO_TEST_CASE(tasks_no_answer_named_are_extra_not_violations) {
   auto run = clean_run();
-  run.messages["m0"].tasks.push_back({"fallback", "email", "SENT", "pf", 1});
+  run.messages["m0"].tasks.push_back({"fallback", "email", "SENT", "pf", 1, ""});
   auto report = check_invariants(run);
   BOOST_TEST(report.all_pass());
   BOOST_TEST(report.extra_tasks == 1u);
@@ -234,7 +244,7 @@ BOOST_AUTO_TEST_CASE(sent_on_a_receipt_channel_is_unresolved) {
   BOOST_TEST(report.invariants.size() == 11u);
 
   // A fallback task no answer named must settle too.
-  run.messages["m1"].tasks.push_back({"t1-fallback", "sms", "PENDING", "pfb", 0});
+  run.messages["m1"].tasks.push_back({"t1-fallback", "sms", "PENDING", "pfb", 0, ""});
   BOOST_TEST(failed(check_invariants(run)) == std::vector<std::string>{"end_state"});
 }
 
@@ -254,7 +264,7 @@ BOOST_AUTO_TEST_CASE(an_undelivered_task_must_leave_a_task_on_its_fallback) {
   BOOST_TEST(report.undelivered_without_fallback == 1u);
   BOOST_TEST(find(report, "undelivered_fails_over").detail.find("t1s") != std::string::npos);
 
-  run.messages["m1"].tasks.push_back({"t1e", "email", "SENT", "p1e", 1});
+  run.messages["m1"].tasks.push_back({"t1e", "email", "SENT", "p1e", 1, ""});
   BOOST_TEST(check_invariants(run).all_pass());
 
   // Without a fallback configured, UNDELIVERED is an end state of its own.
@@ -316,7 +326,7 @@ BOOST_AUTO_TEST_CASE(stats_must_match_the_messages_exactly) {
 
   // A fallback task the messages show must be counted too.
   run.stats = clean_stats();
-  run.messages["m0"].tasks.push_back({"t0e", "email", "SENT", "p0e", 1});
+  run.messages["m0"].tasks.push_back({"t0e", "email", "SENT", "p0e", 1, ""});
   BOOST_TEST(failed(check_invariants(run)) == std::vector<std::string>{"stats_match"});
 }
 

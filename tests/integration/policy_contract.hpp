@@ -1,0 +1,172 @@
+#pragma once
+
+// Policy applied by the claim (docs/policy.md), written once for every backend: counters in the
+// database, stored contacts, decisions recorded on the task and kept by resubmissions, replays
+// and dead letters leaving decisions alone. A suite per backend expands HERALD_POLICY_CONTRACT().
+
+#include "persistence/zoneinfo.hpp"
+#include "task_store_contract.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+
+namespace herald::test::policy_contract {
+
+using domain::task_state;
+using task_store_contract::make_plan;
+using task_store_contract::micros;
+
+/// Marketing SMS: 3 per user per day; no quiet hours; users in UTC.
+inline persistence::store_options with_cap() {
+  domain::policy_rules rules;
+  rules.quiet_categories.clear();
+  rules.caps.push_back(domain::frequency_cap{domain::category::marketing, std::string("sms"),
+                                             domain::frequency_cap::period::day, 3});
+  persistence::store_options options;
+  options.policy = std::make_shared<const persistence::claim_policy>(
+      persistence::claim_policy{rules, std::make_shared<persistence::zoneinfo>()});
+  return options;
+}
+
+/// A marketing SMS for `user`, accepted at 2026-12-03T10:00:00Z, no send_at.
+inline domain::message_plan marketing_sms(const std::string& biz_id, const std::string& user,
+                                          domain::when_held over_cap = domain::when_held::drop) {
+  auto plan = make_plan(biz_id, {"sms"}, user);
+  plan.message.category = domain::category::marketing;
+  plan.message.send_at.reset();
+  plan.message.created_at = *domain::parse_rfc3339("2026-12-03T10:00:00Z");
+  plan.over_cap = over_cap;
+  return plan;
+}
+
+inline std::vector<task_state> states_of(const std::vector<persistence::claim_result>& results) {
+  std::vector<task_state> states;
+  for (const auto& result : results)
+    states.push_back(result.tasks.at(0).state);
+  return states;
+}
+
+} // namespace herald::test::policy_contract
+
+#define HERALD_POLICY_CONTRACT()                                                                   \
+  BOOST_AUTO_TEST_CASE(one_claim_of_ten_for_one_user_admits_the_cap_and_the_next_claim_none) {     \
+    using namespace herald::test::policy_contract;                                                 \
+    auto store = herald::persistence::open_task_store(url(), true, with_cap());                    \
+    std::vector<herald::domain::message_plan> plans;                                               \
+    for (int i = 0; i < 10; ++i)                                                                   \
+      plans.push_back(marketing_sms("promo-" + std::to_string(i), "u-cap"));                       \
+    const auto first = store->claim(plans);                                                        \
+    int admitted = 0;                                                                              \
+    for (const auto& result : first) {                                                             \
+      const auto& task = result.tasks.at(0);                                                       \
+      BOOST_TEST(task.created);                                                                    \
+      if (task.state == task_state::pending) {                                                     \
+        ++admitted;                                                                                \
+        BOOST_TEST(!task.policy_reason.has_value());                                               \
+        BOOST_TEST(task.recipient == "to-sms-u-cap");                                              \
+      } else {                                                                                     \
+        BOOST_TEST((task.state == task_state::suppressed));                                        \
+        BOOST_TEST((task.policy_reason == herald::domain::policy_reason::frequency_cap));          \
+      }                                                                                            \
+    }                                                                                              \
+    BOOST_TEST(admitted == 3);                                                                     \
+    /* Another connection (another node) reads the counters the first committed. */                \
+    auto other = herald::persistence::open_task_store(url(), false, with_cap());                   \
+    const auto later = other->claim({marketing_sms("promo-late", "u-cap")});                       \
+    BOOST_TEST((later.at(0).tasks.at(0).state == task_state::suppressed));                         \
+    /* Another user has room of their own. */                                                      \
+    const auto someone = other->claim({marketing_sms("promo-0", "u-other")});                      \
+    BOOST_TEST((someone.at(0).tasks.at(0).state == task_state::pending));                          \
+    /* A resubmission finds every task as decided, reason included. */                             \
+    const auto again = store->claim(plans);                                                        \
+    BOOST_TEST((states_of(again) == states_of(first)));                                            \
+    for (std::size_t i = 0; i < again.size(); ++i) {                                               \
+      BOOST_TEST(!again[i].tasks.at(0).created);                                                   \
+      BOOST_TEST((again[i].tasks.at(0).policy_reason == first[i].tasks.at(0).policy_reason));      \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  BOOST_AUTO_TEST_CASE(a_route_deferring_over_the_cap_fills_the_next_days) {                       \
+    using namespace herald::test::policy_contract;                                                 \
+    auto store = herald::persistence::open_task_store(url(), true, with_cap());                    \
+    std::vector<herald::domain::message_plan> plans;                                               \
+    for (int i = 0; i < 7; ++i)                                                                    \
+      plans.push_back(                                                                             \
+          marketing_sms("d-" + std::to_string(i), "u-defer", herald::domain::when_held::defer));   \
+    const auto results = store->claim(plans);                                                      \
+    std::vector<std::string> send_times;                                                           \
+    for (const auto& result : results) {                                                           \
+      BOOST_TEST((result.tasks.at(0).state == task_state::pending));                               \
+      auto view = store->find_message("", result.message_id);                                      \
+      BOOST_REQUIRE(view.has_value());                                                             \
+      const auto& task = view->tasks.at(0);                                                        \
+      send_times.push_back(task.send_at ? herald::domain::format_rfc3339(*task.send_at) : "-");    \
+    }                                                                                              \
+    const std::vector<std::string> expected{"-",                                                   \
+                                            "-",                                                   \
+                                            "-",                                                   \
+                                            "2026-12-04T00:00:00.000000Z",                         \
+                                            "2026-12-04T00:00:00.000000Z",                         \
+                                            "2026-12-04T00:00:00.000000Z",                         \
+                                            "2026-12-05T00:00:00.000000Z"};                        \
+    BOOST_TEST(send_times == expected, boost::test_tools::per_element());                          \
+    /* Deferred tasks wait for their time: not read by a sweep due before it. */                   \
+    const auto due_now =                                                                           \
+        store->load_unfinished("", 100, *herald::domain::parse_rfc3339("2026-12-03T10:00:01Z"),    \
+                               herald::persistence::unfinished_filter{                             \
+                                   "", *herald::domain::parse_rfc3339("2026-12-03T10:00:31Z")});   \
+    BOOST_TEST(due_now.size() == 3u);                                                              \
+  }                                                                                                \
+                                                                                                   \
+  BOOST_AUTO_TEST_CASE(a_left_out_address_takes_the_users_contact_of_the_same_tenant_only) {       \
+    using namespace herald::test::policy_contract;                                                 \
+    auto store = herald::persistence::open_task_store(url(), true, with_cap());                    \
+    herald::domain::user_patch contacts;                                                           \
+    contacts.contacts = std::map<std::string, std::string>{{"sms", "+8613811112222"}};             \
+    store->update_user("tenant-a", "u-c", contacts, micros(1));                                    \
+    auto addressed = make_plan("c-1", {"sms"}, "u-c", "tenant-a");                                 \
+    auto elsewhere = make_plan("c-1", {"sms"}, "u-c", "tenant-b");                                 \
+    for (auto* plan : {&addressed, &elsewhere}) {                                                  \
+      plan->tasks.at(0).recipient.clear();                                                         \
+      plan->message.recipients.erase("sms");                                                       \
+    }                                                                                              \
+    const auto results = store->claim({addressed, elsewhere});                                     \
+    BOOST_TEST((results.at(0).tasks.at(0).state == task_state::pending));                          \
+    BOOST_TEST(results.at(0).tasks.at(0).recipient == "+8613811112222");                           \
+    BOOST_TEST(results.at(0).message.recipients.at("sms") == "+8613811112222");                    \
+    BOOST_TEST((results.at(1).tasks.at(0).state == task_state::suppressed));                       \
+    BOOST_TEST(                                                                                    \
+        (results.at(1).tasks.at(0).policy_reason == herald::domain::policy_reason::no_contact));   \
+    const auto due = store->load_deliveries({results.at(0).tasks.at(0).task_id}, micros(2));       \
+    BOOST_REQUIRE_EQUAL(due.size(), 1u);                                                           \
+    BOOST_TEST(due.at(0).recipient == "+8613811112222");                                           \
+  }                                                                                                \
+                                                                                                   \
+  BOOST_AUTO_TEST_CASE(policy_decisions_are_not_dead_letters_and_are_not_replayed) {               \
+    using namespace herald::test::policy_contract;                                                 \
+    auto store = herald::persistence::open_task_store(url(), true, with_cap());                    \
+    std::vector<herald::domain::message_plan> plans;                                               \
+    for (int i = 0; i < 4; ++i)                                                                    \
+      plans.push_back(marketing_sms("r-" + std::to_string(i), "u-replay"));                        \
+    const auto results = store->claim(plans);                                                      \
+    const auto& capped = results.at(3).tasks.at(0);                                                \
+    BOOST_REQUIRE((capped.state == task_state::suppressed));                                       \
+    BOOST_TEST(store->list_dead_letters("", "", "", 100).empty());                                 \
+    const auto replay = store->replay("", capped.task_id, micros(5));                              \
+    BOOST_TEST((replay.result == herald::persistence::replay_result::outcome::not_replayable));    \
+    BOOST_TEST((replay.state == task_state::suppressed));                                          \
+  }                                                                                                \
+                                                                                                   \
+  BOOST_AUTO_TEST_CASE(without_a_policy_a_task_without_an_address_is_not_sent) {                   \
+    using namespace herald::test::policy_contract;                                                 \
+    auto store = open_store();                                                                     \
+    auto plan = make_plan("nobody", {"sms"}, "u-none");                                            \
+    plan.tasks.at(0).recipient.clear();                                                            \
+    const auto results = store->claim({plan});                                                     \
+    BOOST_TEST((results.at(0).tasks.at(0).state == task_state::suppressed));                       \
+    BOOST_TEST(                                                                                    \
+        (results.at(0).tasks.at(0).policy_reason == herald::domain::policy_reason::no_contact));   \
+  }
