@@ -610,22 +610,41 @@ json::object encode_counts(const std::vector<persistence::state_count>& states) 
   return body;
 }
 
+// What policy decided among the counted tasks: {"suppressed": {reason: n}, "deferred": {...}}.
+json::object encode_policy_counts(const persistence::channel_stats& stats) {
+  const auto by_reason = [](const std::map<std::string, std::uint64_t>& counts) {
+    json::object object;
+    for (const auto& [reason, count] : counts)
+      object[reason] = count;
+    return object;
+  };
+  return json::object{{"suppressed", by_reason(stats.suppressed_by_policy)},
+                      {"deferred", by_reason(stats.deferred_by_policy)}};
+}
+
 } // namespace
 
 std::string encode_stats(const std::vector<persistence::channel_stats>& stats,
                          const persistence::stats_query& which) {
   json::array channels;
   std::map<domain::task_state, std::uint64_t> total;
+  persistence::channel_stats total_policy;
   for (const auto& channel : stats) {
     auto item = encode_counts(channel.states);
     item["channel"] = channel.channel;
+    item["policy"] = encode_policy_counts(channel);
     channels.push_back(std::move(item));
     for (const auto& count : channel.states)
       total[count.state] += count.count;
+    for (const auto& [reason, count] : channel.suppressed_by_policy)
+      total_policy.suppressed_by_policy[reason] += count;
+    for (const auto& [reason, count] : channel.deferred_by_policy)
+      total_policy.deferred_by_policy[reason] += count;
   }
   if (stats.empty() && !which.channel.empty()) {
     auto item = encode_counts({});
     item["channel"] = which.channel;
+    item["policy"] = encode_policy_counts(total_policy);
     channels.push_back(std::move(item));
   }
   std::vector<persistence::state_count> total_counts;
@@ -637,6 +656,7 @@ std::string encode_stats(const std::vector<persistence::channel_stats>& stats,
   body["to"] = which.to ? json::value(domain::format_rfc3339(*which.to)) : json::value(nullptr);
   body["channels"] = std::move(channels);
   body["total"] = encode_counts(total_counts);
+  body["total"].as_object()["policy"] = encode_policy_counts(total_policy);
   return json::serialize(body);
 }
 

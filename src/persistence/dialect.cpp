@@ -37,7 +37,10 @@ std::string dialect::lock_keys() const {
     return "";
   // OFFSET 0 keeps the sorted subquery from being flattened: the aggregate then takes the
   // locks in key order.
-  return "SELECT count(pg_advisory_xact_lock(s.k)) FROM (SELECT r.k FROM " +
+  // The two-key form is a lock space of its own: a user's key never meets the single-key
+  // locks of migrations and node names. 1751477356 is "herl" (herald's users).
+  return "SELECT count(pg_advisory_xact_lock(1751477356, CAST(s.k AS INTEGER))) FROM (SELECT "
+         "r.k FROM " +
          json_rows("keys", {{"k", json_column::type::bigint}}, "r") +
          " ORDER BY r.k OFFSET 0) AS s";
 }

@@ -92,7 +92,7 @@ public:
   /// empty where writers are serialised (SQLite).
   std::string_view lock_row() const;
 
-  /// A statement that takes, in ascending order, a transaction-scoped lock on each 64-bit key
+  /// A statement that takes, in ascending order, a transaction-scoped lock on each 32-bit key
   /// of the JSON rows bound to `:keys` (column "k"), so transactions locking overlapping sets
   /// cannot deadlock; empty where writers are serialised (SQLite).
   std::string lock_keys() const;

@@ -342,8 +342,9 @@ const std::vector<json_column> lock_key_columns = {{"k", bigint}};
 const std::vector<json_column> count_columns = {
     text{"tenant"}, text{"user_id"}, text{"counter"}, {"window_start", bigint}, {"added", bigint}};
 
-// A user's key for the claim's transaction-scoped lock (FNV-1a 64 of tenant NUL user_id): the
-// same on every node, so two nodes admitting tasks of one user take turns.
+// A user's key for the claim's transaction-scoped lock (FNV-1a 64 of tenant NUL user_id,
+// folded to 32 bits): the same on every node, so two nodes admitting tasks of one user take
+// turns. Two users sharing a key only take turns too.
 std::int64_t user_lock_key(const std::string& tenant, const std::string& user_id) {
   std::uint64_t hash = 14695981039346656037ULL;
   const auto mix = [&hash](unsigned char byte) {
@@ -355,7 +356,7 @@ std::int64_t user_lock_key(const std::string& tenant, const std::string& user_id
   mix(0);
   for (unsigned char c : user_id)
     mix(c);
-  return static_cast<std::int64_t>(hash);
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(hash ^ (hash >> 32)));
 }
 
 const std::vector<json_column> key_columns = {{"slot", bigint}, text{"tenant"},  text{"biz_type"},
@@ -1827,16 +1828,26 @@ std::vector<channel_stats> sql_task_store::stats(const stats_query& which) {
   return outside_transaction("stats", [&] {
     std::vector<channel_stats> out;
     for (const auto& row : statements_->fetch(
-             "SELECT t.channel, t.status, count(*) FROM tasks t WHERE t.created_at >= :from AND "
-             "t.created_at < :to AND (CAST(:channel AS TEXT) = '' OR t.channel = :same_channel)" +
-                 of_tenant("t.") + " GROUP BY t.channel, t.status ORDER BY t.channel, t.status",
+             "SELECT t.channel, t.status, t.policy_reason, count(*) FROM tasks t WHERE "
+             "t.created_at >= :from AND t.created_at < :to AND (CAST(:channel AS TEXT) = '' OR "
+             "t.channel = :same_channel)" +
+                 of_tenant("t.") +
+                 " GROUP BY t.channel, t.status, t.policy_reason ORDER BY t.channel, t.status",
              {std::to_string(from), std::to_string(to), which.channel, which.channel, which.tenant,
               which.tenant},
-             3)) {
+             4)) {
       auto channel = text_of(row[0]);
       if (out.empty() || out.back().channel != channel)
-        out.push_back({channel, {}});
-      out.back().states.push_back({state_of(row[1]), static_cast<std::uint64_t>(to_int(row[2]))});
+        out.push_back({channel, {}, {}, {}});
+      auto& stats = out.back();
+      const auto state = state_of(row[1]);
+      const auto count = static_cast<std::uint64_t>(to_int(row[3]));
+      if (stats.states.empty() || stats.states.back().state != state)
+        stats.states.push_back({state, 0});
+      stats.states.back().count += count;
+      if (const auto reason = text_of(row[2]); !reason.empty())
+        (state == domain::task_state::suppressed ? stats.suppressed_by_policy
+                                                 : stats.deferred_by_policy)[reason] += count;
     }
     return out;
   });

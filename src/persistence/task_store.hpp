@@ -227,6 +227,10 @@ struct stats_query {
 struct channel_stats {
   std::string channel;
   std::vector<state_count> states; ///< states with at least one task
+  /// Policy's decisions among them, by reason: tasks it suppressed, and tasks it deferred
+  /// (whatever their state now).
+  std::map<std::string, std::uint64_t> suppressed_by_policy;
+  std::map<std::string, std::uint64_t> deferred_by_policy;
 };
 
 /// A status event from the outbox (docs/events.md), with what it reports about its task.

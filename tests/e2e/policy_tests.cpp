@@ -122,6 +122,8 @@ BOOST_AUTO_TEST_CASE(marketing_at_23_waits_for_08_through_a_restart) {
     BOOST_TEST(text_of(waiting, "send_at") == "2026-12-04T00:00:00.000000Z"); // 08:00 local
     BOOST_TEST(metric_sum(night.metrics(), "herald_tasks_deferred_total",
                           {"reason=\"quiet_hours\""}) == 1.0);
+    const auto stats = json::parse(night.get("/v1/stats").body);
+    BOOST_TEST(stats.at("total").at("policy").at("deferred").at("quiet_hours").as_int64() == 1);
   }
   running_herald morning(database, shanghai_config, {"--test-clock", "2026-12-04T00:00:01Z"});
   BOOST_TEST(
@@ -248,6 +250,8 @@ BOOST_AUTO_TEST_CASE(a_cap_of_three_admits_three_across_two_nodes) {
                       {"channel=\"sms\"", "reason=\"frequency_cap\""});
   };
   BOOST_TEST(suppressed_metric(first) + suppressed_metric(second) == 7.0);
+  const auto stats = json::parse(first.get("/v1/stats").body);
+  BOOST_TEST(stats.at("total").at("policy").at("suppressed").at("frequency_cap").as_int64() >= 7);
 
   // A resubmission finds each task as it is: still 3 admitted, 7 suppressed.
   int still_suppressed = 0;

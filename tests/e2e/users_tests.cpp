@@ -16,7 +16,8 @@ namespace {
 
 const std::string users_config =
     R"({"channels":[{"name":"sms","type":"simulated"},{"name":"email","type":"simulated"},)"
-    R"({"name":"inapp","type":"inapp"}],"default_route":["inapp"]})";
+    R"({"name":"app","type":"simulated"},{"name":"inapp","type":"inapp"}],)"
+    R"("default_route":["inapp"]})";
 
 const std::string phone = "+8613800000000";
 const std::string email = "alice@example.com";
@@ -87,14 +88,17 @@ BOOST_AUTO_TEST_CASE(a_patch_merges_contacts_and_null_removes_one) {
   running_herald herald{"", users_config};
   profile_of(call(herald, "PUT", "/v1/users/u-1", full_profile));
   auto patched = profile_of(call(herald, "PATCH", "/v1/users/u-1",
-                                 R"({"contacts":{"email":null,"inapp":"inbox-7"},"locale":"en"})"));
-  BOOST_TEST(patched.at("contacts") == (json::object{{"sms", phone}, {"inapp", "inbox-7"}}));
+                                 R"({"contacts":{"email":null,"app":"token-7"},"locale":"en"})"));
+  BOOST_TEST(patched.at("contacts") == (json::object{{"sms", phone}, {"app", "token-7"}}));
   BOOST_TEST(text(patched.at("locale")) == "en");
   BOOST_TEST(text(patched.at("time_zone")) == "Asia/Shanghai"); // not named: kept
   BOOST_TEST(patched.at("opted_out_channels") == json::array{"email"});
   auto emptied = profile_of(
       call(herald, "PATCH", "/v1/users/u-1", R"({"contacts":{"sms":""},"time_zone":null})"));
-  BOOST_TEST(emptied.at("contacts") == (json::object{{"inapp", "inbox-7"}}));
+  BOOST_TEST(emptied.at("contacts") == (json::object{{"app", "token-7"}}));
+  // The inbox reaches the user by user_id: a stored inapp address would be ignored, so refused.
+  BOOST_TEST(call(herald, "PATCH", "/v1/users/u-1", R"({"contacts":{"inapp":"inbox-7"}})").status ==
+             422);
   BOOST_TEST(text(emptied.at("time_zone")) == "");
   BOOST_TEST(stored(herald) == emptied);
 

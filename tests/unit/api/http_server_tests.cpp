@@ -177,7 +177,10 @@ public:
         [this, which = std::move(which), done = std::move(done)] {
           stats_asked.push_back(which);
           done(std::vector<persistence::channel_stats>{
-              {"sms", {{domain::task_state::sent, 3}, {domain::task_state::delivered, 1}}}});
+              {"sms",
+               {{domain::task_state::sent, 3}, {domain::task_state::delivered, 1}},
+               {},
+               {}}});
         },
         false);
   }
