@@ -949,19 +949,25 @@ std::vector<claim_result> sql_task_store::claim(const std::vector<domain::messag
     return claim_results(plans, batch, answers, stored);
   }
   // With policy, the plans as claimed are the users' contacts filled in: read, like the
-  // counters, inside the transaction (and again if it reruns).
+  // counters, inside the transaction (and again if it reruns). Copied only when a user of the
+  // batch has a stored profile.
   std::vector<domain::message_plan> addressed;
+  const std::vector<domain::message_plan>* claimed_plans = &plans;
   std::optional<claim_batch> batch;
   auto [answers, stored] = in_transaction("claim", [&] {
     auto policy = read_policy_state(plans);
-    batch.reset(); // it points into `addressed`
-    addressed = addressed_plans(plans, policy);
-    batch.emplace(dialect_, addressed);
+    batch.reset(); // it points into the claimed plans
+    claimed_plans = &plans;
+    if (!policy.users.empty()) {
+      addressed = addressed_plans(plans, policy);
+      claimed_plans = &addressed;
+    }
+    batch.emplace(dialect_, *claimed_plans);
     auto claimed = run_claim(*batch, &policy);
-    auto as_stored = stored_messages(addressed, claimed.new_messages);
+    auto as_stored = stored_messages(*claimed_plans, claimed.new_messages);
     return std::make_pair(std::move(claimed.answers), std::move(as_stored));
   });
-  return claim_results(addressed, *batch, answers, stored);
+  return claim_results(*claimed_plans, *batch, answers, stored);
 }
 
 std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& changes,
