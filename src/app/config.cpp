@@ -378,10 +378,10 @@ void read_when_held(object_reader& r, const char* key, domain::when_held& out) {
 /// "HH:MM", 00:00 to 23:59, as minutes after midnight.
 std::chrono::minutes read_time_of_day(object_reader& r, const char* key,
                                       std::chrono::minutes fallback) {
+  if (r.find(key) == nullptr)
+    return fallback;
   std::string text;
   r.read(key, text);
-  if (text.empty())
-    return fallback;
   const auto digit = [&](std::size_t i) { return text[i] >= '0' && text[i] <= '9'; };
   if (text.size() != 5 || text[2] != ':' || !digit(0) || !digit(1) || !digit(3) || !digit(4))
     r.fail(key, "must be a time of day \"HH:MM\"");
@@ -401,10 +401,13 @@ domain::frequency_cap read_frequency_cap(const json::value& value, const std::st
   if (!category)
     r.fail("category", "is required");
   cap.category = *category;
-  std::string channel;
-  r.read("channel", channel);
-  if (!channel.empty())
+  if (r.find("channel") != nullptr) { // absent: every channel together; "" is a mistake
+    std::string channel;
+    r.read("channel", channel);
+    if (channel.empty())
+      r.fail("channel", "must name a channel (leave the key out to count every channel)");
     cap.channel = channel;
+  }
   std::string per;
   r.read("per", per);
   if (per == "hour")

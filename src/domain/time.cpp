@@ -33,6 +33,9 @@ bool is_leap(std::int64_t y) {
 
 namespace {
 
+// The last year an instant given to herald may fall in (see parse_rfc3339).
+constexpr unsigned max_year = 2200;
+
 unsigned days_in_month(std::int64_t y, unsigned m) {
   static constexpr unsigned days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   return m == 2 && is_leap(y) ? 29 : days[m - 1];
@@ -123,6 +126,10 @@ std::optional<timestamp> parse_rfc3339(std::string_view text) {
     return std::nullopt;
   if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 ||
       minute > 59 || second > 59)
+    return std::nullopt;
+  // Later instants are refused: a timestamp holds nanoseconds up to 2262, and policy adds days
+  // and windows to the instants it is given (quiet hours, cap windows, deferrals).
+  if (year > max_year)
     return std::nullopt;
 
   // Fractional seconds: 1 to 9 digits, truncated to the microseconds herald keeps.

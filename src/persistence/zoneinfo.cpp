@@ -15,6 +15,10 @@ bool zoneinfo::plausible_name(std::string_view name) {
     return false;
   if (name.rfind("right/", 0) == 0) // TAI-based: local times would be off by the leap seconds
     return false;
+  // Files of the database that are no zone of their own: the host's zone (a user's time would
+  // depend on the server) and the database's internals.
+  if (name == "localtime" || name == "posixrules" || name == "Factory")
+    return false;
   for (char c : name) {
     const bool allowed = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
                          (c >= '0' && c <= '9') || c == '/' || c == '_' || c == '-' || c == '+';

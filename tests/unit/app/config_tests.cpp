@@ -294,6 +294,15 @@ BOOST_AUTO_TEST_CASE(the_policy_section_is_read_and_checked) {
       {policy(R"("frequency_caps": [{"category": "marketing", "per": "day", "limit": 1},)"
               R"( {"category": "marketing", "per": "day", "limit": 2}])"),
        "policy.frequency_caps[1]: a second cap on marketing/day"},
+      {policy(R"("quiet_hours": {"start": ""})"),
+       R"(policy.quiet_hours.start: must be a time of day "HH:MM")"},
+      {policy(R"("frequency_caps": [{"category": "marketing", "channel": "", "per": "day",)"
+              R"( "limit": 1}])"),
+       "policy.frequency_caps[0].channel: must name a channel (leave the key out to count every "
+       "channel)"},
+      {policy(R"("default_time_zone": "localtime")"),
+       "policy.default_time_zone: unknown time zone 'localtime' (an IANA name such as "
+       "Asia/Shanghai)"},
       {with_top(R"("routes": {"P": {"channels": ["sms"], "quiet_hours": "later"}})"),
        "routes.P.quiet_hours: must be one of defer, drop"},
   };
