@@ -8,6 +8,7 @@
 #include "task_store_contract.hpp"
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,31 @@ inline std::vector<task_state> states_of(const std::vector<persistence::claim_re
     const auto replay = store->replay("", capped.task_id, micros(5));                              \
     BOOST_TEST((replay.result == herald::persistence::replay_result::outcome::not_replayable));    \
     BOOST_TEST((replay.state == task_state::suppressed));                                          \
+  }                                                                                                \
+                                                                                                   \
+  BOOST_AUTO_TEST_CASE(a_failover_judges_its_fallback_task) {                                      \
+    using namespace herald::test::policy_contract;                                                 \
+    using herald::test::task_store_contract::change;                                               \
+    using herald::test::task_store_contract::test_id_secret;                                       \
+    auto store = herald::persistence::open_task_store(url(), true, with_cap());                    \
+    herald::domain::user_patch opt_out;                                                            \
+    opt_out.opted_out_channels = std::set<std::string>{"email"};                                   \
+    store->update_user("default", "u-fo", opt_out, micros(1));                                     \
+    const auto plan = make_plan("fo-1", {"sms"}, "u-fo"); /* its message has an email too */       \
+    store->claim({plan});                                                                          \
+    const auto sms = store->load_deliveries({plan.tasks.at(0).id}, micros(1'790'000'020'000'000)); \
+    BOOST_REQUIRE_EQUAL(sms.size(), 1u);                                                           \
+    auto fallback = herald::domain::fallback_plan(sms.at(0), "email", test_id_secret,              \
+                                                  micros(1'790'000'030'000'000));                  \
+    BOOST_REQUIRE(fallback.has_value());                                                           \
+    auto suppress = change(plan.tasks.at(0).id, task_state::pending, task_state::suppressed, 0,    \
+                           1'790'000'031'000'000, "failed over to email: circuit open");           \
+    const auto outcome = store->fail_over(suppress, {}, *fallback);                                \
+    BOOST_REQUIRE(outcome.claim.has_value());                                                      \
+    const auto& email = outcome.claim->tasks.at(0);                                                \
+    BOOST_TEST(email.created);                                                                     \
+    BOOST_TEST((email.state == task_state::suppressed));                                           \
+    BOOST_TEST((email.policy_reason == herald::domain::policy_reason::channel_opted_out));         \
   }                                                                                                \
                                                                                                    \
   BOOST_AUTO_TEST_CASE(without_a_policy_a_task_without_an_address_is_not_sent) {                   \
