@@ -1,35 +1,20 @@
 // domain::decide: every rule, their order, and time (quiet hours, cap windows) in the user's
 // zone across daylight-saving changes and day boundaries. Time is only what the tests give.
 #include "domain/policy.hpp"
+#include "tzdata.hpp"
 
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <boost/test/unit_test.hpp>
 
 using namespace herald::domain;
+using herald::test::utc;
+using herald::test::zone;
 using namespace std::chrono_literals;
 
 namespace {
-
-time_zone zone(const std::string& name) {
-  std::ifstream file("/usr/share/zoneinfo/" + name, std::ios::binary);
-  BOOST_TEST_REQUIRE(file.good(), "tzdata has no " << name);
-  std::ostringstream bytes;
-  bytes << file.rdbuf();
-  auto parsed = time_zone::from_tzif(bytes.str());
-  BOOST_TEST_REQUIRE(std::holds_alternative<time_zone>(parsed), name);
-  return std::get<time_zone>(parsed);
-}
-
-timestamp utc(const std::string& text) {
-  auto t = parse_rfc3339(text);
-  BOOST_TEST_REQUIRE(t.has_value(), text);
-  return *t;
-}
 
 /// Counters as a claim keeps them: what was admitted per counter and window.
 struct usage {

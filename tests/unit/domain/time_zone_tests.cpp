@@ -2,6 +2,7 @@
 // Expected instants are those `zdump -v` prints for the same zones.
 #include "domain/quiet_hours.hpp"
 #include "domain/time_zone.hpp"
+#include "tzdata.hpp"
 
 #include <cstdlib>
 #include <fstream>
@@ -13,26 +14,11 @@
 #include <boost/test/unit_test.hpp>
 
 using namespace herald::domain;
+using herald::test::utc;
+using herald::test::zone;
 using namespace std::chrono_literals;
 
 namespace {
-
-time_zone zone(const std::string& name) {
-  std::ifstream file("/usr/share/zoneinfo/" + name, std::ios::binary);
-  BOOST_TEST_REQUIRE(file.good(), "tzdata has no " << name);
-  std::ostringstream bytes;
-  bytes << file.rdbuf();
-  auto parsed = time_zone::from_tzif(bytes.str());
-  if (auto* error = std::get_if<std::string>(&parsed))
-    BOOST_FAIL(name << ": " << *error);
-  return std::get<time_zone>(parsed);
-}
-
-timestamp utc(const std::string& text) {
-  auto t = parse_rfc3339(text);
-  BOOST_TEST_REQUIRE(t.has_value(), text);
-  return *t;
-}
 
 /// The wall clock "YYYY-MM-DDTHH:MM:SS" as local seconds.
 local_seconds wall(const std::string& text) {
