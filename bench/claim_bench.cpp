@@ -38,10 +38,7 @@ domain::message_plan plan_for(const std::string& run, std::size_t i) {
   m.body = "Order " + m.key.biz_id + " shipped";
   m.trace_id = "trace";
   m.created_at = domain::from_unix_micros(1'790'000'000'000'000);
-  const domain::task_key key{m.key, "sms"};
-  plan.tasks.push_back(domain::task_record{domain::task_id_for(key, bench_secret), "sms",
-                                           "+8613800000000",
-                                           domain::provider_request_id_for(key, bench_secret)});
+  plan.tasks.push_back(domain::task_of(m.key, "sms", "+8613800000000", bench_secret));
   return plan;
 }
 
@@ -161,7 +158,7 @@ int main(int argc, char** argv) {
           continue;
         // Half the tasks each way, alternating halves so neither side gets the warmer cache.
         auto with_events = persistence::open_task_store(
-          url, false, persistence::store_options::writing_events(domain::event_states_for({})));
+            url, false, persistence::store_options::writing_events(domain::event_states_for({})));
         const auto half = static_cast<std::ptrdiff_t>(plans.size() / 2);
         const std::vector<domain::message_plan> first(plans.begin(), plans.begin() + half);
         const std::vector<domain::message_plan> second(plans.begin() + half, plans.end());

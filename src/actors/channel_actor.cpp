@@ -55,6 +55,7 @@ persistence::state_change change_of(const domain::delivery& task, task_state to,
   change.attempts = attempts;
   change.last_error = std::move(last_error);
   change.at = now;
+  change.escalation = task.escalation;
   return change;
 }
 
@@ -411,8 +412,11 @@ void fail_over_fresh_tasks(self_pointer self, domain::timestamp now) {
   for (auto& lane : st.lanes) {
     std::deque<domain::delivery> keep;
     for (auto& task : lane) {
+      // A task not yet due (scheduled, deferred, an escalation step) is not failed over early:
+      // pump hands it to the timer, and it is judged when it comes back due.
+      const bool due = !task.send_at || *task.send_at <= now;
       auto plan =
-          task.attempts == 0 && task.state == task_state::pending &&
+          due && task.attempts == 0 && task.state == task_state::pending &&
                   st.no_failover.count(task.task_id) == 0
               ? domain::fallback_plan(task, st.settings.fallback, st.settings.id_secret, now)
               : std::nullopt;

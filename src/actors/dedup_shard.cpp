@@ -33,7 +33,9 @@ void collect_created(const persistence::claim_result& result,
       }
       auto task = std::find_if(planned.begin(), planned.end(),
                                [&](auto& t) { return t.id == outcome.task_id; });
-      if (task == planned.end())
+      // An escalation step too: its time is in the database (policy may have moved it), and
+      // the sweep reads it from there before it is due.
+      if (task == planned.end() || task->escalation)
         continue;
       auto delivery = domain::make_delivery(result.message, *task);
       delivery.recipient = outcome.recipient; // the request's, or the user's stored contact

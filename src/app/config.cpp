@@ -458,8 +458,32 @@ domain::policy_rules read_policy(const json::value& value) {
   return policy;
 }
 
+/// A route's escalation: `[{"channel": "sms", "after_ms": 300000}, ...]`, steps in the order
+/// they fire (docs/policy.md).
+std::vector<domain::escalation_step> read_escalation(const json::value& value,
+                                                     const std::string& path) {
+  if (!value.is_array() || value.as_array().empty())
+    throw config_error(path + ": must be a non-empty array of {channel, after_ms} steps");
+  std::vector<domain::escalation_step> steps;
+  for (std::size_t i = 0; i < value.as_array().size(); ++i) {
+    object_reader r{value.as_array()[i], path + "[" + std::to_string(i) + "]"};
+    domain::escalation_step step;
+    r.read("channel", step.channel);
+    if (step.channel.empty())
+      r.fail("channel", "is required");
+    if (r.find("after_ms") == nullptr)
+      r.fail("after_ms", "is required");
+    r.read_ms("after_ms", step.after, 1, 30 * one_day_ms);
+    if (!steps.empty() && step.after <= steps.back().after)
+      r.fail("after_ms", "must be later than the step before");
+    r.done();
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
 /// A route is its channels (`["sms", "app"]`) or an object that may also set the category,
-/// priority and template of requests that give none.
+/// priority and template of requests that give none, and its escalation.
 void read_routes(const json::value& value, domain::routing_rules& rules) {
   if (!value.is_object())
     throw config_error("routes: must be an object of biz_type -> route");
@@ -481,6 +505,8 @@ void read_routes(const json::value& value, domain::routing_rules& rules) {
         throw config_error(path + ".template: must name a template (leave the key out for none)");
       read_when_held(r, "quiet_hours", route.in_quiet_hours);
       read_when_held(r, "over_cap", route.over_cap);
+      if (auto* escalation = r.find("escalation"))
+        route.escalation = read_escalation(*escalation, r.path("escalation"));
       r.done();
     } else {
       throw config_error(path + ": must be an array of channels or an object");
@@ -831,6 +857,17 @@ void validate(const config& cfg) {
     if (!route.template_name.empty() && cfg.rules.templates.count(route.template_name) == 0)
       throw config_error("routes." + biz_type + ".template: unknown template '" +
                          route.template_name + "'");
+    std::set<std::string> escalated;
+    for (std::size_t i = 0; i < route.escalation.size(); ++i) {
+      const auto& channel = route.escalation[i].channel;
+      const auto path = "routes." + biz_type + ".escalation[" + std::to_string(i) + "].channel";
+      if (names.count(channel) == 0)
+        throw config_error(path + ": unknown channel '" + channel + "'");
+      if (std::find(route.channels.begin(), route.channels.end(), channel) != route.channels.end())
+        throw config_error(path + ": '" + channel + "' is already one of the route's channels");
+      if (!escalated.insert(channel).second)
+        throw config_error(path + ": '" + channel + "' is already an earlier step");
+    }
   }
   for (auto& name : cfg.rules.default_route)
     if (names.count(name) == 0)

@@ -3,6 +3,17 @@
 
 namespace herald::domain {
 
+task_record task_of(const message_key& key, const std::string& channel, std::string recipient,
+                    const id_secret& secret) {
+  const task_key of{key, channel};
+  task_record task;
+  task.id = task_id_for(of, secret);
+  task.channel = channel;
+  task.recipient = std::move(recipient);
+  task.provider_request_id = provider_request_id_for(of, secret);
+  return task;
+}
+
 delivery make_delivery(const message_record& message, const task_record& task) {
   delivery d;
   d.task_id = task.id;
@@ -17,6 +28,7 @@ delivery make_delivery(const message_record& message, const task_record& task) {
   d.trace_id = message.trace_id;
   d.priority = message.priority;
   d.send_at = message.send_at;
+  d.escalation = task.escalation;
   d.expire_at = message.expire_at;
   d.accepted_at = message.created_at;
   return d;
@@ -39,9 +51,9 @@ std::optional<message_plan> fallback_plan(const delivery& failed,
   m.expire_at = failed.expire_at;
   m.trace_id = failed.trace_id;
   m.created_at = now; // only used if the message row were missing, which it never is
-  task_key key{failed.key, fallback_channel};
-  plan.tasks.push_back({task_id_for(key, secret), fallback_channel, recipient->second,
-                        provider_request_id_for(key, secret)});
+  auto task = task_of(failed.key, fallback_channel, recipient->second, secret);
+  task.escalation = failed.escalation; // still sent only if nothing of the message was read
+  plan.tasks.push_back(std::move(task));
   return plan;
 }
 

@@ -71,6 +71,10 @@ struct task_record {
   std::string channel;
   std::string recipient;
   std::string provider_request_id;
+  /// A route's escalation step (docs/policy.md): sent at `not_before` only if no task of its
+  /// message was READ by then.
+  bool escalation = false;
+  std::optional<timestamp> not_before; ///< not sent earlier (an escalation step's time)
 };
 
 /// What a route does with a task policy would hold back (quiet hours, a full frequency cap):
@@ -105,7 +109,13 @@ struct delivery {
   std::optional<timestamp> send_at;
   std::optional<timestamp> expire_at;
   timestamp accepted_at;
+  bool escalation = false; ///< an escalation step: its SENDING mark first looks for a READ
 };
+
+/// The task of the message `key` on `channel`, with its deterministic ids (keyed with
+/// `secret`): the same task whoever plans it — a request, a failover, an escalation.
+task_record task_of(const message_key& key, const std::string& channel, std::string recipient,
+                    const id_secret& secret);
 
 /// The delivery of `task`, a task of `message`, as first dispatched (PENDING, no attempts).
 delivery make_delivery(const message_record& message, const task_record& task);

@@ -42,13 +42,14 @@ user_profile apply_patch(std::optional<user_profile> current, const std::string&
 
 namespace {
 
-constexpr std::array<std::pair<policy_reason, std::string_view>, 6> reason_names{{
+constexpr std::array<std::pair<policy_reason, std::string_view>, 7> reason_names{{
     {policy_reason::dnd, "dnd"},
     {policy_reason::channel_opted_out, "channel_opted_out"},
     {policy_reason::category_opted_out, "category_opted_out"},
     {policy_reason::quiet_hours, "quiet_hours"},
     {policy_reason::frequency_cap, "frequency_cap"},
     {policy_reason::no_contact, "no_contact"},
+    {policy_reason::read_before_escalation, "read_before_escalation"},
 }};
 
 } // namespace

@@ -57,9 +57,10 @@ enum class policy_reason {
   dnd,               ///< the user's do-not-disturb holds
   channel_opted_out, ///< the user turned this channel off
   category_opted_out,
-  quiet_hours,   ///< inside the user's quiet hours
-  frequency_cap, ///< the user had as many of these as a cap allows
-  no_contact,    ///< neither the request nor the user names an address for the channel
+  quiet_hours,            ///< inside the user's quiet hours
+  frequency_cap,          ///< the user had as many of these as a cap allows
+  no_contact,             ///< neither the request nor the user names an address for the channel
+  read_before_escalation, ///< an escalation step: a task of its message was READ before it was due
 };
 std::string_view to_string(policy_reason reason);
 std::optional<policy_reason> parse_policy_reason(std::string_view text);

@@ -275,14 +275,25 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
   plan.in_quiet_hours = defaults.in_quiet_hours;
   plan.over_cap = defaults.over_cap;
 
-  plan.tasks.reserve(resolved.size());
-  for (const std::string& channel : resolved) {
-    const task_key key{message.key, channel};
+  const auto task_for = [&](const std::string& channel) {
     const auto address = message.recipients.find(channel);
-    plan.tasks.push_back(
-        task_record{task_id_for(key, secret), channel,
-                    address != message.recipients.end() ? address->second : std::string(),
-                    provider_request_id_for(key, secret)});
+    return task_of(message.key, channel,
+                   address != message.recipients.end() ? address->second : std::string(), secret);
+  };
+  plan.tasks.reserve(resolved.size() + defaults.escalation.size());
+  for (const std::string& channel : resolved)
+    plan.tasks.push_back(task_for(channel));
+  // Each escalation step is a task of its own channel (its own key: a repeated request or a
+  // second firing finds it), created now and due `after` the message's send time; a channel
+  // the request sends on directly is not escalated to.
+  const timestamp start = std::max(now, request.send_at.value_or(now));
+  for (const auto& step : defaults.escalation) {
+    if (std::find(resolved.begin(), resolved.end(), step.channel) != resolved.end())
+      continue;
+    auto task = task_for(step.channel);
+    task.escalation = true;
+    task.not_before = start + step.after;
+    plan.tasks.push_back(std::move(task));
   }
   return plan;
 }

@@ -2,6 +2,7 @@
 
 #include "domain/message.hpp"
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <set>
@@ -40,6 +41,13 @@ struct message_template {
   std::string body;
 };
 
+/// One step of a route's cost-aware cascade: `channel` gets the message `after` the message's
+/// send time unless a task of the message was READ (or CLICKED) by then.
+struct escalation_step {
+  std::string channel;
+  std::chrono::milliseconds after{0};
+};
+
 /// What a biz_type's route decides when a request leaves it open.
 struct route {
   std::vector<std::string> channels;        ///< when the request names none
@@ -48,6 +56,8 @@ struct route {
   std::string template_name;                ///< when the request gives neither template nor content
   when_held in_quiet_hours = when_held::defer; ///< marketing inside the user's quiet hours
   when_held over_cap = when_held::drop;        ///< a task a frequency cap has no room for
+  /// Channels to escalate to, in order, when the route's channels are not read in time.
+  std::vector<escalation_step> escalation;
 };
 
 /// What the configuration says about channels, routes and templates.

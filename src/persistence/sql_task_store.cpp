@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -167,8 +168,8 @@ const std::string delivery_columns =
     "t.id, t.message_id, t.tenant, t.biz_type, t.biz_id, t.user_id, m.recipients_json, "
     "t.channel, t.recipient, t.provider_request_id, m.title, m.body, m.trace_id, m.priority, "
     "t.status, t.attempts, t.next_attempt_at, COALESCE(t.send_at, m.send_at), m.expire_at, "
-    "m.created_at";
-constexpr std::size_t delivery_column_count = 20;
+    "m.created_at, t.escalation";
+constexpr std::size_t delivery_column_count = 21;
 
 domain::delivery delivery_of(const sql_row& row) {
   domain::delivery d;
@@ -189,6 +190,7 @@ domain::delivery delivery_of(const sql_row& row) {
   d.send_at = time_of(row[17]);
   d.expire_at = time_of(row[18]);
   d.accepted_at = domain::from_unix_micros(to_int(row[19]));
+  d.escalation = to_int(row[20]) != 0;
   return d;
 }
 
@@ -328,11 +330,12 @@ const std::vector<json_column> message_columns = {
     {"send_at", bigint}, {"expire_at", bigint}, text{"trace_id"},    {"created_at", bigint}};
 
 const std::vector<json_column> task_columns = {
-    text{"t_id"},     text{"message_id"},     text{"tenant"},
-    text{"biz_type"}, text{"biz_id"},         text{"user_id"},
-    text{"channel"},  text{"recipient"},      text{"provider_request_id"},
-    text{"priority"}, {"created_at", bigint}, text{"status"},
-    text{"reason"},   {"deferred_to", bigint}};
+    text{"t_id"},     text{"message_id"},      text{"tenant"},
+    text{"biz_type"}, text{"biz_id"},          text{"user_id"},
+    text{"channel"},  text{"recipient"},       text{"provider_request_id"},
+    text{"priority"}, {"created_at", bigint},  text{"status"},
+    text{"reason"},   {"deferred_to", bigint}, {"escalation", bigint},
+    text{"counted"}};
 
 const std::vector<json_column> user_key_columns = {
     text{"tenant"}, text{"user_id"}, {"since", bigint}};
@@ -421,10 +424,12 @@ struct claim_batch {
   }
 
   /// The task rows of the slots `wanted(index)` picks, in slot order, for one INSERT: PENDING
-  /// as asked, or as `verdicts` (one per slot; empty ones as asked) decided.
+  /// as asked, or as `verdicts` (one per slot; empty ones as asked) decided; an escalation step
+  /// at its time in `step_times`.
   template <typename Wanted>
   json_batch task_rows(const dialect& dialect, const Wanted& wanted,
-                       const std::vector<std::optional<domain::policy_verdict>>& verdicts) const {
+                       const std::vector<std::optional<domain::policy_verdict>>& verdicts,
+                       const std::vector<std::optional<domain::timestamp>>& step_times) const {
     json_batch rows(dialect, task_columns);
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (!wanted(i))
@@ -452,8 +457,22 @@ struct claim_batch {
         rows.text(domain::to_string(*verdict->reason));
       else
         rows.null();
+      // A task's own send time: policy's deferral (decided for the step's time already), else
+      // its escalation step's time; the message's send_at covers the rest.
       const bool deferred = verdict != nullptr && !suppressed && verdict->reason;
-      rows.time(deferred ? std::optional(domain::to_unix_micros(verdict->send_at)) : std::nullopt);
+      rows.time(deferred ? std::optional(domain::to_unix_micros(verdict->send_at))
+                         : micros_of(step_times[i]));
+      rows.number(t.escalation ? 1 : 0);
+      // What a step used of its caps, given back if a read suppresses it (escalation checks).
+      if (t.escalation && verdict != nullptr && !verdict->counted.empty()) {
+        boost::json::array counted;
+        for (const auto& [counter, start] : verdict->counted)
+          counted.push_back(
+              boost::json::array{boost::json::string(counter), domain::to_unix_micros(start)});
+        rows.text(boost::json::serialize(counted));
+      } else {
+        rows.null();
+      }
     }
     return rows;
   }
@@ -489,6 +508,11 @@ struct policy_state {
     return key.tenant + '\0' + key.user_id + '\0' + counter + '\0' + std::to_string(window_start);
   }
 
+  /// When the message asked to be sent: now, or its later send_at.
+  static domain::timestamp asked_time(const domain::message_record& m) {
+    return std::max(m.created_at, m.send_at.value_or(m.created_at));
+  }
+
   const domain::user_profile* user(const domain::message_key& key) const {
     auto found = users.find({key.tenant, key.user_id});
     return found != users.end() ? &found->second : nullptr;
@@ -506,14 +530,16 @@ struct policy_state {
     return std::make_shared<const domain::time_zone>(domain::time_zone::fixed({}));
   }
 
-  /// Decides slot `s` of a claim and counts it against its caps if admitted.
-  domain::policy_verdict decide(const claim_batch::slot& s) {
+  /// Decides slot `s` of a claim, to be sent at `step_time` if it is an escalation step, and
+  /// counts it against its caps if admitted.
+  domain::policy_verdict decide(const claim_batch::slot& s,
+                                const std::optional<domain::timestamp>& step_time) {
     const auto& m = *s.message;
     const auto* profile = user(m.key);
     domain::policy_subject subject;
     subject.category = m.category;
     subject.channel = s.task->channel;
-    subject.send_at = std::max(m.created_at, m.send_at.value_or(m.created_at));
+    subject.send_at = std::max(asked_time(m), step_time.value_or(m.created_at));
     subject.expire_at = m.expire_at;
     subject.has_address = !s.task->recipient.empty();
     subject.quiet = s.in_quiet_hours;
@@ -642,9 +668,10 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, policy_state* p
   const std::string insert_tasks =
       "INSERT INTO tasks (id, message_id, tenant, biz_type, biz_id, user_id, channel, recipient, "
       "provider_request_id, status, priority, attempts, created_at, updated_at, policy_reason, "
-      "send_at) SELECT r.t_id, r.message_id, r.tenant, r.biz_type, r.biz_id, r.user_id, "
-      "r.channel, r.recipient, r.provider_request_id, r.status, r.priority, 0, r.created_at, "
-      "r.created_at, r.reason, r.deferred_to FROM " +
+      "send_at, escalation, counted_json) SELECT r.t_id, r.message_id, r.tenant, r.biz_type, "
+      "r.biz_id, r.user_id, r.channel, r.recipient, r.provider_request_id, r.status, "
+      "r.priority, 0, r.created_at, r.created_at, r.reason, r.deferred_to, r.escalation, "
+      "r.counted FROM " +
       dialect_.json_rows("rows", task_columns) +
       " WHERE true ORDER BY r.t_id ON CONFLICT DO NOTHING RETURNING id";
   // Existing tasks are found by their business key: the unique index every key maps to.
@@ -693,12 +720,25 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, policy_state* p
   // Policy decides the tasks about to be created, in slot order, each counted against its caps
   // before the next is decided.
   // Without a policy, a task that has no address is still not sent: there is no one to send to.
+  // An escalation step waits its delay after the route's own tasks go: policy deferring them
+  // (quiet hours, a cap) moves the step by as much, so the user still has the delay to read.
+  // Steps come after their message's other tasks in slot order, so those are decided first.
   std::vector<std::optional<domain::policy_verdict>> verdicts(slots.size());
+  std::vector<std::optional<domain::timestamp>> step_times(slots.size());
   for (std::size_t i = 0; i < slots.size(); ++i) {
     if (slots[i])
       continue;
+    const auto& s = batch.slots[i];
+    if (s.task->escalation && s.task->not_before) {
+      domain::timestamp::duration held{0};
+      for (std::size_t j = 0; j < i; ++j)
+        if (batch.slots[j].message == s.message && !batch.slots[j].task->escalation &&
+            verdicts[j] && verdicts[j]->decision == domain::policy_verdict::kind::send)
+          held = std::max(held, verdicts[j]->send_at - policy_state::asked_time(*s.message));
+      step_times[i] = *s.task->not_before + held;
+    }
     if (policy != nullptr)
-      verdicts[i] = policy->decide(batch.slots[i]);
+      verdicts[i] = policy->decide(s, step_times[i]);
     else if (batch.slots[i].task->recipient.empty())
       verdicts[i] = domain::policy_verdict{domain::policy_verdict::kind::suppress,
                                            domain::policy_reason::no_contact,
@@ -706,7 +746,7 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, policy_state* p
                                            {}};
   }
   json_batch new_tasks = batch.task_rows(
-      dialect_, [&](std::size_t i) { return !slots[i]; }, verdicts);
+      dialect_, [&](std::size_t i) { return !slots[i]; }, verdicts, step_times);
   // One counter row per user, cap and window, with what the admitted tasks add to it.
   struct admitted {
     const domain::message_key* key;
@@ -770,6 +810,86 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, policy_state* p
     claimed.answers.push_back(std::move(*slots[i]));
   }
   return claimed;
+}
+
+namespace {
+
+const std::vector<json_column> escalation_check_columns = {text{"task_id"}, {"changed_at", bigint}};
+
+} // namespace
+
+// The escalation steps among `changes` about to be marked SENDING for their first call whose
+// message has a task READ (or CLICKED) become SUPPRESSED read_before_escalation instead, with
+// their events, and give back what they used of their caps; the SENDING change then finds them
+// moved on. PostgreSQL: the message's tasks are locked first, so a READ commits either before
+// the check (which sees it: nothing is sent) or after the mark (the send stands).
+void sql_task_store::run_escalation_checks(const std::vector<state_change>& changes) {
+  json_batch rows(dialect_, escalation_check_columns);
+  for (const auto& c : changes)
+    if (c.escalation && c.to == domain::task_state::sending && c.attempts == 0 &&
+        (c.from == domain::task_state::pending || c.from == domain::task_state::retry_wait)) {
+      rows.add_row();
+      rows.text(c.task_id).number(domain::to_unix_micros(c.at));
+    }
+  if (rows.empty())
+    return;
+  const auto rows_json = rows.finish();
+  // A message's tasks share its business key: the unique key's index finds them.
+  const auto same_message = [](const std::string& a, const std::string& b) {
+    return a + ".tenant = " + b + ".tenant AND " + a + ".biz_type = " + b + ".biz_type AND " + a +
+           ".biz_id = " + b + ".biz_id AND " + a + ".user_id = " + b + ".user_id";
+  };
+  if (!dialect_.lock_tasks().empty())
+    statements_->fetch("SELECT t.id FROM " + dialect_.json_rows("rows", escalation_check_columns) +
+                           " JOIN tasks s ON s.id = r.task_id JOIN tasks t ON " +
+                           same_message("t", "s") + " WHERE s.escalation = 1 ORDER BY t.id" +
+                           std::string(dialect_.lock_tasks()),
+                       {rows_json}, 1);
+  const std::string suppress =
+      "UPDATE tasks SET status = '" + state_text(domain::task_state::suppressed) +
+      "', policy_reason = '" +
+      std::string(domain::to_string(domain::policy_reason::read_before_escalation)) +
+      "', updated_at = r.changed_at, next_attempt_at = NULL FROM " +
+      dialect_.json_rows("rows", escalation_check_columns) +
+      " WHERE tasks.id = r.task_id AND tasks.escalation = 1 AND tasks.attempts = 0 AND "
+      "tasks.status IN ('" +
+      state_text(domain::task_state::pending) + "', '" +
+      state_text(domain::task_state::retry_wait) + "') AND EXISTS (SELECT 1 FROM tasks o WHERE " +
+      same_message("o", "tasks") + " AND o.status IN ('" + state_text(domain::task_state::read) +
+      "', '" + state_text(domain::task_state::clicked) +
+      "')) RETURNING id, updated_at, tenant, user_id, counted_json";
+  std::vector<store_detail::entered_state> suppressed;
+  // (tenant, user, counter, window start) -> places given back; one row each, as an UPDATE
+  // changes a row once however many source rows match it.
+  std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, std::int64_t> unused;
+  for (const auto& row : statements_->fetch(suppress, {rows_json}, 5)) {
+    suppressed.push_back({text_of(row[0]), domain::task_state::suppressed,
+                          domain::from_unix_micros(to_int(row[1]))});
+    boost::system::error_code ec;
+    const auto counted = boost::json::parse(text_of(row[4]), ec);
+    if (ec || !counted.is_array())
+      continue; // counted against no cap
+    for (const auto& use : counted.as_array())
+      ++unused[{text_of(row[2]), text_of(row[3]), std::string(use.at(0).as_string()),
+                use.at(1).to_number<std::int64_t>()}];
+  }
+  json_batch given_back(dialect_, count_columns);
+  for (const auto& [key, places] : unused) {
+    given_back.add_row();
+    given_back.text(std::get<0>(key))
+        .text(std::get<1>(key))
+        .text(std::get<2>(key))
+        .number(std::get<3>(key))
+        .number(places);
+  }
+  if (!given_back.empty())
+    statements_->execute("UPDATE frequency_counts SET used = used - r.added FROM " +
+                             dialect_.json_rows("rows", count_columns) +
+                             " WHERE frequency_counts.tenant = r.tenant AND "
+                             "frequency_counts.user_id = r.user_id AND frequency_counts.counter = "
+                             "r.counter AND frequency_counts.window_start = r.window_start",
+                         {given_back.finish()});
+  run_events(suppressed);
 }
 
 std::vector<std::unordered_set<std::string>> sql_task_store::run_changes(const apply_batch& batch) {
@@ -976,6 +1096,7 @@ std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& 
     return {};
   const apply_batch batch(dialect_, changes, attempts);
   auto applied = in_transaction("apply", [&] {
+    run_escalation_checks(changes);
     auto applied_in = run_changes(batch);
     run_attempts(batch);
     if (!options_.event_states.empty()) {

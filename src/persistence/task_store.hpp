@@ -70,6 +70,9 @@ struct state_change {
   /// The provider's own id for the message, from a success answer; kept on the task so a
   /// receipt naming it finds the task. nullopt keeps what the row holds.
   std::optional<std::string> provider_message_id;
+  /// The task is a route's escalation step: a PENDING -> SENDING change of it first checks
+  /// whether a task of its message was READ, and SUPPRESSES it instead if one was.
+  bool escalation = false;
 };
 
 /// One provider call, as recorded.

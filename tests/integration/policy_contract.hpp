@@ -5,6 +5,7 @@
 // and dead letters leaving decisions alone. A suite per backend expands HERALD_POLICY_CONTRACT().
 
 #include "persistence/zoneinfo.hpp"
+#include "receipt_contract.hpp"
 #include "task_store_contract.hpp"
 
 #include <memory>
@@ -20,16 +21,23 @@ using domain::task_state;
 using task_store_contract::make_plan;
 using task_store_contract::micros;
 
-/// Marketing SMS: 3 per user per day; no quiet hours; users in UTC.
-inline persistence::store_options with_cap() {
+/// Store options deciding claims with: marketing SMS at most `per_day` per user per day; quiet
+/// hours (22:00-08:00 for marketing) only if `quiet_hours`; users in UTC.
+inline persistence::store_options with_sms_cap(std::uint32_t per_day, bool quiet_hours) {
   domain::policy_rules rules;
-  rules.quiet_categories.clear();
+  if (!quiet_hours)
+    rules.quiet_categories.clear();
   rules.caps.push_back(domain::frequency_cap{domain::category::marketing, std::string("sms"),
-                                             domain::frequency_cap::period::day, 3});
+                                             domain::frequency_cap::period::day, per_day});
   persistence::store_options options;
   options.policy = std::make_shared<const persistence::claim_policy>(
       persistence::claim_policy{rules, std::make_shared<persistence::zoneinfo>()});
   return options;
+}
+
+/// Marketing SMS: 3 per user per day; no quiet hours; users in UTC.
+inline persistence::store_options with_cap() {
+  return with_sms_cap(3, false);
 }
 
 /// A marketing SMS for `user`, accepted at 2026-12-03T10:00:00Z, no send_at.
@@ -41,6 +49,26 @@ inline domain::message_plan marketing_sms(const std::string& biz_id, const std::
   plan.message.created_at = *domain::parse_rfc3339("2026-12-03T10:00:00Z");
   plan.over_cap = over_cap;
   return plan;
+}
+
+/// An app message with an SMS escalation step due at `escalate_at`.
+inline domain::message_plan escalating_plan(const std::string& biz_id, std::int64_t escalate_at) {
+  auto plan = make_plan(biz_id, {"app", "sms"}, "u-esc");
+  plan.tasks.at(1).escalation = true;
+  plan.tasks.at(1).not_before = micros(escalate_at);
+  return plan;
+}
+
+/// The task of `channel` in the stored message `id`.
+inline persistence::task_view stored_task(persistence::task_store& store, const std::string& id,
+                                          const std::string& channel) {
+  const auto view = store.find_message("default", id);
+  BOOST_REQUIRE(view.has_value());
+  for (const auto& task : view->tasks)
+    if (task.channel == channel)
+      return task;
+  BOOST_FAIL("no " << channel << " task");
+  return {};
 }
 
 inline std::vector<task_state> states_of(const std::vector<persistence::claim_result>& results) {
@@ -184,6 +212,98 @@ inline std::vector<task_state> states_of(const std::vector<persistence::claim_re
     BOOST_TEST(email.created);                                                                     \
     BOOST_TEST((email.state == task_state::suppressed));                                           \
     BOOST_TEST((email.policy_reason == herald::domain::policy_reason::channel_opted_out));         \
+  }                                                                                                \
+                                                                                                   \
+  /* An escalation step waits for its own time, and its SENDING mark suppresses it when a task     \
+     of its message was READ first; a READ after the mark changes nothing, and a second mark       \
+     of a suppressed step is refused. */                                                           \
+  BOOST_AUTO_TEST_CASE(an_escalation_step_is_suppressed_by_a_read_before_it_is_marked) {           \
+    using namespace herald::test::policy_contract;                                                 \
+    using herald::test::task_store_contract::change;                                               \
+    using herald::test::receipt_contract::no_fallbacks;                                            \
+    using herald::test::receipt_contract::receipt;                                                 \
+    auto store = open_store();                                                                     \
+    constexpr std::int64_t due = 1'800'000'300'000'000;                                            \
+    const auto read = escalating_plan("esc-read", due);                                            \
+    const auto unread = escalating_plan("esc-unread", due);                                        \
+    store->claim({read, unread});                                                                  \
+    const auto loaded = store->load_deliveries({read.tasks.at(1).id}, micros(due + 1));            \
+    BOOST_REQUIRE_EQUAL(loaded.size(), 1u);                                                        \
+    BOOST_TEST(loaded.at(0).escalation);                                                           \
+    BOOST_TEST((loaded.at(0).send_at == micros(due)));                                             \
+    herald::persistence::unfinished_filter before_due;                                             \
+    before_due.due_by = micros(due - 1);                                                           \
+    /* A sweep before the step is due reads the two app tasks only. */                             \
+    BOOST_TEST(store->load_unfinished("", 100, micros(due - 1), before_due).size() == 2u);         \
+                                                                                                   \
+    for (const auto* plan : {&read, &unread})                                                      \
+      store->apply({change(plan->tasks.at(0).id, task_state::pending, task_state::sending),        \
+                    change(plan->tasks.at(0).id, task_state::sending, task_state::sent, 1)},       \
+                   {});                                                                            \
+    store->record_receipts({receipt(read.tasks.at(0), herald::domain::receipt_status::read)},      \
+                           no_fallbacks(), micros(due - 10));                                      \
+                                                                                                   \
+    std::vector<herald::persistence::state_change> marks;                                          \
+    for (const auto* plan : {&read, &unread}) {                                                    \
+      marks.push_back(                                                                             \
+          change(plan->tasks.at(1).id, task_state::pending, task_state::sending, 0, due + 5));     \
+      marks.back().escalation = true;                                                              \
+    }                                                                                              \
+    const auto applied = store->apply(marks, {});                                                  \
+    BOOST_TEST((applied == std::vector<std::string>{unread.tasks.at(1).id}));                      \
+    const auto suppressed = stored_task(*store, read.message.id, "sms");                           \
+    BOOST_TEST((suppressed.state == task_state::suppressed));                                      \
+    BOOST_TEST(                                                                                    \
+        (suppressed.policy_reason == herald::domain::policy_reason::read_before_escalation));      \
+    BOOST_TEST(suppressed.attempt_log.empty());                                                    \
+                                                                                                   \
+    /* Late: the step was marked already, its send stands. */                                      \
+    store->record_receipts({receipt(unread.tasks.at(0), herald::domain::receipt_status::read)},    \
+                           no_fallbacks(), micros(due + 10));                                      \
+    BOOST_TEST((stored_task(*store, unread.message.id, "sms").state == task_state::sending));      \
+    /* Firing again: nothing to mark. */                                                           \
+    BOOST_TEST(store->apply({marks.at(0)}, {}).empty());                                           \
+    BOOST_TEST((stored_task(*store, read.message.id, "sms").state == task_state::suppressed));     \
+  }                                                                                                \
+                                                                                                   \
+  /* Quiet hours hold the route's app task from 23:00 to 08:00: the step still waits its five      \
+     minutes after that, and is counted in that day's SMS cap; suppressed by a read, it gives      \
+     its place back, so the day's one marketing SMS can still go. */                               \
+  BOOST_AUTO_TEST_CASE(a_step_waits_after_its_held_route_task_and_a_read_gives_its_cap_back) {     \
+    using namespace herald::test::policy_contract;                                                 \
+    using herald::test::task_store_contract::change;                                               \
+    using herald::test::receipt_contract::no_fallbacks;                                            \
+    using herald::test::receipt_contract::receipt;                                                 \
+    using herald::domain::parse_rfc3339;                                                           \
+    auto store = herald::persistence::open_task_store(url(), true, with_sms_cap(1, true));         \
+    auto night = make_plan("esc-night", {"app", "sms"}, "u-night");                                \
+    night.message.category = herald::domain::category::marketing;                                  \
+    night.message.send_at.reset();                                                                 \
+    night.message.created_at = *parse_rfc3339("2026-12-03T23:00:00Z");                             \
+    night.tasks.at(1).escalation = true;                                                           \
+    night.tasks.at(1).not_before = *parse_rfc3339("2026-12-03T23:05:00Z");                         \
+    const auto claimed = store->claim({night});                                                    \
+    BOOST_TEST(                                                                                    \
+        (claimed.at(0).tasks.at(0).policy_reason == herald::domain::policy_reason::quiet_hours));  \
+    const auto step = stored_task(*store, night.message.id, "sms");                                \
+    BOOST_TEST((step.state == task_state::pending));                                               \
+    BOOST_TEST((step.send_at == parse_rfc3339("2026-12-04T08:05:00Z")));                           \
+                                                                                                   \
+    store->apply({change(night.tasks.at(0).id, task_state::pending, task_state::sending),          \
+                  change(night.tasks.at(0).id, task_state::sending, task_state::sent, 1)},         \
+                 {});                                                                              \
+    store->record_receipts({receipt(night.tasks.at(0), herald::domain::receipt_status::read)},     \
+                           no_fallbacks(), *parse_rfc3339("2026-12-04T08:01:00Z"));                \
+    auto mark = change(night.tasks.at(1).id, task_state::pending, task_state::sending);            \
+    mark.escalation = true;                                                                        \
+    BOOST_TEST(store->apply({mark}, {}).empty());                                                  \
+    BOOST_TEST((stored_task(*store, night.message.id, "sms").state == task_state::suppressed));    \
+                                                                                                   \
+    auto day = marketing_sms("esc-day", "u-night");                                                \
+    day.message.created_at = *parse_rfc3339("2026-12-04T10:00:00Z");                               \
+    const auto admitted = store->claim({day});                                                     \
+    BOOST_TEST((admitted.at(0).tasks.at(0).state == task_state::pending));                         \
+    BOOST_TEST(!admitted.at(0).tasks.at(0).policy_reason.has_value());                             \
   }                                                                                                \
                                                                                                    \
   BOOST_AUTO_TEST_CASE(without_a_policy_a_task_without_an_address_is_not_sent) {                   \

@@ -58,10 +58,8 @@ inline domain::message_plan make_plan(const std::string& biz_id,
     m.recipients[channel] = "to-" + channel + "-" + user;
   m.recipients["email"] = user + "@example.com \"quoted\" ünïcode"; // an address without a task
   for (const auto& channel : channels) {
-    const domain::task_key key{m.key, channel};
-    plan.tasks.push_back(domain::task_record{domain::task_id_for(key, test_id_secret), channel,
-                                             "to-" + channel + "-" + user,
-                                             domain::provider_request_id_for(key, test_id_secret)});
+    plan.tasks.push_back(
+        domain::task_of(m.key, channel, "to-" + channel + "-" + user, test_id_secret));
   }
   return plan;
 }

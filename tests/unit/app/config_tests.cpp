@@ -255,6 +255,49 @@ BOOST_AUTO_TEST_CASE(a_route_is_its_channels_or_an_object_with_defaults) {
              "routes.B: must be an array of channels or an object");
 }
 
+BOOST_AUTO_TEST_CASE(a_routes_escalation_is_read_and_checked) {
+  const auto two = [](const std::string& route) {
+    return R"({"channels":[{"name":"inapp","type":"inapp"},{"name":"sms"},{"name":"mail"}],)"
+           R"("routes": {"R": )" +
+           route + "}}";
+  };
+  const auto cfg = app::parse_config(
+      two(R"({"channels": ["inapp"], "escalation": [{"channel": "sms", "after_ms": 300000},)"
+          R"( {"channel": "mail", "after_ms": 3600000}]})"));
+  app::validate(cfg);
+  const auto& steps = cfg.rules.routes.at("R").escalation;
+  BOOST_REQUIRE_EQUAL(steps.size(), 2U);
+  BOOST_TEST(steps.at(0).channel == "sms");
+  BOOST_TEST(steps.at(0).after.count() == 300000);
+  BOOST_TEST(steps.at(1).after.count() == 3600000);
+
+  const std::vector<std::pair<std::string, std::string>> refused{
+      {two(R"({"channels": ["inapp"], "escalation": []})"),
+       "routes.R.escalation: must be a non-empty array of {channel, after_ms} steps"},
+      {two(R"({"channels": ["inapp"], "escalation": [{"channel": "fax", "after_ms": 1}]})"),
+       "routes.R.escalation[0].channel: unknown channel 'fax'"},
+      {two(R"({"channels": ["inapp"], "escalation": [{"channel": "inapp", "after_ms": 1}]})"),
+       "routes.R.escalation[0].channel: 'inapp' is already one of the route's channels"},
+      {two(R"({"channels": ["inapp"], "escalation": [{"channel": "sms", "after_ms": 1},)"
+           R"( {"channel": "sms", "after_ms": 2}]})"),
+       "routes.R.escalation[1].channel: 'sms' is already an earlier step"},
+      {two(R"({"channels": ["inapp"], "escalation": [{"channel": "sms"}]})"),
+       "routes.R.escalation[0].after_ms: is required"},
+      {two(R"({"channels": ["inapp"], "escalation": [{"after_ms": 5}]})"),
+       "routes.R.escalation[0].channel: is required"},
+      {two(R"({"channels": ["inapp"], "escalation": [{"channel": "sms", "after_ms": 0}]})"),
+       "routes.R.escalation[0].after_ms: must be between 1 and 2592000000"},
+      {two(R"({"channels": ["inapp"], "escalation": [{"channel": "sms", "after_ms": 50},)"
+           R"( {"channel": "mail", "after_ms": 50}]})"),
+       "routes.R.escalation[1].after_ms: must be later than the step before"},
+      {two(R"({"channels": ["inapp"], "escalation": [{"channel": "sms", "after_ms": 5,)"
+           R"( "when": "unread"}]})"),
+       "routes.R.escalation[0].when: unknown key"},
+  };
+  for (const auto& [text, message] : refused)
+    BOOST_TEST(error_of(text) == message, text);
+}
+
 BOOST_AUTO_TEST_CASE(the_policy_section_is_read_and_checked) {
   const auto cfg = app::parse_config(with_top(
       R"("policy": {"quiet_hours": {"start": "21:30", "end": "07:00", "categories": ["marketing",)"

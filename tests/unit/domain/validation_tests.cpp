@@ -511,4 +511,69 @@ BOOST_AUTO_TEST_CASE(send_at_in_the_past_means_now) {
   BOOST_TEST((accepted().message.send_at == now - 1h));
 }
 
+// Escalation: the route's steps follow its channels as tasks of their own, each due its delay
+// after the message's send time; a channel the request sends on directly is not escalated to.
+BOOST_AUTO_TEST_CASE(escalation_steps_are_tasks_due_after_their_delay) {
+  rules.routes["ORDER_SHIPPED"].channels = {"app"};
+  rules.routes["ORDER_SHIPPED"].escalation = {{"sms", 5min}, {"email", 30min}};
+  request.channels.clear();
+  request.to["email"] = "alice@example.com";
+  const message_plan plan = accepted();
+  BOOST_TEST((channels_of(plan) == std::vector<std::string>{"app", "sms", "email"}));
+  BOOST_TEST(!plan.tasks[0].escalation);
+  BOOST_TEST(!plan.tasks[0].not_before.has_value());
+  BOOST_TEST(plan.tasks[1].escalation);
+  BOOST_TEST((plan.tasks[1].not_before == now + 5min));
+  BOOST_TEST(plan.tasks[1].recipient == "+8613800000000");
+  BOOST_TEST((plan.tasks[2].not_before == now + 30min));
+  BOOST_TEST(plan.tasks[2].recipient == "alice@example.com");
+  BOOST_TEST(make_delivery(plan.message, plan.tasks[1]).escalation);
+}
+
+BOOST_AUTO_TEST_CASE(escalation_counts_from_a_later_send_at) {
+  rules.routes["ORDER_SHIPPED"].channels = {"app"};
+  rules.routes["ORDER_SHIPPED"].escalation = {{"sms", 5min}};
+  request.channels.clear();
+  request.send_at = now + 1h;
+  const message_plan plan = accepted();
+  BOOST_REQUIRE_EQUAL(plan.tasks.size(), 2U);
+  BOOST_TEST((plan.tasks[1].not_before == now + 1h + 5min));
+}
+
+BOOST_AUTO_TEST_CASE(a_channel_named_directly_is_not_escalated_to) {
+  rules.routes["ORDER_SHIPPED"].escalation = {{"sms", 5min}, {"email", 30min}};
+  request.channels = {"app", "sms"};
+  const message_plan plan = accepted();
+  BOOST_TEST((channels_of(plan) == std::vector<std::string>{"app", "sms", "email"}));
+  BOOST_TEST(!plan.tasks[1].escalation); // sms goes now, as asked
+  BOOST_TEST(plan.tasks[2].escalation);
+  BOOST_TEST(plan.tasks[2].recipient.empty()); // waits for the user's stored address
+}
+
+BOOST_AUTO_TEST_CASE(an_escalation_task_has_the_key_a_direct_send_would_have) {
+  rules.routes["ORDER_SHIPPED"].channels = {"app"};
+  rules.routes["ORDER_SHIPPED"].escalation = {{"sms", 5min}};
+  request.channels.clear();
+  const auto escalated = accepted().tasks.at(1);
+  request.channels = {"sms"};
+  const auto direct = accepted().tasks.at(0);
+  BOOST_TEST(escalated.id == direct.id);
+  BOOST_TEST(escalated.provider_request_id == direct.provider_request_id);
+}
+
+BOOST_AUTO_TEST_CASE(a_fallback_of_an_escalation_step_is_one_too) {
+  rules.routes["ORDER_SHIPPED"].channels = {"app"};
+  rules.routes["ORDER_SHIPPED"].escalation = {{"sms", 5min}};
+  request.channels.clear();
+  request.to["email"] = "alice@example.com";
+  const message_plan plan = accepted();
+  const auto fallback =
+      fallback_plan(make_delivery(plan.message, plan.tasks.at(1)), "email", secret, now + 5min);
+  BOOST_REQUIRE(fallback.has_value());
+  BOOST_TEST(fallback->tasks.at(0).escalation); // its mark also looks for a read first
+  BOOST_TEST(!fallback_plan(make_delivery(plan.message, plan.tasks.at(0)), "email", secret, now)
+                  ->tasks.at(0)
+                  .escalation);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
