@@ -12,8 +12,8 @@ delivery make_delivery(const message_record& message, const task_record& task) {
   d.channel = task.channel;
   d.recipient = task.recipient;
   d.provider_request_id = task.provider_request_id;
-  d.title = message.title;
-  d.body = message.body;
+  d.title = task.own_content ? task.own_content->title : message.title;
+  d.body = task.own_content ? task.own_content->body : message.body;
   d.trace_id = message.trace_id;
   d.priority = message.priority;
   d.send_at = message.send_at;
