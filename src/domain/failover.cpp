@@ -42,6 +42,9 @@ std::optional<message_plan> fallback_plan(const delivery& failed,
   task_key key{failed.key, fallback_channel};
   plan.tasks.push_back({task_id_for(key, secret), fallback_channel, recipient->second,
                         provider_request_id_for(key, secret)});
+  // The fallback sends what the failed task was to send (its channel's own template text, if
+  // it had one), stored on the task so a recovery sends the same as the first dispatch.
+  plan.tasks.back().own_content = content{failed.title, failed.body};
   return plan;
 }
 
