@@ -220,6 +220,38 @@ render_definition(const template_definition& definition, const std::string& loca
   return out;
 }
 
+std::variant<std::vector<locale_preview>, validation_error>
+preview_definition(const template_definition& definition, std::string_view requested,
+                   const std::set<std::string>& channels,
+                   const std::map<std::string, std::string>& params, const request_limits& limits,
+                   std::string_view code) {
+  if (auto error = check_params(params, limits))
+    return *error;
+  std::vector<std::string> locales;
+  if (!requested.empty())
+    locales.push_back(choose_locale(definition, requested));
+  else
+    for (const auto& entry : definition.locales)
+      locales.push_back(entry.first);
+  std::vector<locale_preview> previews;
+  for (const auto& locale : locales) {
+    locale_preview preview;
+    preview.locale = locale;
+    auto text = render_definition(definition, locale, "", params, limits, code);
+    if (auto* error = std::get_if<validation_error>(&text))
+      return std::move(*error);
+    preview.text = std::move(std::get<rendered_text>(text));
+    for (const auto& channel : channels) {
+      auto own = render_definition(definition, locale, channel, params, limits, code);
+      if (auto* error = std::get_if<validation_error>(&own))
+        return std::move(*error);
+      preview.channels.emplace(channel, std::move(std::get<rendered_text>(own)));
+    }
+    previews.push_back(std::move(preview));
+  }
+  return previews;
+}
+
 void template_catalog::put(stored_template stored) {
   auto& entry = entries_[{stored.tenant, stored.code}];
   if (entry && entry->version > stored.version)

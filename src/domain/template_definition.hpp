@@ -95,6 +95,22 @@ std::optional<validation_error> check_body_limit(const std::string& channel, std
                                                  const request_limits& limits,
                                                  std::string_view origin);
 
+/// What one locale of a template renders to: its own text and each channel's.
+struct locale_preview {
+  std::string locale;
+  rendered_text text;
+  std::map<std::string, rendered_text> channels;
+};
+
+/// Renders `definition` for POST /v1/templates/{code}/preview: the locale choose_locale picks
+/// for `requested` (every locale when empty), each for every one of `channels`, with the same
+/// checks and refusals as a message would meet (check_params, render_definition).
+std::variant<std::vector<locale_preview>, validation_error>
+preview_definition(const template_definition& definition, std::string_view requested,
+                   const std::set<std::string>& channels,
+                   const std::map<std::string, std::string>& params, const request_limits& limits,
+                   std::string_view code);
+
 /// The latest live version of each stored template of each tenant: what a node renders from
 /// at acceptance without asking the database. Entries are shared and never change, so a copy
 /// of the catalog is cheap and safe to read while another copy is updated.

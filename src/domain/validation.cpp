@@ -107,27 +107,6 @@ std::optional<validation_error> check_recipients(const message_request& request,
   return std::nullopt;
 }
 
-std::optional<validation_error> check_params(const std::map<std::string, std::string>& params,
-                                             const request_limits& limits) {
-  if (params.size() > limits.max_params)
-    return invalid("params", "has more than " + std::to_string(limits.max_params) + " entries");
-  for (const auto& [key, value] : params) {
-    // A bad key is not echoed in the field: it may be long or unprintable itself.
-    if (key.empty() || key.size() > limits.max_param_key_length)
-      return invalid("params", "has a key that is empty or longer than " +
-                                   std::to_string(limits.max_param_key_length) + " bytes");
-    if (has_control_chars(key))
-      return invalid("params", "has a key with control characters");
-    const std::string field = "params." + key;
-    if (value.size() > limits.max_param_value_length)
-      return invalid(field,
-                     "is longer than " + std::to_string(limits.max_param_value_length) + " bytes");
-    if (has_control_chars(value))
-      return invalid(field, "contains control characters");
-  }
-  return std::nullopt;
-}
-
 struct rendered {
   std::string title;
   std::string body;
@@ -242,6 +221,27 @@ bool has_control_chars(std::string_view text) {
 bool has_control_chars_except_layout(std::string_view text) {
   return std::any_of(text.begin(), text.end(),
                      [](char c) { return is_control_char(c) && c != '\n' && c != '\t'; });
+}
+
+std::optional<validation_error> check_params(const std::map<std::string, std::string>& params,
+                                             const request_limits& limits) {
+  if (params.size() > limits.max_params)
+    return invalid("params", "has more than " + std::to_string(limits.max_params) + " entries");
+  for (const auto& [key, value] : params) {
+    // A bad key is not echoed in the field: it may be long or unprintable itself.
+    if (key.empty() || key.size() > limits.max_param_key_length)
+      return invalid("params", "has a key that is empty or longer than " +
+                                   std::to_string(limits.max_param_key_length) + " bytes");
+    if (has_control_chars(key))
+      return invalid("params", "has a key with control characters");
+    const std::string field = "params." + key;
+    if (value.size() > limits.max_param_value_length)
+      return invalid(field,
+                     "is longer than " + std::to_string(limits.max_param_value_length) + " bytes");
+    if (has_control_chars(value))
+      return invalid(field, "contains control characters");
+  }
+  return std::nullopt;
 }
 
 std::variant<message_plan, validation_error>

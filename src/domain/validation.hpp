@@ -76,6 +76,12 @@ bool has_control_chars(std::string_view text);
 /// has_control_chars, except that line breaks (\n) and tabs are allowed: a body's layout.
 bool has_control_chars_except_layout(std::string_view text);
 
+/// Parameters within the limits: count, key length, value length, no control characters (a
+/// line break in a value could forge a header line; a template's own text brings the layout).
+/// 400 invalid_request naming `params.<name>`.
+std::optional<validation_error> check_params(const std::map<std::string, std::string>& params,
+                                             const request_limits& limits);
+
 /// Applies every business rule to a decoded request: field limits, channel resolution
 /// (explicit list or route; duplicates dropped, order kept), recipients, template rendering,
 /// time window. On success the plan carries deterministic ids (keyed with `secret`) and
