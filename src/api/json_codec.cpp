@@ -815,6 +815,9 @@ json::object encode_task(const persistence::task_view& task) {
     item["policy_reason"] = sv(domain::to_string(*task.policy_reason));
   if (task.send_at)
     item["send_at"] = domain::format_rfc3339(*task.send_at);
+  if (task.own_content)
+    item["content"] =
+        json::object{{"title", task.own_content->title}, {"body", task.own_content->body}};
   item["provider_request_id"] = task.provider_request_id;
   item["created_at"] = domain::format_rfc3339(task.created_at);
   item["updated_at"] = domain::format_rfc3339(task.updated_at);

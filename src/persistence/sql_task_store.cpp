@@ -224,8 +224,8 @@ domain::message_record message_of(const sql_row& m) {
 const std::string task_view_columns =
     "t.id, t.channel, t.recipient, t.status, t.attempts, t.next_attempt_at, t.last_error, "
     "t.provider_request_id, t.created_at, t.updated_at, t.provider_message_id, t.policy_reason, "
-    "t.send_at";
-constexpr std::size_t task_view_column_count = 13;
+    "t.send_at, t.content_title, t.content_body";
+constexpr std::size_t task_view_column_count = 15;
 
 task_view task_view_of(const sql_row& t) {
   task_view task;
@@ -242,6 +242,8 @@ task_view task_view_of(const sql_row& t) {
   task.provider_message_id = text_of(t[10]);
   task.policy_reason = domain::parse_policy_reason(text_of(t[11]));
   task.send_at = time_of(t[12]);
+  if (t[14]) // a task with text of its own (a stored template's channel override)
+    task.own_content = domain::content{text_of(t[13]), text_of(t[14])};
   return task;
 }
 

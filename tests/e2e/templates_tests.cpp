@@ -143,6 +143,13 @@ void the_template_lifecycle(running_herald& herald, const std::string& tenant) {
              (json::object{{"code", "otp"}, {"version", 1}, {"source", "stored"}}));
   auto view = body_of(herald.get("/v1/messages/" + first), 200);
   BOOST_TEST(text(view.at("body")) == "Code 42, valid 5 min");
+  for (const auto& task : view.at("tasks").as_array()) {
+    const auto& shown = task.as_object();
+    if (text(shown.at("channel")) == "sms")
+      BOOST_TEST(text(shown.at("content").at("body")) == "42 is your code");
+    else
+      BOOST_TEST(!shown.contains("content"));
+  }
   auto zh_message = send(herald, event(tenant, "otp-zh", code_42, "otp", "zh-CN"));
   BOOST_TEST(text(body_of(herald.get("/v1/messages/" + zh_message), 200).at("body")) ==
              "验证码42，5分钟内有效");

@@ -122,6 +122,11 @@ inline void messages_record_the_version_and_tasks_their_own_text(store_backend& 
   BOOST_REQUIRE(view->message.template_version.has_value());
   BOOST_TEST(*view->message.template_version == 7u);
   BOOST_TEST(view->message.body == "Order order-t1 shipped");
+  for (const auto& task : view->tasks) {
+    BOOST_TEST(task.own_content.has_value() == (task.channel == "sms"), task.channel);
+    if (task.own_content)
+      BOOST_TEST(task.own_content->body == "SMS: order-t1");
+  }
   auto deliveries = store->load_unfinished("", 10, micros(1'900'000'000'000'000));
   BOOST_REQUIRE_EQUAL(deliveries.size(), 2u);
   for (const auto& d : deliveries)
