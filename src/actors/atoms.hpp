@@ -5,6 +5,7 @@
 
 #include "api/service.hpp"
 #include "domain/message.hpp"
+#include "domain/template_definition.hpp"
 #include "persistence/task_store.hpp"
 
 #include <functional>
@@ -55,6 +56,10 @@ CAF_ADD_ATOM(herald, herald::atoms, due_atom, "due")
 CAF_ADD_ATOM(herald, herald::atoms, load_atom, "load")
 CAF_ADD_ATOM(herald, herald::atoms, user_atom, "user")
 CAF_ADD_ATOM(herald, herald::atoms, update_atom, "update")
+CAF_ADD_ATOM(herald, herald::atoms, put_atom, "put")
+CAF_ADD_ATOM(herald, herald::atoms, template_atom, "template")
+CAF_ADD_ATOM(herald, herald::atoms, delete_atom, "delete")
+CAF_ADD_ATOM(herald, herald::atoms, refresh_atom, "refresh")
 
 namespace herald::actors {
 
@@ -108,6 +113,16 @@ using user_callback = std::function<void(std::variant<maybe_user_profile, api::s
 /// Answer to a user profile change: the profile as committed.
 using profile_callback =
     std::function<void(std::variant<domain::user_profile, api::service_error>)>;
+
+using maybe_stored_template = std::optional<domain::stored_template>;
+/// Answer to a template save: the version as committed.
+using stored_template_callback =
+    std::function<void(std::variant<domain::stored_template, api::service_error>)>;
+/// Answer to a template look-up.
+using template_callback =
+    std::function<void(std::variant<maybe_stored_template, api::service_error>)>;
+/// Answer to a template deletion: whether a live template was deleted.
+using removed_callback = std::function<void(std::variant<bool, api::service_error>)>;
 
 /// herald's error codes inside CAF errors (category "herald", registered by
 /// CAF_ERROR_CODE_ENUM below): `caf::make_error(errc::overloaded, "context")`.
@@ -170,3 +185,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::domain::user_profile)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::maybe_user_profile)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::user_callback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::profile_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::domain::template_definition)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::stored_template_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::template_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::removed_callback)

@@ -70,6 +70,20 @@ using store_reader_actor = caf::typed_actor<
     /// Proves the database answers.
     caf::replies_to<ping_atom>::with<bool>>;
 
+/// Stored templates on a connection of its own; keeps the node's catalog of their latest
+/// versions (template_registry.hpp). Answers through the HTTP layer's callbacks.
+using template_registry_actor = caf::typed_actor<
+    /// Saves a checked definition as the next version of a tenant's template (tenant, code) at
+    /// the given time; answers it after COMMIT, and the node renders it from then on.
+    caf::reacts_to<put_atom, std::string, std::string, domain::template_definition,
+                   domain::timestamp, stored_template_callback>,
+    /// A tenant's template (tenant, code): the given version, or the latest when 0.
+    caf::reacts_to<template_atom, std::string, std::string, std::uint32_t, template_callback>,
+    /// Deletes every version of a tenant's template (tenant, code) at the given time.
+    caf::reacts_to<delete_atom, std::string, std::string, domain::timestamp, removed_callback>,
+    /// Reloads the catalog when the database changed (sent to itself every interval).
+    caf::reacts_to<refresh_atom>>;
+
 /// Serialises all claims of one message key (and so of each of its task keys).
 using dedup_shard_actor = caf::typed_actor<
     /// Claims a message; concurrent claims of the same key share one database round trip.

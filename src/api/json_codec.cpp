@@ -101,7 +101,10 @@ decode_error read_recipients(const json::value& value, std::map<std::string, std
   return std::nullopt;
 }
 
-decode_error read_params(const json::value& value, std::map<std::string, std::string>& out) {
+} // namespace
+
+std::optional<domain::validation_error> decode_params(const boost::json::value& value,
+                                                      std::map<std::string, std::string>& out) {
   if (!value.is_object())
     return wrong_type("params", "an object", value);
   for (const auto& entry : value.get_object()) {
@@ -127,6 +130,8 @@ decode_error read_params(const json::value& value, std::map<std::string, std::st
   }
   return std::nullopt;
 }
+
+namespace {
 
 decode_error read_content(const json::value& value, std::optional<domain::content>& out) {
   if (!value.is_object())
@@ -190,9 +195,10 @@ decode_error read_field(std::string_view key, const json::value& value,
     request.tenant_named = !value.is_null();
     return value.is_null() ? std::nullopt : read_string(value, "tenant", request.tenant);
   }
-  if (value.is_null() && (key == "channels" || key == "to" || key == "template" ||
-                          key == "params" || key == "content" || key == "category" ||
-                          key == "priority" || key == "send_at" || key == "expire_at"))
+  if (value.is_null() &&
+      (key == "channels" || key == "to" || key == "template" || key == "params" ||
+       key == "content" || key == "category" || key == "priority" || key == "send_at" ||
+       key == "expire_at" || key == "locale"))
     return std::nullopt;
   if (key == "channels")
     return read_channels(value, request.channels);
@@ -200,8 +206,10 @@ decode_error read_field(std::string_view key, const json::value& value,
     return read_recipients(value, request.to);
   if (key == "template")
     return read_string(value, "template", request.template_name);
+  if (key == "locale")
+    return read_string(value, "locale", request.locale);
   if (key == "params")
-    return read_params(value, request.params);
+    return decode_params(value, request.params);
   if (key == "content")
     return read_content(value, request.body);
   if (key == "category")
@@ -749,10 +757,13 @@ void add_claim_result(json::object& body, const persistence::claim_result& resul
   body["tasks"] = std::move(tasks);
 }
 
-json::object error_object(std::string_view code, std::string_view message, std::string_view field) {
+json::object error_object(std::string_view code, std::string_view message, std::string_view field,
+                          std::optional<std::size_t> position = std::nullopt) {
   json::object error{{"code", sv(code)}, {"message", sv(message)}};
   if (!field.empty())
     error["field"] = sv(field);
+  if (position)
+    error["position"] = *position;
   return error;
 }
 
@@ -778,7 +789,7 @@ std::string encode_batch_answers(const std::vector<batch_answer>& answers,
       const auto& error = std::get<domain::validation_error>(answer);
       item["status"] = error.status;
       item["error"] = error_object(error.code.empty() ? "invalid_request" : error.code,
-                                   error.message, error.field);
+                                   error.message, error.field, error.position);
     }
     results.push_back(std::move(item));
   }
@@ -804,6 +815,9 @@ json::object encode_task(const persistence::task_view& task) {
     item["policy_reason"] = sv(domain::to_string(*task.policy_reason));
   if (task.send_at)
     item["send_at"] = domain::format_rfc3339(*task.send_at);
+  if (task.own_content)
+    item["content"] =
+        json::object{{"title", task.own_content->title}, {"body", task.own_content->body}};
   item["provider_request_id"] = task.provider_request_id;
   item["created_at"] = domain::format_rfc3339(task.created_at);
   item["updated_at"] = domain::format_rfc3339(task.updated_at);
@@ -847,6 +861,20 @@ std::string encode_message_view(const persistence::message_view& view) {
   body["priority"] = sv(domain::to_string(message.priority));
   body["title"] = message.title;
   body["body"] = message.body;
+  // Which template the text was rendered from: a stored one's version, or the config's.
+  if (message.template_name.empty()) {
+    body["template"] = nullptr;
+  } else {
+    json::object rendered_from{{"code", message.template_name}};
+    if (message.template_version) {
+      rendered_from["version"] = *message.template_version;
+      rendered_from["source"] = "stored";
+    } else {
+      rendered_from["version"] = nullptr;
+      rendered_from["source"] = "config";
+    }
+    body["template"] = std::move(rendered_from);
+  }
   json::array tasks;
   tasks.reserve(view.tasks.size());
   for (const auto& task : view.tasks)
@@ -888,7 +916,14 @@ std::string encode_error(std::string_view code, std::string_view message, std::s
 }
 
 std::string encode_error(const domain::validation_error& error) {
-  return encode_error(error.code, error.message, error.field);
+  json::object body;
+  body["error"] = error_object(error.code, error.message, error.field, error.position);
+  return json::serialize(body);
+}
+
+std::variant<json::value, domain::validation_error>
+parse_json_object(std::string_view body, unsigned max_depth, json::monotonic_resource& memory) {
+  return parse_request_object(body, max_depth, memory);
 }
 
 } // namespace herald::api

@@ -10,7 +10,9 @@
 #include <variant>
 #include <vector>
 
+#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parse_options.hpp>
+#include <boost/json/value.hpp>
 
 namespace herald::api {
 
@@ -21,6 +23,19 @@ inline constexpr unsigned default_max_json_depth = 32;
 /// (`duplicate_key`) or number out of the range of a double, naming its path; none when clean.
 std::optional<domain::validation_error>
 check_strict_json(std::string_view text, const boost::json::parse_options& options);
+
+/// The body as a JSON object, parsed as strictly as a POST /v1/messages body (no comments,
+/// trailing commas, invalid UTF-8, duplicate keys or numbers out of range); 400
+/// invalid_request (or duplicate_key) otherwise. Allocates from `memory`, which must outlive
+/// the value.
+std::variant<boost::json::value, domain::validation_error>
+parse_json_object(std::string_view body, unsigned max_depth,
+                  boost::json::monotonic_resource& memory);
+
+/// Template parameters: an object of name to string, number or boolean (numbers and booleans as
+/// their JSON text); 400 invalid_request naming `params.<name>` otherwise.
+std::optional<domain::validation_error> decode_params(const boost::json::value& value,
+                                                      std::map<std::string, std::string>& out);
 
 /// Turns a POST /v1/messages body into a request. Checks only the JSON contract (syntax,
 /// nesting, types, known fields, no duplicate keys, finite numbers); business rules are

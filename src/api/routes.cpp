@@ -1,5 +1,6 @@
 #include "api/routes.hpp"
 
+#include "api/template_codec.hpp"
 #include "api/trace_context.hpp"
 #include "domain/user_validation.hpp"
 #include "domain/utf8.hpp"
@@ -38,6 +39,8 @@ constexpr std::string_view dnd_suffix = "/dnd";
 constexpr std::string_view inbox_prefix = "/v1/inbox/";
 constexpr std::string_view read_suffix = "/read";
 constexpr std::string_view clicked_suffix = "/clicked";
+constexpr std::string_view templates_prefix = "/v1/templates/";
+constexpr std::string_view preview_suffix = "/preview";
 constexpr std::size_t default_inbox_page = 20;
 constexpr std::size_t max_inbox_page = 100;
 constexpr std::size_t max_dead_letter_page = 1000;
@@ -107,17 +110,25 @@ public:
 
   void error(http::status status, std::string_view code, std::string_view message,
              std::string_view field = {}) {
+    error(status, domain::validation_error{static_cast<int>(status), std::string(code),
+                                           std::string(message), std::string(field)});
+  }
+
+  /// The error body of `failure` (its position too, when it has one) with `status`.
+  void error(http::status status, const domain::validation_error& failure) {
     http_response response{status, 11};
     response.set(http::field::content_type, "application/json");
     if (status == http::status::service_unavailable)
       response.set(http::field::retry_after, "1");
-    response.body() = encode_error(code, message, field);
-    send(std::move(response), code);
+    response.body() = encode_error(failure);
+    send(std::move(response), failure.code);
   }
 
   void error(const domain::validation_error& failure) {
-    error(error_status(failure.status), failure.code.empty() ? "invalid_request" : failure.code,
-          failure.message, failure.field);
+    auto named = failure;
+    if (named.code.empty())
+      named.code = "invalid_request";
+    error(error_status(failure.status), named);
   }
 
   /// 401 with the challenge RFC 6750 asks for.
@@ -317,6 +328,10 @@ enum class route_kind {
   lift_dnd,
   mark_read,
   mark_clicked,
+  get_template,
+  put_template,
+  delete_template,
+  preview_template,
   healthz,
   readyz,
   metrics
@@ -402,6 +417,17 @@ std::optional<matched_route> match_route(std::string_view path, http::verb metho
                           {http::verb::put, route_kind::replace_user, domain::scope::submit},
                           {http::verb::patch, route_kind::patch_user, domain::scope::submit}},
                          "GET, PUT, PATCH");
+  // Templates are read (and previewed) with `read`, and changed with `admin`: a template's
+  // text reaches every user the tenant messages.
+  if (auto code = segment_between(path, templates_prefix, preview_suffix))
+    return matched_route{route_kind::preview_template, http::verb::post, *code,
+                         domain::scope::read};
+  if (auto code = segment_between(path, templates_prefix, ""))
+    return choose_method(method, *code,
+                         {{http::verb::get, route_kind::get_template, domain::scope::read},
+                          {http::verb::put, route_kind::put_template, domain::scope::admin},
+                          {http::verb::delete_, route_kind::delete_template, domain::scope::admin}},
+                         "GET, PUT, DELETE");
   if (auto task = segment_between(path, inbox_prefix, read_suffix))
     return matched_route{route_kind::mark_read, http::verb::post, *task, domain::scope::read};
   if (auto task = segment_between(path, inbox_prefix, clicked_suffix))
@@ -479,6 +505,14 @@ void routes::handle(http_request request, respond_fn respond) {
       return mark_inbox_item(route->id, domain::receipt_status::read, *who, ex);
     case route_kind::mark_clicked:
       return mark_inbox_item(route->id, domain::receipt_status::clicked, *who, ex);
+    case route_kind::get_template:
+      return get_template(route->id, query, *who, ex);
+    case route_kind::put_template:
+      return put_template(route->id, query, request, *who, ex);
+    case route_kind::delete_template:
+      return delete_template(route->id, query, *who, ex);
+    case route_kind::preview_template:
+      return preview_template(route->id, query, request, *who, ex);
     case route_kind::healthz:
       return ex->json(http::status::ok, status_body("ok"));
     case route_kind::readyz:
@@ -512,7 +546,9 @@ plan_for_caller(domain::message_request& message, const caller& who, const servi
                                       "tenant"};
     message.tenant = who.tenant;
   }
-  return domain::plan_message(message, service.rules(), service.id_secret(), now, trace_id);
+  const auto stored = service.stored_templates();
+  return domain::plan_message(message, service.rules(), service.id_secret(), now, trace_id,
+                              stored.get());
 }
 
 bool refuse_unless_json(const http_request& request, const exchange_ptr& ex) {
@@ -901,21 +937,15 @@ struct user_key {
   std::string user_id;
 };
 
-/// The user a /v1/users/{user_id}/... request names, and the tenant it acts for: a key's tenant
-/// is the tenant; without keys (auth mode none) the `tenant` query parameter names it (default
+/// The tenant a tenant-scoped resource request (users, templates) acts for: a key's tenant is
+/// the tenant; without keys (auth mode none) the `tenant` query parameter names it (default
 /// "default"). `query` without its fragment.
-std::variant<user_key, domain::validation_error>
-user_key_of(std::string_view segment, std::string_view query, const caller& who) {
+std::variant<std::string, domain::validation_error> tenant_of(std::string_view query,
+                                                              const caller& who) {
   if (auto key = repeated_query_key(query))
     return domain::validation_error{400, "invalid_request",
                                     "query parameter '" + std::string(*key) + "' given twice",
                                     std::string(*key)};
-  auto user_id = user_id_of(segment);
-  if (!user_id)
-    return domain::validation_error{400, "invalid_request",
-                                    "user_id must be 1-128 bytes of UTF-8 without control "
-                                    "characters (percent-encoded in the path)",
-                                    "user_id"};
   auto tenant = query_value(query, "tenant");
   if (tenant && !is_plausible_message_id(*tenant))
     return domain::validation_error{400, "invalid_request", "tenant must be a plain name",
@@ -923,8 +953,81 @@ user_key_of(std::string_view segment, std::string_view query, const caller& who)
   if (!who.tenant.empty() && tenant && *tenant != who.tenant)
     return domain::validation_error{403, "forbidden", "tenant is not the tenant of this API key",
                                     "tenant"};
-  return user_key{!who.tenant.empty() ? who.tenant : std::string(tenant.value_or("default")),
-                  std::move(*user_id)};
+  return !who.tenant.empty() ? who.tenant : std::string(tenant.value_or("default"));
+}
+
+/// The user a /v1/users/{user_id}/... request names, and the tenant it acts for (tenant_of).
+std::variant<user_key, domain::validation_error>
+user_key_of(std::string_view segment, std::string_view query, const caller& who) {
+  auto tenant = tenant_of(query, who);
+  if (auto* failure = std::get_if<domain::validation_error>(&tenant))
+    return std::move(*failure);
+  auto user_id = user_id_of(segment);
+  if (!user_id)
+    return domain::validation_error{400, "invalid_request",
+                                    "user_id must be 1-128 bytes of UTF-8 without control "
+                                    "characters (percent-encoded in the path)",
+                                    "user_id"};
+  return user_key{std::move(std::get<std::string>(tenant)), std::move(*user_id)};
+}
+
+/// A stored template a /v1/templates/{code}... request names, and the tenant it acts for.
+struct template_key {
+  std::string tenant;
+  std::string code;
+};
+
+std::variant<template_key, domain::validation_error>
+template_key_of(std::string_view code, std::string_view query, const caller& who) {
+  auto tenant = tenant_of(query, who);
+  if (auto* failure = std::get_if<domain::validation_error>(&tenant))
+    return std::move(*failure);
+  if (!domain::is_template_code(code))
+    return domain::validation_error{400, "invalid_request",
+                                    "a template code is 1-" +
+                                        std::to_string(domain::max_template_code_length) +
+                                        " characters of A-Z a-z 0-9 _ . -",
+                                    "code"};
+  return template_key{std::move(std::get<std::string>(tenant)), std::string(code)};
+}
+
+/// The `version` query parameter: a positive integer; 0 when absent (the latest).
+std::variant<std::uint32_t, domain::validation_error> version_of(std::string_view query) {
+  auto text = query_value(query, "version");
+  if (!text)
+    return std::uint32_t{0};
+  std::uint32_t version = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), version);
+  if (ec != std::errc{} || end != text->data() + text->size() || version == 0)
+    return domain::validation_error{400, "invalid_request", "version must be a positive integer",
+                                    "version"};
+  return version;
+}
+
+/// The template a PUT or POST under /v1/templates/{code} names and its JSON body as `decode`
+/// reads it; nullopt once `ex` has answered why not (400, 403, 415).
+template <class Decoded, class Decode>
+std::optional<std::pair<template_key, Decoded>>
+template_request(std::string_view code, std::string_view query, const http_request& request,
+                 const caller& who, const exchange_ptr& ex, Decode decode) {
+  auto key = template_key_of(code, query.substr(0, query.find('#')), who);
+  if (auto* failure = std::get_if<domain::validation_error>(&key)) {
+    ex->error(*failure);
+    return std::nullopt;
+  }
+  if (refuse_unless_json(request, ex))
+    return std::nullopt;
+  auto decoded = decode(request.body());
+  if (auto* failure = std::get_if<domain::validation_error>(&decoded)) {
+    ex->error(*failure);
+    return std::nullopt;
+  }
+  return std::pair{std::move(std::get<template_key>(key)), std::move(std::get<Decoded>(decoded))};
+}
+
+domain::validation_error unknown_template(const std::string& code) {
+  return domain::validation_error{404, "template_not_found",
+                                  "no stored template '" + code + "' for this tenant", "code"};
 }
 
 } // namespace
@@ -1108,6 +1211,106 @@ void routes::serve_metrics(const exchange_ptr& ex) {
   response.set(http::field::content_type, "text/plain; version=0.0.4");
   response.body() = metrics_.render();
   ex->send(std::move(response));
+}
+
+void routes::get_template(std::string_view code, std::string_view query, const caller& who,
+                          const exchange_ptr& ex) {
+  query = query.substr(0, query.find('#'));
+  auto key = template_key_of(code, query, who);
+  if (auto* failure = std::get_if<domain::validation_error>(&key))
+    return ex->error(*failure);
+  auto version = version_of(query);
+  if (auto* failure = std::get_if<domain::validation_error>(&version))
+    return ex->error(*failure);
+  auto& [tenant, name] = std::get<template_key>(key);
+  service_.find_template(
+      std::move(tenant), name, std::get<std::uint32_t>(version),
+      guarded(ex,
+              [name](const exchange_ptr& exchange,
+                     std::variant<std::optional<domain::stored_template>, service_error>& result) {
+                if (auto* failure = std::get_if<service_error>(&result))
+                  return exchange->error(*failure);
+                const auto& found = std::get<std::optional<domain::stored_template>>(result);
+                if (!found)
+                  return exchange->error(unknown_template(name));
+                exchange->json(http::status::ok, encode_stored_template(*found));
+              }));
+}
+
+void routes::put_template(std::string_view code, std::string_view query,
+                          const http_request& request, const caller& who, const exchange_ptr& ex) {
+  auto parsed = template_request<domain::template_definition>(
+      code, query, request, who, ex, [this](std::string_view body) {
+        return decode_template_definition(body, options_.max_json_depth);
+      });
+  if (!parsed)
+    return;
+  auto& [key, definition] = *parsed;
+  const auto& rules = service_.rules();
+  if (auto failure = domain::check_definition(definition, rules.channels, rules.limits))
+    return ex->error(*failure);
+  auto& [tenant, name] = key;
+  service_.save_template(
+      std::move(tenant), std::move(name), std::move(definition),
+      guarded(ex, [](const exchange_ptr& exchange,
+                     std::variant<domain::stored_template, service_error>& result) {
+        if (auto* failure = std::get_if<service_error>(&result))
+          return exchange->error(*failure);
+        const auto& stored = std::get<domain::stored_template>(result);
+        exchange->json(stored.version == 1 ? http::status::created : http::status::ok,
+                       encode_stored_template(stored));
+      }));
+}
+
+void routes::delete_template(std::string_view code, std::string_view query, const caller& who,
+                             const exchange_ptr& ex) {
+  auto key = template_key_of(code, query.substr(0, query.find('#')), who);
+  if (auto* failure = std::get_if<domain::validation_error>(&key))
+    return ex->error(*failure);
+  auto& [tenant, name] = std::get<template_key>(key);
+  service_.delete_template(
+      std::move(tenant), name,
+      guarded(ex, [name](const exchange_ptr& exchange, std::variant<bool, service_error>& result) {
+        if (auto* failure = std::get_if<service_error>(&result))
+          return exchange->error(*failure);
+        if (!std::get<bool>(result))
+          return exchange->error(unknown_template(name));
+        boost::json::object body{{"code", name}, {"deleted", true}};
+        exchange->json(http::status::ok, boost::json::serialize(body));
+      }));
+}
+
+void routes::preview_template(std::string_view code, std::string_view query,
+                              const http_request& request, const caller& who,
+                              const exchange_ptr& ex) {
+  auto parsed = template_request<preview_request>(
+      code, query, request, who, ex, [this](std::string_view body) {
+        return decode_preview_request(body, options_.max_json_depth);
+      });
+  if (!parsed)
+    return;
+  auto& [tenant, name] = parsed->first;
+  auto preview = std::move(parsed->second);
+  const auto version = preview.version.value_or(0);
+  service_.find_template(
+      std::move(tenant), name, version,
+      guarded(ex, [name, preview = std::move(preview), service = &service_](
+                      const exchange_ptr& exchange,
+                      std::variant<std::optional<domain::stored_template>, service_error>& result) {
+        if (auto* failure = std::get_if<service_error>(&result))
+          return exchange->error(*failure);
+        const auto& found = std::get<std::optional<domain::stored_template>>(result);
+        if (!found)
+          return exchange->error(unknown_template(name));
+        const auto& rules = service->rules();
+        auto rendered = domain::preview_definition(
+            found->definition, preview.locale, rules.channels, preview.params, rules.limits, name);
+        if (auto* failure = std::get_if<domain::validation_error>(&rendered))
+          return exchange->error(*failure);
+        exchange->json(http::status::ok,
+                       encode_template_preview(
+                           *found, std::get<std::vector<domain::locale_preview>>(rendered)));
+      }));
 }
 
 } // namespace herald::api

@@ -104,6 +104,21 @@ private:
   /// user and answers the profile after COMMIT.
   void update_user(std::string tenant, std::string user_id, const domain::user_patch& patch,
                    const exchange_ptr& ex);
+  /// GET /v1/templates/{code}[?version=N]: the tenant's stored template; 404
+  /// template_not_found when none.
+  void get_template(std::string_view code, std::string_view query, const caller& who,
+                    const exchange_ptr& ex);
+  /// PUT /v1/templates/{code}: checks the definition (422 invalid_template, nothing written),
+  /// saves it as the next version; 201 for version 1, else 200.
+  void put_template(std::string_view code, std::string_view query, const http_request& request,
+                    const caller& who, const exchange_ptr& ex);
+  /// DELETE /v1/templates/{code}: every version; messages already accepted keep their text.
+  void delete_template(std::string_view code, std::string_view query, const caller& who,
+                       const exchange_ptr& ex);
+  /// POST /v1/templates/{code}/preview: renders every locale (or the one asked) for every
+  /// channel, as acceptance would, without sending anything.
+  void preview_template(std::string_view code, std::string_view query, const http_request& request,
+                        const caller& who, const exchange_ptr& ex);
   void readyz(const exchange_ptr& ex);
   void serve_metrics(const exchange_ptr& ex);
 

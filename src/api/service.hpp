@@ -2,10 +2,13 @@
 
 #include "domain/message.hpp"
 #include "domain/policy.hpp"
+#include "domain/template_definition.hpp"
 #include "domain/validation.hpp"
 #include "persistence/task_store.hpp"
 
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -97,6 +100,25 @@ public:
   virtual void
   update_user(std::string tenant, std::string user_id, domain::user_patch patch,
               std::function<void(std::variant<domain::user_profile, service_error>)> done) = 0;
+
+  /// The stored templates this node renders from (latest versions), as of now: never null.
+  virtual std::shared_ptr<const domain::template_catalog> stored_templates() const = 0;
+
+  /// Saves `definition` (already checked) as the next version of the tenant's template;
+  /// answers it after COMMIT, and this node renders it from then on.
+  virtual void
+  save_template(std::string tenant, std::string code, domain::template_definition definition,
+                std::function<void(std::variant<domain::stored_template, service_error>)> done) = 0;
+
+  /// The tenant's template: `version`, or the latest live one when 0; nullopt when none.
+  virtual void find_template(
+      std::string tenant, std::string code, std::uint32_t version,
+      std::function<void(std::variant<std::optional<domain::stored_template>, service_error>)>
+          done) = 0;
+
+  /// Deletes every version of the tenant's template; answers whether one was live.
+  virtual void delete_template(std::string tenant, std::string code,
+                               std::function<void(std::variant<bool, service_error>)> done) = 0;
 
   /// Whether the database answers and the actors run; `reason` says what is not ready.
   virtual void readiness(std::function<void(bool ready, std::string reason)> done) = 0;

@@ -26,26 +26,6 @@ std::string text_of(const json::string& text) {
   return std::string(text.data(), text.size());
 }
 
-/// The body as a JSON object, parsed as strictly as a POST /v1/messages body (no comments,
-/// trailing commas, invalid UTF-8, duplicate keys or numbers out of range). Allocates from
-/// `memory`, which must outlive the value.
-std::variant<json::value, domain::validation_error>
-parse_object(std::string_view body, unsigned max_depth, json::monotonic_resource& memory) {
-  json::parse_options options;
-  options.max_depth = max_depth;
-  json::error_code ec;
-  auto document = json::parse(json::string_view(body.data(), body.size()), ec, &memory, options);
-  if (ec == json::error::too_deep)
-    return invalid("JSON nested too deep (more than " + std::to_string(max_depth) + " levels)");
-  if (ec)
-    return invalid("malformed JSON: " + ec.message());
-  if (auto problem = check_strict_json(body, options))
-    return *problem;
-  if (!document.is_object())
-    return invalid("the request body must be a JSON object");
-  return document;
-}
-
 /// A string field; null clears it (the empty string).
 decode_error read_text(const json::value& value, const std::string& field, std::string& out) {
   if (value.is_null()) {
@@ -133,7 +113,7 @@ decode_error read_profile_field(std::string_view key, const json::value& value,
 std::variant<domain::user_patch, domain::validation_error>
 decode_user_profile(std::string_view body, profile_change change, unsigned max_depth) {
   json::monotonic_resource memory;
-  auto parsed = parse_object(body, max_depth, memory);
+  auto parsed = parse_json_object(body, max_depth, memory);
   if (auto* failure = std::get_if<domain::validation_error>(&parsed))
     return *failure;
   domain::user_patch patch;
@@ -152,7 +132,7 @@ std::variant<domain::user_patch, domain::validation_error> decode_dnd(std::strin
   if (body.empty())
     return patch;
   json::monotonic_resource memory;
-  auto parsed = parse_object(body, max_depth, memory);
+  auto parsed = parse_json_object(body, max_depth, memory);
   if (auto* failure = std::get_if<domain::validation_error>(&parsed))
     return *failure;
   for (const auto& entry : std::get<json::value>(parsed).get_object()) {

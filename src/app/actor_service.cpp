@@ -6,9 +6,13 @@ namespace herald::app {
 
 actor_service::actor_service(actors::ingest_actor ingest, actors::receipt_actor receipts,
                              domain::routing_rules rules, domain::id_secret id_secret,
-                             std::shared_ptr<persistence::zoneinfo> zones)
+                             std::shared_ptr<persistence::zoneinfo> zones,
+                             actors::template_registry_actor templates,
+                             std::shared_ptr<const actors::published_templates> catalog,
+                             std::shared_ptr<const domain::clock> clock)
     : ingest_(std::move(ingest)), receipts_(std::move(receipts)), rules_(std::move(rules)),
-      id_secret_(std::move(id_secret)), zones_(std::move(zones)) {}
+      id_secret_(std::move(id_secret)), zones_(std::move(zones)), templates_(std::move(templates)),
+      catalog_(std::move(catalog)), clock_(std::move(clock)) {}
 
 void actor_service::submit(
     domain::message_plan plan,
@@ -96,6 +100,33 @@ void actor_service::update_user(
     std::function<void(std::variant<domain::user_profile, api::service_error>)> done) {
   caf::anon_send(ingest_, actors::update_atom_v, std::move(tenant), std::move(user_id),
                  std::move(patch), actors::profile_callback{std::move(done)});
+}
+
+std::shared_ptr<const domain::template_catalog> actor_service::stored_templates() const {
+  return catalog_->current();
+}
+
+void actor_service::save_template(
+    std::string tenant, std::string code, domain::template_definition definition,
+    std::function<void(std::variant<domain::stored_template, api::service_error>)> done) {
+  caf::anon_send(templates_, actors::put_atom_v, std::move(tenant), std::move(code),
+                 std::move(definition), clock_->now(),
+                 actors::stored_template_callback{std::move(done)});
+}
+
+void actor_service::find_template(
+    std::string tenant, std::string code, std::uint32_t version,
+    std::function<void(std::variant<std::optional<domain::stored_template>, api::service_error>)>
+        done) {
+  caf::anon_send(templates_, actors::template_atom_v, std::move(tenant), std::move(code), version,
+                 actors::template_callback{std::move(done)});
+}
+
+void actor_service::delete_template(
+    std::string tenant, std::string code,
+    std::function<void(std::variant<bool, api::service_error>)> done) {
+  caf::anon_send(templates_, actors::delete_atom_v, std::move(tenant), std::move(code),
+                 clock_->now(), actors::removed_callback{std::move(done)});
 }
 
 void actor_service::readiness(std::function<void(bool ready, std::string reason)> done) {

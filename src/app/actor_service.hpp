@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/interfaces.hpp"
+#include "actors/template_registry.hpp"
 #include "api/service.hpp"
 #include "persistence/zoneinfo.hpp"
 
@@ -13,9 +14,13 @@ namespace herald::app {
 class actor_service final : public api::service {
 public:
   /// `zones` answers known_time_zone (the one instance the stores also load zones from).
+  /// `templates` serves the templates API and publishes `catalog`; `clock` stamps their changes.
   actor_service(actors::ingest_actor ingest, actors::receipt_actor receipts,
                 domain::routing_rules rules, domain::id_secret id_secret,
-                std::shared_ptr<persistence::zoneinfo> zones);
+                std::shared_ptr<persistence::zoneinfo> zones,
+                actors::template_registry_actor templates,
+                std::shared_ptr<const actors::published_templates> catalog,
+                std::shared_ptr<const domain::clock> clock);
 
   const domain::routing_rules& rules() const override { return rules_; }
 
@@ -75,6 +80,20 @@ public:
       std::string tenant, std::string user_id, domain::user_patch patch,
       std::function<void(std::variant<domain::user_profile, api::service_error>)> done) override;
 
+  std::shared_ptr<const domain::template_catalog> stored_templates() const override;
+
+  void save_template(
+      std::string tenant, std::string code, domain::template_definition definition,
+      std::function<void(std::variant<domain::stored_template, api::service_error>)> done) override;
+
+  void find_template(
+      std::string tenant, std::string code, std::uint32_t version,
+      std::function<void(std::variant<std::optional<domain::stored_template>, api::service_error>)>
+          done) override;
+
+  void delete_template(std::string tenant, std::string code,
+                       std::function<void(std::variant<bool, api::service_error>)> done) override;
+
   void readiness(std::function<void(bool ready, std::string reason)> done) override;
 
 private:
@@ -83,6 +102,9 @@ private:
   domain::routing_rules rules_;
   domain::id_secret id_secret_;
   std::shared_ptr<persistence::zoneinfo> zones_;
+  actors::template_registry_actor templates_;
+  std::shared_ptr<const actors::published_templates> catalog_;
+  std::shared_ptr<const domain::clock> clock_;
 };
 
 } // namespace herald::app

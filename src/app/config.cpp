@@ -645,6 +645,11 @@ config parse_config(const std::string& text) {
   }
   if (auto* events = r.find("events"))
     cfg.events = read_events(*events);
+  if (auto* stored = r.find("stored_templates")) {
+    object_reader t{*stored, "stored_templates"};
+    t.read_ms("refresh_ms", cfg.stored_templates.refresh_interval, 10, one_hour_ms);
+    t.done();
+  }
   if (auto* channels = r.find("channels")) {
     if (!channels->is_array())
       r.fail("channels", "must be an array");
@@ -907,6 +912,8 @@ void validate(const config& cfg) {
   if (auto problem = cfg.supervision.validate(); !problem.empty())
     throw config_error(problem);
   if (auto problem = cfg.store.validate(); !problem.empty())
+    throw config_error(problem);
+  if (auto problem = cfg.stored_templates.validate(); !problem.empty())
     throw config_error(problem);
 }
 

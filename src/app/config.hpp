@@ -7,6 +7,7 @@
 #include "actors/node_supervisor.hpp"
 #include "actors/retry_timer.hpp"
 #include "actors/store_writer.hpp"
+#include "actors/template_registry.hpp"
 #include "api/http_server.hpp"
 #include "domain/policy.hpp"
 #include "domain/validation.hpp"
@@ -107,6 +108,8 @@ struct config {
   domain::policy_rules policy;
   receipts_config receipts;
   events_config events;
+  /// How often a node looks for templates other nodes stored (stored_templates.refresh_ms).
+  actors::template_registry_config stored_templates;
   /// `serve --test-clock`: herald's clock starts at this instant (tests and drills only).
   std::optional<domain::timestamp> test_clock_start;
 };

@@ -9,6 +9,7 @@
 #include "actors/reconciler.hpp"
 #include "actors/store_reader.hpp"
 #include "actors/store_writer.hpp"
+#include "actors/template_registry.hpp"
 #include "api/http_server.hpp"
 #include "api/routes.hpp"
 #include "app/actor_service.hpp"
@@ -224,6 +225,7 @@ bool takes_receipts(const config& cfg) {
 /// supervisor that owns every actor of the node.
 struct node {
   actors::ingest_actor ingest;
+  actors::template_registry_actor templates;
   actors::receipt_actor receipts;
   actors::dispatcher_actor dispatcher;
   actors::node_supervisor_actor supervisor;
@@ -235,6 +237,8 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
                 std::shared_ptr<persistence::task_store> claims_store,
                 std::shared_ptr<persistence::task_store> reader_store,
                 std::shared_ptr<persistence::task_store> events_store,
+                std::shared_ptr<persistence::template_store> template_store,
+                std::shared_ptr<actors::published_templates> published_templates,
                 std::vector<actors::channel_spec> specs, std::shared_ptr<metrics> metrics,
                 std::shared_ptr<const domain::clock> clock, std::shared_ptr<health_board> health,
                 const persistence::undelivered_failover& undelivered_failover) {
@@ -302,6 +306,10 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
       cfg.ingest);
   components.push_back(
       {"ingest", shutdown_stage::ingest, caf::actor_cast<caf::actor>(n.ingest), {}});
+  n.templates = sys.spawn<caf::detached>(actors::template_registry, std::move(template_store),
+                                         std::move(published_templates), cfg.stored_templates);
+  components.push_back(
+      {"template_registry", shutdown_stage::ingest, caf::actor_cast<caf::actor>(n.templates), {}});
   n.receipts =
       sys.spawn(actors::receipts, actors::receipt_peers{writer, n.dispatcher, metrics, clock},
                 actors::receipt_config{});
@@ -359,6 +367,8 @@ int serve(const config& cfg) {
   std::shared_ptr<persistence::task_store> claims_store; // none: the writer claims too
   std::shared_ptr<persistence::task_store> reader_store;
   std::shared_ptr<persistence::task_store> events_store; // none: no events url
+  std::shared_ptr<persistence::template_store> template_store;
+  auto published_templates = std::make_shared<actors::published_templates>();
   inbox_stores inboxes;
   // One tz database for the process: zones load from disk once, whoever asks first.
   const auto zones = std::make_shared<persistence::zoneinfo>();
@@ -398,6 +408,10 @@ int serve(const config& cfg) {
     if (!cfg.events.url.empty())
       events_store = persistence::open_task_store(url, false);
     inboxes = open_inbox_stores(cfg, url);
+    // Stored templates are in the catalog before the listener opens: the first request
+    // already renders them.
+    template_store = std::make_shared<persistence::template_store>(url);
+    actors::load_published_templates(*template_store, *published_templates);
     access = std::make_unique<api_access>(cfg.auth, url);
   } catch (const std::exception& e) {
     log::error("herald.database_unavailable", {{"database", url.text}, {"error", e.what()}});
@@ -429,13 +443,15 @@ int serve(const config& cfg) {
     inboxes.clear(); // the adapters own their connections now
     auto options = routes_options_of(cfg, specs);
     auto n = spawn_node(sys, cfg, writer_store, claims_store, reader_store, std::move(events_store),
-                        std::move(specs), metrics_registry, clock, std::make_shared<health_board>(),
+                        std::move(template_store), published_templates, std::move(specs),
+                        metrics_registry, clock, std::make_shared<health_board>(),
                         undelivered_failover_of(cfg, id_secret));
     writer_store.reset(); // the actors own the connections now
     claims_store.reset();
     reader_store.reset();
 
-    actor_service service{n.ingest, n.receipts, cfg.rules, id_secret, zones};
+    actor_service service{n.ingest, n.receipts,  cfg.rules,           id_secret,
+                          zones,    n.templates, published_templates, clock};
     api::routes routes{service, *metrics_registry, *clock, access->authenticator(),
                        std::move(options)};
     api::http_server server{cfg.http, routes.handler()};

@@ -23,8 +23,8 @@ delivery make_delivery(const message_record& message, const task_record& task) {
   d.channel = task.channel;
   d.recipient = task.recipient;
   d.provider_request_id = task.provider_request_id;
-  d.title = message.title;
-  d.body = message.body;
+  d.title = task.own_content ? task.own_content->title : message.title;
+  d.body = task.own_content ? task.own_content->body : message.body;
   d.trace_id = message.trace_id;
   d.priority = message.priority;
   d.send_at = message.send_at;
@@ -53,6 +53,9 @@ std::optional<message_plan> fallback_plan(const delivery& failed,
   m.created_at = now; // only used if the message row were missing, which it never is
   auto task = task_of(failed.key, fallback_channel, recipient->second, secret);
   task.escalation = failed.escalation; // still sent only if nothing of the message was read
+  // The fallback sends what the failed task was to send (its channel's own template text, if
+  // it had one), stored on the task so a recovery sends the same as the first dispatch.
+  task.own_content = content{failed.title, failed.body};
   plan.tasks.push_back(std::move(task));
   return plan;
 }

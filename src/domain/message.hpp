@@ -41,9 +41,10 @@ struct message_request {
   std::map<std::string, std::string> to;     ///< channel -> recipient address
   std::string template_name;                 ///< empty when `body` is given
   std::map<std::string, std::string> params; ///< template parameters, scalars as text
-  std::optional<content> body;               ///< literal content instead of a template
-  std::optional<domain::category> category;  ///< empty: the route's, else transactional
-  std::optional<domain::priority> priority;  ///< empty: the route's, else normal
+  std::string locale; ///< a stored template's locale to render; empty: the template's default
+  std::optional<content> body;              ///< literal content instead of a template
+  std::optional<domain::category> category; ///< empty: the route's, else transactional
+  std::optional<domain::priority> priority; ///< empty: the route's, else normal
   std::optional<timestamp> send_at;
   std::optional<timestamp> expire_at;
 };
@@ -53,6 +54,9 @@ struct message_record {
   std::string id;
   message_key key;
   std::string template_name;
+  /// The stored template's version the text was rendered with; nullopt for a config template
+  /// (or literal content).
+  std::optional<std::uint32_t> template_version;
   std::map<std::string, std::string> params;
   std::map<std::string, std::string> recipients; ///< the request's `to`: also what failover uses
   std::string title; ///< rendered once at acceptance, so every attempt sends the same text
@@ -75,6 +79,9 @@ struct task_record {
   /// message was READ by then.
   bool escalation = false;
   std::optional<timestamp> not_before; ///< not sent earlier (an escalation step's time)
+  /// This channel's own text (a stored template's per-channel override) when it differs from
+  /// the message's title and body; nullopt: the message's.
+  std::optional<content> own_content = std::nullopt;
 };
 
 /// What a route does with a task policy would hold back (quiet hours, a full frequency cap):

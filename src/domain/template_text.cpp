@@ -1,21 +1,18 @@
 #include "domain/template_text.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace herald::domain {
 namespace {
 
-bool is_name_char(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.' || c == '-';
+/// The 1-based character (code point) position of the byte at `byte`.
+std::size_t position_of(std::string_view text, std::size_t byte) {
+  return character_count(text.substr(0, std::min(byte, text.size()))) + 1;
 }
 
 template_syntax_error error_at(std::string_view text, std::size_t byte, std::string message) {
-  std::size_t characters = 0;
-  for (std::size_t i = 0; i < byte && i < text.size(); ++i)
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) // not a continuation byte
-      ++characters;
-  return {characters + 1, std::move(message)};
+  return {position_of(text, byte), std::move(message)};
 }
 
 /// The `${name}` at `open` (which starts with "${"): the name and the byte after the `}`.
@@ -29,7 +26,7 @@ dollar_placeholder(std::string_view text, std::size_t open) {
   if (close == name_begin)
     return error_at(text, open, "\"${}\" names no parameter");
   for (std::size_t i = name_begin; i < close; ++i)
-    if (!is_name_char(text[i]))
+    if (!is_parameter_name_char(text[i]))
       return error_at(text, i,
                       "a parameter name may only contain A-Z a-z 0-9 _ . - (in \"" +
                           std::string(text.substr(open, close + 1 - open)) + "\")");
@@ -43,7 +40,7 @@ std::optional<std::pair<std::string_view, std::size_t>> brace_placeholder(std::s
   while (cursor < text.size() && text[cursor] == ' ')
     ++cursor;
   const std::size_t name_begin = cursor;
-  while (cursor < text.size() && is_name_char(text[cursor]))
+  while (cursor < text.size() && is_parameter_name_char(text[cursor]))
     ++cursor;
   const std::size_t name_end = cursor;
   while (cursor < text.size() && text[cursor] == ' ')
@@ -53,8 +50,8 @@ std::optional<std::pair<std::string_view, std::size_t>> brace_placeholder(std::s
   return std::pair{text.substr(name_begin, name_end - name_begin), cursor + 2};
 }
 
-/// Walks the text once: on_text(literal run) and on_name(parameter name) in order; on_name
-/// returns false to stop. Returns the first syntax error.
+/// Walks the text once: on_text(literal run) and on_name(parameter name, byte offset of the
+/// placeholder) in order; on_name returns false to stop. Returns the first syntax error.
 template <class OnText, class OnName>
 std::optional<template_syntax_error> scan(std::string_view text, OnText&& on_text,
                                           OnName&& on_name) {
@@ -82,7 +79,7 @@ std::optional<template_syntax_error> scan(std::string_view text, OnText&& on_tex
       continue;
     }
     on_text(text.substr(literal_begin, pos - literal_begin));
-    if (!on_name(found->first))
+    if (!on_name(found->first, pos))
       return std::nullopt;
     pos = literal_begin = found->second;
   }
@@ -92,9 +89,31 @@ std::optional<template_syntax_error> scan(std::string_view text, OnText&& on_tex
 
 } // namespace
 
+bool is_parameter_name_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '-';
+}
+
+std::size_t character_count(std::string_view text) {
+  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80; // not a continuation byte
+  }));
+}
+
+std::vector<placeholder> placeholders_of(std::string_view text) {
+  std::vector<placeholder> found;
+  scan(
+      text, [](std::string_view) {},
+      [&](std::string_view name, std::size_t at) {
+        found.push_back(placeholder{std::string(name), position_of(text, at)});
+        return true;
+      });
+  return found;
+}
+
 std::optional<template_syntax_error> check_template(std::string_view text) {
   return scan(
-      text, [](std::string_view) {}, [](std::string_view) { return true; });
+      text, [](std::string_view) {}, [](std::string_view, std::size_t) { return true; });
 }
 
 std::variant<std::string, missing_parameter, template_syntax_error>
@@ -106,7 +125,7 @@ render_template(std::string_view text, const std::map<std::string, std::string>&
   std::optional<missing_parameter> missing;
   scan(
       text, [&](std::string_view literal) { out.append(literal); },
-      [&](std::string_view name) {
+      [&](std::string_view name, std::size_t) {
         const auto value = params.find(std::string(name));
         if (value == params.end()) {
           missing = missing_parameter{std::string(name)};

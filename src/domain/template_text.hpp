@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace herald::domain {
 
@@ -19,6 +20,21 @@ struct template_syntax_error {
 struct missing_parameter {
   std::string name;
 };
+
+/// A placeholder of a template's text: the parameter it names and where it starts.
+struct placeholder {
+  std::string name;
+  std::size_t position = 0; ///< 1-based, in characters (UTF-8 code points), of its "${" or "{{"
+};
+
+/// Whether `c` may be part of a parameter name: `A-Z a-z 0-9 _ . -`.
+bool is_parameter_name_char(char c);
+
+/// Characters (UTF-8 code points) of `text`: what positions and length limits count.
+std::size_t character_count(std::string_view text);
+
+/// Every placeholder of `text`, in order, up to the first syntax error (check_template's).
+std::vector<placeholder> placeholders_of(std::string_view text);
 
 /// The first syntax error in a template's text, if any. Placeholders:
 /// - `${name}`, the seeds' form: a name of `A-Z a-z 0-9 _ . -` closed by `}`; anything else

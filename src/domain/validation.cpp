@@ -1,6 +1,8 @@
 #include "domain/validation.hpp"
 
+#include "domain/template_definition.hpp"
 #include "domain/template_text.hpp"
+#include "domain/user_validation.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -15,12 +17,6 @@ validation_error invalid(std::string field, std::string message) {
 bool is_control_char(char c) {
   const auto byte = static_cast<unsigned char>(c);
   return byte < 0x20 || byte == 0x7f;
-}
-
-// Message text may break lines and indent; nothing else.
-bool has_control_chars_except_layout(std::string_view text) {
-  return std::any_of(text.begin(), text.end(),
-                     [](char c) { return is_control_char(c) && c != '\n' && c != '\t'; });
 }
 
 bool is_biz_type_char(char c) {
@@ -111,6 +107,122 @@ std::optional<validation_error> check_recipients(const message_request& request,
   return std::nullopt;
 }
 
+struct rendered {
+  std::string title;
+  std::string body;
+  std::optional<std::uint32_t> template_version;  ///< a stored template's
+  std::map<std::string, content> channel_content; ///< channels whose text differs from the above
+};
+
+/// The stored template's text for every resolved channel: the locale's own text for the
+/// message, and a channel's own where its override makes it differ.
+std::variant<rendered, validation_error> render_stored(const message_request& request,
+                                                       const stored_template& stored,
+                                                       const std::vector<std::string>& channels,
+                                                       const request_limits& limits) {
+  const auto& definition = stored.definition;
+  const std::string& locale = choose_locale(definition, request.locale);
+  auto base = render_definition(definition, locale, "", request.params, limits, stored.code);
+  if (auto* error = std::get_if<validation_error>(&base))
+    return std::move(*error);
+  rendered out;
+  out.title = std::move(std::get<rendered_text>(base).title);
+  out.body = std::move(std::get<rendered_text>(base).body);
+  out.template_version = stored.version;
+  for (const std::string& channel : channels) {
+    auto text = render_definition(definition, locale, channel, request.params, limits, stored.code);
+    if (auto* error = std::get_if<validation_error>(&text))
+      return std::move(*error);
+    auto& own = std::get<rendered_text>(text);
+    if (own.title != out.title || own.body != out.body)
+      out.channel_content.emplace(channel, content{std::move(own.title), std::move(own.body)});
+  }
+  return out;
+}
+
+/// The title and body of `template_name` (the request's, or its route's) or of the content:
+/// the tenant's stored template of that name if `stored_templates` holds one, else the
+/// configuration's.
+std::variant<rendered, validation_error> render_content(const message_request& request,
+                                                        const std::string& template_name,
+                                                        const std::vector<std::string>& channels,
+                                                        const routing_rules& rules,
+                                                        const template_catalog* stored_templates) {
+  const auto& limits = rules.limits;
+  const bool has_template = !template_name.empty();
+  const bool has_body = request.body.has_value();
+  if (has_template == has_body) // the route's template is only taken when there is no content
+    return invalid("template", "give exactly one of 'template' and 'content'");
+  if (request.locale.size() > max_locale_length || has_control_chars(request.locale))
+    return invalid("locale", "must be a BCP 47 language tag of at most " +
+                                 std::to_string(max_locale_length) + " characters");
+
+  if (has_template) {
+    const std::string& name = template_name;
+    if (name.size() > limits.max_template_name_length)
+      return invalid("template", "is longer than " +
+                                     std::to_string(limits.max_template_name_length) + " bytes");
+    if (has_control_chars(name))
+      return invalid("template", "contains control characters");
+    if (auto error = check_params(request.params, limits))
+      return *error;
+    if (stored_templates != nullptr)
+      if (auto stored = stored_templates->find(request.tenant, name))
+        return render_stored(request, *stored, channels, limits);
+    const auto found = rules.templates.find(name);
+    if (found == rules.templates.end())
+      return validation_error{422, "unknown_template", "unknown template '" + name + "'",
+                              "template"};
+    // A config template has one locale and no overrides: its text is every channel's.
+    template_definition definition;
+    definition.default_locale = "config";
+    definition.locales["config"] = locale_text{found->second.title, found->second.body, {}};
+    auto text = render_definition(definition, "config", "", request.params, limits, name);
+    if (auto* error = std::get_if<validation_error>(&text))
+      return std::move(*error);
+    for (const std::string& channel : channels)
+      if (auto error = check_body_limit(channel, std::get<rendered_text>(text).body, limits,
+                                        "template '" + name + "'"))
+        return *error;
+    return rendered{std::move(std::get<rendered_text>(text).title),
+                    std::move(std::get<rendered_text>(text).body),
+                    std::nullopt,
+                    {}};
+  }
+
+  // Params are stored with the message even without a template, so they are bounded too.
+  if (auto error = check_params(request.params, limits))
+    return *error;
+  const content& body = *request.body;
+  if (body.body.empty())
+    return invalid("content.body", "is required");
+  if (body.title.size() > limits.max_title_length)
+    return invalid("content.title",
+                   "is longer than " + std::to_string(limits.max_title_length) + " bytes");
+  if (body.body.size() > limits.max_body_length)
+    return invalid("content.body",
+                   "is longer than " + std::to_string(limits.max_body_length) + " bytes");
+  if (has_control_chars(body.title))
+    return invalid("content.title", "contains control characters");
+  if (has_control_chars_except_layout(body.body))
+    return invalid("content.body", "contains control characters other than \\n and \\t");
+  return rendered{body.title, body.body, std::nullopt, {}};
+}
+
+} // namespace
+
+// A NUL would cut the text short where it is stored or sent; the others have no place in a
+// title, a name or a parameter and can forge lines in what is built from them.
+bool has_control_chars(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), is_control_char);
+}
+
+// Message text may break lines and indent; nothing else.
+bool has_control_chars_except_layout(std::string_view text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](char c) { return is_control_char(c) && c != '\n' && c != '\t'; });
+}
+
 std::optional<validation_error> check_params(const std::map<std::string, std::string>& params,
                                              const request_limits& limits) {
   if (params.size() > limits.max_params)
@@ -132,82 +244,9 @@ std::optional<validation_error> check_params(const std::map<std::string, std::st
   return std::nullopt;
 }
 
-struct rendered {
-  std::string title;
-  std::string body;
-};
-
-/// The title and body of `template_name` (the request's, or its route's) or of the content.
-std::variant<rendered, validation_error> render_content(const message_request& request,
-                                                        const std::string& template_name,
-                                                        const routing_rules& rules) {
-  const auto& limits = rules.limits;
-  const bool has_template = !template_name.empty();
-  const bool has_body = request.body.has_value();
-  if (has_template == has_body) // the route's template is only taken when there is no content
-    return invalid("template", "give exactly one of 'template' and 'content'");
-
-  if (has_template) {
-    const std::string& name = template_name;
-    if (name.size() > limits.max_template_name_length)
-      return invalid("template", "is longer than " +
-                                     std::to_string(limits.max_template_name_length) + " bytes");
-    if (has_control_chars(name))
-      return invalid("template", "contains control characters");
-    const auto found = rules.templates.find(name);
-    if (found == rules.templates.end())
-      return validation_error{422, "unknown_template", "unknown template '" + name + "'",
-                              "template"};
-    if (auto error = check_params(request.params, limits))
-      return *error;
-    rendered out;
-    for (auto [source, target] :
-         {std::pair{&found->second.title, &out.title}, std::pair{&found->second.body, &out.body}}) {
-      auto text = render_template(*source, request.params);
-      if (auto* missing = std::get_if<missing_parameter>(&text))
-        return invalid("params." + missing->name,
-                       "template '" + name + "' needs parameter '" + missing->name + "'");
-      if (auto* error = std::get_if<template_syntax_error>(&text)) // checked when loaded
-        return validation_error{422, "invalid_template",
-                                "template '" + name + "' is broken at character " +
-                                    std::to_string(error->position) + ": " + error->message,
-                                "template"};
-      *target = std::move(std::get<std::string>(text));
-    }
-    return out;
-  }
-
-  // Params are stored with the message even without a template, so they are bounded too.
-  if (auto error = check_params(request.params, limits))
-    return *error;
-  const content& body = *request.body;
-  if (body.body.empty())
-    return invalid("content.body", "is required");
-  if (body.title.size() > limits.max_title_length)
-    return invalid("content.title",
-                   "is longer than " + std::to_string(limits.max_title_length) + " bytes");
-  if (body.body.size() > limits.max_body_length)
-    return invalid("content.body",
-                   "is longer than " + std::to_string(limits.max_body_length) + " bytes");
-  if (has_control_chars(body.title))
-    return invalid("content.title", "contains control characters");
-  if (has_control_chars_except_layout(body.body))
-    return invalid("content.body", "contains control characters other than \\n and \\t");
-  return rendered{body.title, body.body};
-}
-
-} // namespace
-
-// A NUL would cut the text short where it is stored or sent; the others have no place in a
-// title, a name or a parameter and can forge lines in what is built from them.
-bool has_control_chars(std::string_view text) {
-  return std::any_of(text.begin(), text.end(), is_control_char);
-}
-
-std::variant<message_plan, validation_error> plan_message(const message_request& request,
-                                                          const routing_rules& rules,
-                                                          const id_secret& secret, timestamp now,
-                                                          const std::string& trace_id) {
+std::variant<message_plan, validation_error>
+plan_message(const message_request& request, const routing_rules& rules, const id_secret& secret,
+             timestamp now, const std::string& trace_id, const template_catalog* stored_templates) {
   const auto& limits = rules.limits;
 
   if (request.biz_type.empty())
@@ -239,7 +278,7 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
       !request.template_name.empty() || request.body || routed_by == nullptr
           ? request.template_name
           : routed_by->template_name;
-  auto text = render_content(request, template_name, rules);
+  auto text = render_content(request, template_name, resolved, rules, stored_templates);
   if (auto* error = std::get_if<validation_error>(&text))
     return std::move(*error);
 
@@ -255,6 +294,7 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
   message.key = message_key{request.tenant, request.biz_type, request.biz_id, request.user_id};
   message.id = message_id_for(message.key, secret);
   message.template_name = template_name;
+  message.template_version = std::get<rendered>(text).template_version;
   message.params = request.params;
   for (const auto& [channel, recipient] : request.to)
     if (rules.channels.count(channel) != 0 && !recipient.empty())
@@ -277,8 +317,13 @@ std::variant<message_plan, validation_error> plan_message(const message_request&
 
   const auto task_for = [&](const std::string& channel) {
     const auto address = message.recipients.find(channel);
-    return task_of(message.key, channel,
-                   address != message.recipients.end() ? address->second : std::string(), secret);
+    auto task =
+        task_of(message.key, channel,
+                address != message.recipients.end() ? address->second : std::string(), secret);
+    auto own = std::get<rendered>(text).channel_content.find(channel);
+    if (own != std::get<rendered>(text).channel_content.end())
+      task.own_content = own->second;
+    return task;
   };
   plan.tasks.reserve(resolved.size() + defaults.escalation.size());
   for (const std::string& channel : resolved)

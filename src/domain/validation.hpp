@@ -13,12 +13,16 @@
 
 namespace herald::domain {
 
+class template_catalog;
+
 /// Why a request was refused; maps 1:1 onto the HTTP error body of design.md §7.
 struct validation_error {
   int status = 400; ///< 400 invalid_request, 422 unknown_channel / no_route / ...
   std::string code; ///< e.g. "invalid_request", "unknown_channel"
   std::string message;
   std::string field; ///< JSON path of the offending field; empty when none applies
+  /// 1-based character position inside `field`'s text (a template's broken placeholder)
+  std::optional<std::size_t> position = std::nullopt;
 };
 
 /// Size limits on request fields; generous for real traffic, tight enough to bound a row.
@@ -33,6 +37,9 @@ struct request_limits {
   std::size_t max_param_value_length = 1024;
   std::size_t max_title_length = 256;
   std::size_t max_body_length = 4096;
+  /// Characters a rendered body may have on these channels (by name): an SMS gateway's
+  /// longest concatenated message (Twilio: 1600), a WeChat template field's practical limit.
+  std::map<std::string, std::size_t> body_character_limits = {{"sms", 1600}, {"wechat", 200}};
 };
 
 /// Title and body with `${name}` (or `{{name}}`) placeholders (domain/template_text.hpp).
@@ -76,13 +83,23 @@ struct routing_rules {
 /// and parameters.
 bool has_control_chars(std::string_view text);
 
+/// has_control_chars, except that line breaks (\n) and tabs are allowed: a body's layout.
+bool has_control_chars_except_layout(std::string_view text);
+
+/// Parameters within the limits: count, key length, value length, no control characters (a
+/// line break in a value could forge a header line; a template's own text brings the layout).
+/// 400 invalid_request naming `params.<name>`.
+std::optional<validation_error> check_params(const std::map<std::string, std::string>& params,
+                                             const request_limits& limits);
+
 /// Applies every business rule to a decoded request: field limits, channel resolution
 /// (explicit list or route; duplicates dropped, order kept), recipients, template rendering,
 /// time window. On success the plan carries deterministic ids (keyed with `secret`) and
-/// PENDING tasks.
-std::variant<message_plan, validation_error> plan_message(const message_request& request,
-                                                          const routing_rules& rules,
-                                                          const id_secret& secret, timestamp now,
-                                                          const std::string& trace_id);
+/// PENDING tasks. A template the tenant stored (`stored_templates`, when given) comes before
+/// the configuration's of the same name.
+std::variant<message_plan, validation_error>
+plan_message(const message_request& request, const routing_rules& rules, const id_secret& secret,
+             timestamp now, const std::string& trace_id,
+             const template_catalog* stored_templates = nullptr);
 
 } // namespace herald::domain

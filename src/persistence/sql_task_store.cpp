@@ -166,7 +166,8 @@ std::string page_of_ids(const std::vector<std::pair<domain::task_state, std::str
 /// Columns of a delivery: tasks `t` joined with their message `m` (see delivery_of).
 const std::string delivery_columns =
     "t.id, t.message_id, t.tenant, t.biz_type, t.biz_id, t.user_id, m.recipients_json, "
-    "t.channel, t.recipient, t.provider_request_id, m.title, m.body, m.trace_id, m.priority, "
+    "t.channel, t.recipient, t.provider_request_id, COALESCE(t.content_title, m.title), "
+    "COALESCE(t.content_body, m.body), m.trace_id, m.priority, "
     "t.status, t.attempts, t.next_attempt_at, COALESCE(t.send_at, m.send_at), m.expire_at, "
     "m.created_at, t.escalation";
 constexpr std::size_t delivery_column_count = 21;
@@ -198,8 +199,8 @@ domain::delivery delivery_of(const sql_row& row) {
 const std::string message_select_columns =
     "m.id, m.tenant, m.biz_type, m.biz_id, m.user_id, m.template_name, m.params_json, m.title, "
     "m.body, m.category, m.priority, m.send_at, m.expire_at, m.trace_id, m.created_at, "
-    "m.recipients_json";
-constexpr std::size_t message_column_count = 16;
+    "m.recipients_json, m.template_version";
+constexpr std::size_t message_column_count = 17;
 
 domain::message_record message_of(const sql_row& m) {
   domain::message_record record;
@@ -216,6 +217,8 @@ domain::message_record message_of(const sql_row& m) {
   record.trace_id = text_of(m[13]);
   record.created_at = domain::from_unix_micros(to_int(m[14]));
   record.recipients = params_of(m[15], "recipients_json");
+  if (m[16])
+    record.template_version = static_cast<std::uint32_t>(to_int(m[16]));
   return record;
 }
 
@@ -223,8 +226,8 @@ domain::message_record message_of(const sql_row& m) {
 const std::string task_view_columns =
     "t.id, t.channel, t.recipient, t.status, t.attempts, t.next_attempt_at, t.last_error, "
     "t.provider_request_id, t.created_at, t.updated_at, t.provider_message_id, t.policy_reason, "
-    "t.send_at";
-constexpr std::size_t task_view_column_count = 13;
+    "t.send_at, t.content_title, t.content_body";
+constexpr std::size_t task_view_column_count = 15;
 
 task_view task_view_of(const sql_row& t) {
   task_view task;
@@ -241,6 +244,8 @@ task_view task_view_of(const sql_row& t) {
   task.provider_message_id = text_of(t[10]);
   task.policy_reason = domain::parse_policy_reason(text_of(t[11]));
   task.send_at = time_of(t[12]);
+  if (t[14]) // a task with text of its own (a stored template's channel override)
+    task.own_content = domain::content{text_of(t[13]), text_of(t[14])};
   return task;
 }
 
@@ -323,11 +328,23 @@ std::optional<std::int64_t> micros_of(const std::optional<domain::timestamp>& at
   return domain::to_unix_micros(*at);
 }
 
-const std::vector<json_column> message_columns = {
-    text{"m_id"},        text{"tenant"},        text{"biz_type"},    text{"biz_id"},
-    text{"user_id"},     text{"template_name"}, text{"params_json"}, text{"recipients_json"},
-    text{"title"},       text{"body"},          text{"category"},    text{"priority"},
-    {"send_at", bigint}, {"expire_at", bigint}, text{"trace_id"},    {"created_at", bigint}};
+const std::vector<json_column> message_columns = {text{"m_id"},
+                                                  text{"tenant"},
+                                                  text{"biz_type"},
+                                                  text{"biz_id"},
+                                                  text{"user_id"},
+                                                  text{"template_name"},
+                                                  text{"params_json"},
+                                                  text{"recipients_json"},
+                                                  text{"title"},
+                                                  text{"body"},
+                                                  text{"category"},
+                                                  text{"priority"},
+                                                  {"send_at", bigint},
+                                                  {"expire_at", bigint},
+                                                  text{"trace_id"},
+                                                  {"created_at", bigint},
+                                                  {"template_version", bigint}};
 
 const std::vector<json_column> task_columns = {
     text{"t_id"},     text{"message_id"},      text{"tenant"},
@@ -335,7 +352,7 @@ const std::vector<json_column> task_columns = {
     text{"channel"},  text{"recipient"},       text{"provider_request_id"},
     text{"priority"}, {"created_at", bigint},  text{"status"},
     text{"reason"},   {"deferred_to", bigint}, {"escalation", bigint},
-    text{"counted"}};
+    text{"counted"},  text{"content_title"},   text{"content_body"}};
 
 const std::vector<json_column> user_key_columns = {
     text{"tenant"}, text{"user_id"}, {"since", bigint}};
@@ -413,7 +430,9 @@ struct claim_batch {
             .time(micros_of(m.send_at))
             .time(micros_of(m.expire_at))
             .text(m.trace_id)
-            .number(domain::to_unix_micros(m.created_at));
+            .number(domain::to_unix_micros(m.created_at))
+            .time(m.template_version ? std::optional<std::int64_t>(*m.template_version)
+                                     : std::nullopt);
       }
       for (const auto& t : plan.tasks) {
         if (!slot_of.emplace(t.id, slots.size()).second)
@@ -473,6 +492,10 @@ struct claim_batch {
       } else {
         rows.null();
       }
+      if (t.own_content)
+        rows.text(t.own_content->title).text(t.own_content->body);
+      else
+        rows.null().null();
     }
     return rows;
   }
@@ -657,21 +680,21 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, policy_state* p
   // deadlock each other.
   static const std::string message_list =
       "id, tenant, biz_type, biz_id, user_id, template_name, params_json, recipients_json, title, "
-      "body, category, priority, send_at, expire_at, trace_id, created_at";
+      "body, category, priority, send_at, expire_at, trace_id, created_at, template_version";
   const std::string insert_messages =
       "INSERT INTO messages (" + message_list +
       ") SELECT r.m_id, r.tenant, r.biz_type, r.biz_id, r.user_id, r.template_name, "
       "r.params_json, r.recipients_json, r.title, r.body, r.category, r.priority, r.send_at, "
-      "r.expire_at, r.trace_id, r.created_at FROM " +
+      "r.expire_at, r.trace_id, r.created_at, r.template_version FROM " +
       dialect_.json_rows("rows", message_columns) +
       " WHERE true ORDER BY r.m_id ON CONFLICT DO NOTHING RETURNING id";
   const std::string insert_tasks =
       "INSERT INTO tasks (id, message_id, tenant, biz_type, biz_id, user_id, channel, recipient, "
       "provider_request_id, status, priority, attempts, created_at, updated_at, policy_reason, "
-      "send_at, escalation, counted_json) SELECT r.t_id, r.message_id, r.tenant, r.biz_type, "
-      "r.biz_id, r.user_id, r.channel, r.recipient, r.provider_request_id, r.status, "
-      "r.priority, 0, r.created_at, r.created_at, r.reason, r.deferred_to, r.escalation, "
-      "r.counted FROM " +
+      "send_at, escalation, counted_json, content_title, content_body) SELECT r.t_id, "
+      "r.message_id, r.tenant, r.biz_type, r.biz_id, r.user_id, r.channel, r.recipient, "
+      "r.provider_request_id, r.status, r.priority, 0, r.created_at, r.created_at, r.reason, "
+      "r.deferred_to, r.escalation, r.counted, r.content_title, r.content_body FROM " +
       dialect_.json_rows("rows", task_columns) +
       " WHERE true ORDER BY r.t_id ON CONFLICT DO NOTHING RETURNING id";
   // Existing tasks are found by their business key: the unique index every key maps to.
@@ -1576,7 +1599,8 @@ std::vector<std::string> sql_task_store::deliver_to_inbox(const std::vector<std:
   // The item is the task's own: its tenant, recipient and channel, its message's text.
   const std::string insert =
       "INSERT INTO inbox (task_id, tenant, user_id, channel, title, body, created_at) "
-      "SELECT t.id, t.tenant, t.recipient, t.channel, m.title, m.body, CAST(:now AS BIGINT) FROM " +
+      "SELECT t.id, t.tenant, t.recipient, t.channel, COALESCE(t.content_title, m.title), "
+      "COALESCE(t.content_body, m.body), CAST(:now AS BIGINT) FROM " +
       dialect_.json_rows("ids", id_columns) +
       " JOIN tasks t ON t.id = r.task_id JOIN messages m ON m.id = t.message_id "
       "WHERE true ON CONFLICT DO NOTHING";

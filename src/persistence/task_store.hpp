@@ -112,6 +112,9 @@ struct task_view {
   std::vector<receipt_record> receipts;
   std::optional<domain::policy_reason> policy_reason; ///< why policy suppressed or deferred it
   std::optional<domain::timestamp> send_at;           ///< the deferred send time, if deferred
+  /// The task's own title and body when they differ from its message's (a stored template's
+  /// channel override, or a fallback's); nullopt: the message's.
+  std::optional<domain::content> own_content;
 };
 
 /// A message with its tasks, as GET /v1/messages/{id} shows it.

@@ -2,6 +2,7 @@
 #include "api/http_server.hpp"
 #include "api/routes.hpp"
 #include "api/service.hpp"
+#include "domain/template_definition.hpp"
 #include "domain/time.hpp"
 #include "observability/log.hpp"
 #include "observability/metrics.hpp"
@@ -284,6 +285,59 @@ public:
         false);
   }
 
+  /// Stored templates in memory: the catalog is what save and delete leave, as on a node.
+  std::shared_ptr<const domain::template_catalog> stored_templates() const override {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    return std::make_shared<const domain::template_catalog>(catalog_);
+  }
+
+  void save_template(std::string tenant, std::string code, domain::template_definition definition,
+                     std::function<void(std::variant<domain::stored_template, api::service_error>)>
+                         done) override {
+    enqueue(
+        [this, tenant, code, definition = std::move(definition), done = std::move(done)] {
+          auto& versions = templates_[{tenant, code}];
+          versions.push_back(
+              domain::stored_template{tenant, code, static_cast<std::uint32_t>(versions.size() + 1),
+                                      definition, *domain::parse_rfc3339("2026-12-01T09:00:00Z")});
+          {
+            std::lock_guard<std::mutex> lock(catalog_mutex_);
+            catalog_.put(versions.back());
+          }
+          done(versions.back());
+        },
+        false);
+  }
+
+  void find_template(
+      std::string tenant, std::string code, std::uint32_t version,
+      std::function<void(std::variant<std::optional<domain::stored_template>, api::service_error>)>
+          done) override {
+    enqueue(
+        [this, tenant, code, version, done = std::move(done)] {
+          auto it = templates_.find({tenant, code});
+          if (it == templates_.end() || it->second.empty())
+            return done(std::nullopt);
+          const auto wanted = version == 0 ? it->second.size() : version;
+          done(wanted <= it->second.size() ? std::optional(it->second[wanted - 1]) : std::nullopt);
+        },
+        false);
+  }
+
+  void delete_template(std::string tenant, std::string code,
+                       std::function<void(std::variant<bool, api::service_error>)> done) override {
+    enqueue(
+        [this, tenant, code, done = std::move(done)] {
+          const bool removed = templates_.erase({tenant, code}) > 0;
+          {
+            std::lock_guard<std::mutex> lock(catalog_mutex_);
+            catalog_.erase(tenant, code);
+          }
+          done(removed);
+        },
+        false);
+  }
+
   void readiness(std::function<void(bool, std::string)> done) override {
     enqueue([this, done = std::move(done)] { done(ready, ready ? "" : "database unreachable"); },
             false);
@@ -380,6 +434,10 @@ private:
   bool replayed_ = false;                                // worker thread only
   // Profiles by tenant and user id; worker thread only.
   std::map<std::pair<std::string, std::string>, domain::user_profile> users_;
+  // Every version of every template; worker thread only. The catalog is read by HTTP threads.
+  std::map<std::pair<std::string, std::string>, std::vector<domain::stored_template>> templates_;
+  mutable std::mutex catalog_mutex_;
+  domain::template_catalog catalog_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> jobs_;
@@ -1743,6 +1801,114 @@ BOOST_FIXTURE_TEST_CASE(a_batch_needs_the_submit_scope_and_each_item_the_key_ten
   BOOST_TEST(text(results[1].at("error").at("field")) == "messages[1].tenant");
   BOOST_TEST(http.service.batch_sizes == std::vector<std::size_t>{1},
              boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+const std::string otp_template =
+    R"({"default_locale":"en","locales":{"en":{"title":"Code","body":"Your code ${code}",)"
+    R"("channels":{"sms":{"body":"${code} is your code"}}},"zh-CN":{"body":"验证码${code}"}},)"
+    R"("variables":["code"]})";
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(routes_templates_tests)
+
+BOOST_FIXTURE_TEST_CASE(templates_are_read_with_read_and_changed_with_admin, keyed_fixture) {
+  const auto json_reader = bearer(reader, test::json_headers());
+  const auto json_admin = bearer(acme, test::json_headers());
+  BOOST_TEST(http.request("PUT", "/v1/templates/otp", otp_template, json_reader).status == 403);
+  BOOST_TEST(http.request("DELETE", "/v1/templates/otp", "", bearer(reader)).status == 403);
+  BOOST_TEST(http.request("PUT", "/v1/templates/otp", otp_template, json_admin).status == 201);
+  BOOST_TEST(http.get("/v1/templates/otp", bearer(reader)).status == 200);
+  BOOST_TEST(
+      http.request("POST", "/v1/templates/otp/preview", R"({"params":{"code":"1"}})", json_reader)
+          .status == 200);
+  BOOST_TEST(http.request("PATCH", "/v1/templates/otp", "{}", json_admin).status == 405);
+  // The key's tenant: another tenant's template is not there.
+  BOOST_TEST(http.get("/v1/templates/otp?tenant=other", bearer(acme)).status == 403);
+}
+
+BOOST_FIXTURE_TEST_CASE(versions_count_up_and_old_ones_stay_readable, keyed_fixture) {
+  const auto json_admin = bearer(acme, test::json_headers());
+  auto first = http.request("PUT", "/v1/templates/otp", otp_template, json_admin);
+  BOOST_TEST(first.status == 201);
+  auto second = http.request("PUT", "/v1/templates/otp", otp_template, json_admin);
+  BOOST_TEST(second.status == 200);
+  BOOST_TEST(json::parse(second.body).as_object().at("version").as_int64() == 2);
+  auto old = http.get("/v1/templates/otp?version=1", bearer(acme));
+  BOOST_TEST(old.status == 200);
+  BOOST_TEST(json::parse(old.body).as_object().at("version").as_int64() == 1);
+  BOOST_TEST(http.get("/v1/templates/otp?version=3", bearer(acme)).status == 404);
+  BOOST_TEST(http.get("/v1/templates/otp?version=zero", bearer(acme)).status == 400);
+  BOOST_TEST(http.request("DELETE", "/v1/templates/otp", "", bearer(acme)).status == 200);
+  auto gone = http.get("/v1/templates/otp", bearer(acme));
+  BOOST_TEST(gone.status == 404);
+  BOOST_TEST(text(error_of(gone).at("code")) == "template_not_found");
+  BOOST_TEST(http.request("DELETE", "/v1/templates/otp", "", bearer(acme)).status == 404);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_broken_template_is_refused_with_its_position_and_not_saved,
+                        keyed_fixture) {
+  const auto json_admin = bearer(acme, test::json_headers());
+  auto refused = http.request(
+      "PUT", "/v1/templates/otp",
+      R"({"default_locale":"en","locales":{"en":{"body":"Code: ${co de}"}}})", json_admin);
+  BOOST_TEST(refused.status == 422);
+  auto error = error_of(refused);
+  BOOST_TEST(text(error.at("code")) == "invalid_template");
+  BOOST_TEST(text(error.at("field")) == "locales.en.body");
+  BOOST_TEST(error.at("position").as_int64() == 11); // the space inside the name
+  BOOST_TEST(http.get("/v1/templates/otp", bearer(acme)).status == 404);
+  // Shape errors are 400 naming the field.
+  auto typo = http.request("PUT", "/v1/templates/otp",
+                           R"({"default_locale":"en","locales":{"en":{"bodi":"x"}}})", json_admin);
+  BOOST_TEST(typo.status == 400);
+  BOOST_TEST(text(error_of(typo).at("field")) == "locales.en.bodi");
+  BOOST_TEST(http.request("PUT", "/v1/templates/bad%2Fcode", otp_template, json_admin).status ==
+             400);
+}
+
+BOOST_FIXTURE_TEST_CASE(preview_renders_every_channel_and_names_a_missing_parameter,
+                        keyed_fixture) {
+  const auto json_admin = bearer(acme, test::json_headers());
+  BOOST_REQUIRE(http.request("PUT", "/v1/templates/otp", otp_template, json_admin).status == 201);
+  auto preview = http.request("POST", "/v1/templates/otp/preview",
+                              R"({"params":{"code":"<b>${x}</b>"},"locale":"zh-CN"})", json_admin);
+  BOOST_TEST_REQUIRE(preview.status == 200);
+  auto locales = json::parse(preview.body).as_object().at("locales").as_array();
+  BOOST_TEST_REQUIRE(locales.size() == 1u);
+  BOOST_TEST(text(locales[0].as_object().at("locale")) == "zh-CN");
+  BOOST_TEST(text(locales[0].as_object().at("body")) == "验证码<b>${x}</b>");
+  auto all =
+      http.request("POST", "/v1/templates/otp/preview", R"({"params":{"code":"7"}})", json_admin);
+  auto en = json::parse(all.body).as_object().at("locales").as_array()[0].as_object();
+  BOOST_TEST(text(en.at("channels").as_object().at("sms").as_object().at("body")) ==
+             "7 is your code");
+  BOOST_TEST(text(en.at("channels").as_object().at("email").as_object().at("body")) ==
+             "Your code 7");
+  auto missing = http.request("POST", "/v1/templates/otp/preview", R"({"params":{}})", json_admin);
+  BOOST_TEST(missing.status == 422);
+  BOOST_TEST(text(error_of(missing).at("code")) == "missing_parameter");
+  BOOST_TEST(text(error_of(missing).at("field")) == "params.code");
+  BOOST_TEST(
+      http.request("POST", "/v1/templates/nope/preview", R"({"params":{}})", json_admin).status ==
+      404);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_message_renders_the_key_tenants_stored_template, keyed_fixture) {
+  const auto json_admin = bearer(acme, test::json_headers());
+  BOOST_REQUIRE(http.request("PUT", "/v1/templates/otp", otp_template, json_admin).status == 201);
+  const std::string event = R"({"biz_type":"OTP","biz_id":"1","user_id":"u-1","channels":["sms"],)"
+                            R"("to":{"sms":"+8613800000000"},"template":"otp","params":{}})";
+  auto missing = http.post(event, json_admin);
+  BOOST_TEST(missing.status == 422);
+  BOOST_TEST(text(error_of(missing).at("code")) == "missing_parameter");
+  std::string with_code = event;
+  with_code.replace(with_code.find(R"("params":{})"), 11, R"("params":{"code":"42"})");
+  BOOST_TEST(http.post(with_code, json_admin).status == 202);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

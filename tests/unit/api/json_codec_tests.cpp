@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include <boost/json.hpp>
 #include <boost/test/unit_test.hpp>
 
 using namespace herald;
@@ -327,7 +328,7 @@ BOOST_AUTO_TEST_CASE(encodes_message_views) {
       R"({"message_id":"m-1","biz_type":"ORDER_SHIPPED","biz_id":"o-1","user_id":"u-1",)"
       R"("tenant":"default","trace_id":"trace-1","created_at":"1970-01-01T00:00:01.000000Z",)"
       R"("category":"transactional","priority":"normal","title":"Title","body":"Body",)"
-      R"("tasks":[{"task_id":"t-1","channel":"sms","recipient":"***0000",)"
+      R"("template":null,"tasks":[{"task_id":"t-1","channel":"sms","recipient":"***0000",)"
       R"("status":"SENT","attempts":1,"provider_request_id":"p-1",)"
       R"("created_at":"1970-01-01T00:00:01.000000Z","updated_at":"1970-01-01T00:00:02.000000Z",)"
       R"("attempt_log":[{"attempt_no":1,"outcome":"success","detail":"sim-1",)"
@@ -339,6 +340,27 @@ BOOST_AUTO_TEST_CASE(encodes_message_views) {
   BOOST_TEST(text == expected);
   BOOST_TEST(text.find("13800000000") == std::string::npos);
   BOOST_TEST(text.find("alice@") == std::string::npos);
+
+  // The template the text came from: a stored one with its version, a config one without.
+  view.message.template_name = "order_shipped";
+  view.message.template_version = 3;
+  auto stored = boost::json::parse(api::encode_message_view(view)).as_object().at("template");
+  BOOST_TEST(boost::json::serialize(stored) ==
+             R"({"code":"order_shipped","version":3,"source":"stored"})");
+  view.message.template_version.reset();
+  auto config = boost::json::parse(api::encode_message_view(view)).as_object().at("template");
+  BOOST_TEST(boost::json::serialize(config) ==
+             R"({"code":"order_shipped","version":null,"source":"config"})");
+}
+
+BOOST_AUTO_TEST_CASE(error_bodies_carry_a_position_when_there_is_one) {
+  domain::validation_error error{422, "invalid_template", "locales.en.body: character 4: ...",
+                                 "locales.en.body", 4};
+  BOOST_TEST(api::encode_error(error) ==
+             R"({"error":{"code":"invalid_template","message":"locales.en.body: character 4: ...",)"
+             R"("field":"locales.en.body","position":4}})");
+  error.position.reset();
+  BOOST_TEST(api::encode_error(error).find("position") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
