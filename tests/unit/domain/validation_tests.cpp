@@ -576,85 +576,85 @@ BOOST_AUTO_TEST_CASE(a_fallback_of_an_escalation_step_is_one_too) {
   BOOST_TEST(!fallback_plan(make_delivery(plan.message, plan.tasks.at(0)), "email", secret, now)
                   ->tasks.at(0)
                   .escalation);
+}
 
-  namespace {
+namespace {
 
-  /// The tenant "default" stored "order_shipped" as version 3: an English and a French text and
-  /// a short SMS body of its own.
-  template_catalog stored_order_shipped() {
-    template_definition d;
-    d.default_locale = "en";
-    d.locales["en"] = locale_text{"Shipped ${order_no}", "Order ${order_no} is on its way.", {}};
-    d.locales["en"].channels["sms"] =
-        channel_text{std::nullopt, std::string("Shipped: ${order_no}")};
-    d.locales["fr"] = locale_text{"Expédiée ${order_no}", "Commande ${order_no} expédiée.", {}};
-    template_catalog catalog;
-    catalog.put(stored_template{"default", "order_shipped", 3, d, now});
-    return catalog;
-  }
+/// The tenant "default" stored "order_shipped" as version 3: an English and a French text and
+/// a short SMS body of its own.
+template_catalog stored_order_shipped() {
+  template_definition d;
+  d.default_locale = "en";
+  d.locales["en"] = locale_text{"Shipped ${order_no}", "Order ${order_no} is on its way.", {}};
+  d.locales["en"].channels["sms"] = channel_text{std::nullopt, std::string("Shipped: ${order_no}")};
+  d.locales["fr"] = locale_text{"Expédiée ${order_no}", "Commande ${order_no} expédiée.", {}};
+  template_catalog catalog;
+  catalog.put(stored_template{"default", "order_shipped", 3, d, now});
+  return catalog;
+}
 
-  } // namespace
+} // namespace
 
-  BOOST_AUTO_TEST_CASE(a_stored_template_comes_before_the_config_one_and_records_its_version) {
-    const auto catalog = stored_order_shipped();
-    auto result = plan_message(request, rules, secret, now, "trace-1", &catalog);
-    BOOST_TEST_REQUIRE(std::holds_alternative<message_plan>(result));
-    const auto& plan = std::get<message_plan>(result);
-    BOOST_TEST(plan.message.template_name == "order_shipped");
-    BOOST_TEST_REQUIRE(plan.message.template_version.has_value());
-    BOOST_TEST(*plan.message.template_version == 3u);
-    BOOST_TEST(plan.message.title == "Shipped 20260907-001");
-    BOOST_TEST(plan.message.body == "Order 20260907-001 is on its way.");
-    // Only the channel whose text differs carries its own.
-    for (const auto& task : plan.tasks) {
-      if (task.channel == "sms") {
-        BOOST_TEST_REQUIRE(task.own_content.has_value());
-        BOOST_TEST(task.own_content->body == "Shipped: 20260907-001");
-        BOOST_TEST(make_delivery(plan.message, task).body == "Shipped: 20260907-001");
-      } else {
-        BOOST_TEST(!task.own_content.has_value(), task.channel);
-      }
+BOOST_AUTO_TEST_CASE(a_stored_template_comes_before_the_config_one_and_records_its_version) {
+  const auto catalog = stored_order_shipped();
+  auto result = plan_message(request, rules, secret, now, "trace-1", &catalog);
+  BOOST_TEST_REQUIRE(std::holds_alternative<message_plan>(result));
+  const auto& plan = std::get<message_plan>(result);
+  BOOST_TEST(plan.message.template_name == "order_shipped");
+  BOOST_TEST_REQUIRE(plan.message.template_version.has_value());
+  BOOST_TEST(*plan.message.template_version == 3u);
+  BOOST_TEST(plan.message.title == "Shipped 20260907-001");
+  BOOST_TEST(plan.message.body == "Order 20260907-001 is on its way.");
+  // Only the channel whose text differs carries its own.
+  for (const auto& task : plan.tasks) {
+    if (task.channel == "sms") {
+      BOOST_TEST_REQUIRE(task.own_content.has_value());
+      BOOST_TEST(task.own_content->body == "Shipped: 20260907-001");
+      BOOST_TEST(make_delivery(plan.message, task).body == "Shipped: 20260907-001");
+    } else {
+      BOOST_TEST(!task.own_content.has_value(), task.channel);
     }
   }
+}
 
-  BOOST_AUTO_TEST_CASE(the_request_locale_picks_the_text) {
-    const auto catalog = stored_order_shipped();
-    request.locale = "fr-CA";
-    auto result = plan_message(request, rules, secret, now, "trace-1", &catalog);
-    BOOST_TEST_REQUIRE(std::holds_alternative<message_plan>(result));
-    BOOST_TEST(std::get<message_plan>(result).message.body == "Commande 20260907-001 expédiée.");
-  }
+BOOST_AUTO_TEST_CASE(the_request_locale_picks_the_text) {
+  const auto catalog = stored_order_shipped();
+  request.locale = "fr-CA";
+  auto result = plan_message(request, rules, secret, now, "trace-1", &catalog);
+  BOOST_TEST_REQUIRE(std::holds_alternative<message_plan>(result));
+  BOOST_TEST(std::get<message_plan>(result).message.body == "Commande 20260907-001 expédiée.");
+}
 
-  BOOST_AUTO_TEST_CASE(another_tenant_gets_the_config_template_without_a_version) {
-    const auto catalog = stored_order_shipped();
-    request.tenant = "other";
-    auto result = plan_message(request, rules, secret, now, "trace-1", &catalog);
-    BOOST_TEST_REQUIRE(std::holds_alternative<message_plan>(result));
-    const auto& plan = std::get<message_plan>(result);
-    BOOST_TEST(!plan.message.template_version.has_value());
-    BOOST_TEST(plan.message.body == "Your order 20260907-001 is on its way to Lyon.");
-  }
+BOOST_AUTO_TEST_CASE(another_tenant_gets_the_config_template_without_a_version) {
+  const auto catalog = stored_order_shipped();
+  request.tenant = "other";
+  auto result = plan_message(request, rules, secret, now, "trace-1", &catalog);
+  BOOST_TEST_REQUIRE(std::holds_alternative<message_plan>(result));
+  const auto& plan = std::get<message_plan>(result);
+  BOOST_TEST(!plan.message.template_version.has_value());
+  BOOST_TEST(plan.message.body == "Your order 20260907-001 is on its way to Lyon.");
+}
 
-  BOOST_AUTO_TEST_CASE(a_stored_template_missing_a_parameter_is_refused) {
-    const auto catalog = stored_order_shipped();
-    request.params.erase("order_no");
-    auto result = plan_message(request, rules, secret, now, "trace-1", &catalog);
-    BOOST_TEST_REQUIRE(std::holds_alternative<validation_error>(result));
-    BOOST_TEST(std::get<validation_error>(result).code == "missing_parameter");
-    BOOST_TEST(std::get<validation_error>(result).field == "params.order_no");
-  }
+BOOST_AUTO_TEST_CASE(a_stored_template_missing_a_parameter_is_refused) {
+  const auto catalog = stored_order_shipped();
+  request.params.erase("order_no");
+  auto result = plan_message(request, rules, secret, now, "trace-1", &catalog);
+  BOOST_TEST_REQUIRE(std::holds_alternative<validation_error>(result));
+  BOOST_TEST(std::get<validation_error>(result).code == "missing_parameter");
+  BOOST_TEST(std::get<validation_error>(result).field == "params.order_no");
+}
 
-  BOOST_AUTO_TEST_CASE(a_rendered_sms_over_its_limit_is_refused_at_acceptance) {
-    rules.limits.body_character_limits = {{"sms", 40}};
-    request.params["city"] = std::string(30, 'x');
-    expect(422, "text_too_long", "params");
-    request.channels = {"app"}; // the app channel has no limit
-    accepted();
-  }
+BOOST_AUTO_TEST_CASE(a_rendered_sms_over_its_limit_is_refused_at_acceptance) {
+  rules.limits.body_character_limits = {{"sms", 40}};
+  request.params["city"] = std::string(30, 'x');
+  expect(422, "text_too_long", "params");
+  request.channels = {"app"}; // the app channel has no limit
+  accepted();
+}
 
-  BOOST_AUTO_TEST_CASE(line_breaks_in_a_parameter_are_refused_before_any_header_sees_them) {
-    request.params["order_no"] = "1\r\nBcc: victim@example.com";
-    expect(400, "invalid_request", "params.order_no");
-  }
+BOOST_AUTO_TEST_CASE(line_breaks_in_a_parameter_are_refused_before_any_header_sees_them) {
+  request.params["order_no"] = "1\r\nBcc: victim@example.com";
+  expect(400, "invalid_request", "params.order_no");
+}
 
-  BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()
