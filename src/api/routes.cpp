@@ -13,6 +13,7 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -998,7 +999,10 @@ std::variant<std::uint32_t, domain::validation_error> version_of(std::string_vie
     return std::uint32_t{0};
   std::uint32_t version = 0;
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), version);
-  if (ec != std::errc{} || end != text->data() + text->size() || version == 0)
+  // Stored as a 32-bit INTEGER: a larger number names no version (and PostgreSQL would
+  // refuse the cast rather than find nothing).
+  if (ec != std::errc{} || end != text->data() + text->size() || version == 0 ||
+      version > static_cast<std::uint32_t>(std::numeric_limits<std::int32_t>::max()))
     return domain::validation_error{400, "invalid_request", "version must be a positive integer",
                                     "version"};
   return version;

@@ -49,7 +49,7 @@ decode_preview_request(std::string_view body, unsigned max_depth) {
       request.locale.assign(value.get_string().data(), value.get_string().size());
     } else if (key == "version") {
       const auto number = value.if_int64();
-      if (number == nullptr || *number < 1 || *number > std::numeric_limits<std::uint32_t>::max())
+      if (number == nullptr || *number < 1 || *number > std::numeric_limits<std::int32_t>::max())
         return domain::validation_error{400, "invalid_request",
                                         "version must be a positive integer", "version"};
       request.version = static_cast<std::uint32_t>(*number);

@@ -93,6 +93,9 @@ std::optional<validation_error> check_definition(const template_definition& defi
                                                  const request_limits& limits) {
   if (definition.locales.empty())
     return invalid_template("locales", "must hold at least one locale");
+  if (definition.locales.size() > max_template_locales) // a preview renders every one
+    return invalid_template("locales",
+                            "holds more than " + std::to_string(max_template_locales) + " locales");
   if (definition.default_locale.empty())
     return invalid_template("default_locale", "is required");
   if (definition.locales.count(definition.default_locale) == 0)
@@ -213,6 +216,15 @@ render_definition(const template_definition& definition, const std::string& loca
                               "template", error->position};
     *target = std::move(std::get<std::string>(rendered));
   }
+  // Parameters repeat: a short text with many placeholders can render far beyond what a
+  // request may carry. Bounded as literal content is, with room for what templates add.
+  if (out.title.size() > max_rendered_title_length || out.body.size() > max_rendered_body_length)
+    return validation_error{
+        422, "text_too_long",
+        "template '" + std::string(code) + "' renders a title over " +
+            std::to_string(max_rendered_title_length) + " bytes or a body over " +
+            std::to_string(max_rendered_body_length) + " bytes with these parameters",
+        "params"};
   if (!channel.empty())
     if (auto error =
             check_body_limit(channel, out.body, limits, "template '" + std::string(code) + "'"))

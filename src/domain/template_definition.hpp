@@ -52,6 +52,11 @@ struct stored_template {
 
 /// Longest template code; codes are plain names (`A-Z a-z 0-9 _ . -`).
 inline constexpr std::size_t max_template_code_length = 64;
+/// At most this many locales in one definition (a preview renders each for every channel).
+inline constexpr std::size_t max_template_locales = 32;
+/// A rendered title or body longer than this is refused (422 text_too_long).
+inline constexpr std::size_t max_rendered_title_length = 1024;
+inline constexpr std::size_t max_rendered_body_length = 64 * 1024;
 
 /// Whether `code` may name a stored template.
 bool is_template_code(std::string_view code);

@@ -165,6 +165,27 @@ BOOST_AUTO_TEST_CASE(the_rendered_sms_length_is_limited_in_characters) {
           .body.size() > 100u);
 }
 
+BOOST_AUTO_TEST_CASE(a_text_rendering_past_its_bound_is_refused) {
+  auto d = otp();
+  d.locales["en"].body = std::string();
+  for (int i = 0; i < 100; ++i) // 100 placeholders of a 1 KiB value: 100 KiB
+    d.locales["en"].body += "${code}";
+  auto result = render_definition(d, "en", "email", {{"code", std::string(1024, '9')}}, {}, "otp");
+  BOOST_TEST_REQUIRE(std::holds_alternative<validation_error>(result));
+  BOOST_TEST(std::get<validation_error>(result).code == "text_too_long");
+  BOOST_TEST(render(d, "en", "email", {{"code", "1"}}).body.size() == 100U); // short values pass
+}
+
+BOOST_AUTO_TEST_CASE(a_definition_holds_a_bounded_number_of_locales) {
+  auto d = otp();
+  for (std::size_t i = d.locales.size(); i < max_template_locales; ++i)
+    d.locales[std::string{static_cast<char>('a' + i / 26), static_cast<char>('a' + i % 26)}] =
+        locale_text{"", "b", {}};
+  BOOST_TEST(!check_definition(d, channels, {}).has_value());
+  d.locales["zz"] = locale_text{"", "b", {}};
+  BOOST_TEST(refusal(d).field == "locales");
+}
+
 BOOST_AUTO_TEST_CASE(placeholders_are_listed_with_character_positions) {
   const auto found = placeholders_of("验证码${code}，{{ minutes }}");
   BOOST_TEST_REQUIRE(found.size() == 2u);
