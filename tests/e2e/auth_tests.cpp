@@ -132,7 +132,7 @@ struct two_tenants {
 };
 
 struct two_tenants_on_postgres : two_tenants {
-  two_tenants_on_postgres() : two_tenants(require_test_postgres_url()) {}
+  two_tenants_on_postgres() : two_tenants(own_test_database()) {}
 };
 
 void tenants_are_isolated(two_tenants& t) {

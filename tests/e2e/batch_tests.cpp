@@ -199,10 +199,10 @@ BOOST_AUTO_TEST_SUITE(batch_api_postgres_tests,
                       *boost::unit_test::precondition(herald::test::postgres_tests_enabled))
 
 BOOST_AUTO_TEST_CASE(a_batch_is_answered_per_item_and_each_task_sent_once) {
-  a_batch_is_answered_per_item_and_sent_once(require_test_postgres_url());
+  a_batch_is_answered_per_item_and_sent_once(own_test_database());
 }
 BOOST_AUTO_TEST_CASE(hostile_batches_get_a_4xx_and_write_nothing) {
-  hostile_batches_write_nothing(require_test_postgres_url());
+  hostile_batches_write_nothing(own_test_database());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

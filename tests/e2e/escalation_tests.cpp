@@ -10,7 +10,6 @@
 #include "support/postgres.hpp"
 
 #include <csignal>
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <unistd.h>
@@ -83,16 +82,6 @@ std::string accept(running_herald& herald, const std::string& body) {
   return text_of(parsed, "message_id");
 }
 
-// A database of the test's own on the test server: a node of another test sharing the server
-// would otherwise sweep this test's waiting steps, and send them.
-std::string own_postgres_database() {
-  const auto url = require_test_postgres_url();
-  const auto name = unique_database_name("herald_esc_");
-  const auto command = "psql -q '" + url + "' -c 'CREATE DATABASE " + name + "' > /dev/null";
-  BOOST_REQUIRE(std::system(command.c_str()) == 0);
-  return with_database(url, name);
-}
-
 double sms_calls(running_herald& herald) {
   return metric_sum(herald.metrics(), "herald_provider_calls_total", {"channel=\"sms\""});
 }
@@ -146,7 +135,7 @@ BOOST_AUTO_TEST_CASE(read_before_the_delay_the_sms_is_never_sent) {
 // Killed before the step is due, restarted: the step is in the database, not in the dead
 // process's timer, and goes once; a second node on the same database sweeps it as well.
 BOOST_AUTO_TEST_CASE(an_escalation_firing_twice_sends_once) {
-  const auto url = own_postgres_database();
+  const auto url = own_test_database("herald_esc_");
   std::string message;
   {
     running_herald doomed(url, escalation_config);

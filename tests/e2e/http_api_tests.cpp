@@ -343,13 +343,13 @@ BOOST_AUTO_TEST_SUITE(http_api_postgres_tests,
                       *boost::unit_test::precondition(herald::test::postgres_tests_enabled))
 
 BOOST_AUTO_TEST_CASE(concurrent_resubmissions_are_sent_once) {
-  concurrent_resubmissions(require_test_postgres_url());
+  concurrent_resubmissions(own_test_database());
 }
 BOOST_AUTO_TEST_CASE(bad_inputs_change_nothing) {
-  bad_inputs(require_test_postgres_url());
+  bad_inputs(own_test_database());
 }
 BOOST_AUTO_TEST_CASE(sigterm_exits_zero) {
-  sigterm_exits_cleanly(require_test_postgres_url());
+  sigterm_exits_cleanly(own_test_database());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -206,7 +206,7 @@ BOOST_AUTO_TEST_SUITE(policy_postgres_tests,
 // sharing the database: exactly three are admitted and sent, seven are SUPPRESSED with
 // policy_reason frequency_cap; sending the ten again changes nothing.
 BOOST_AUTO_TEST_CASE(a_cap_of_three_admits_three_across_two_nodes) {
-  const auto url = require_test_postgres_url();
+  const auto url = own_test_database();
   running_herald first(url, capped_config);
   running_herald second(url, capped_config);
   const auto user = unique_user();

@@ -205,13 +205,13 @@ BOOST_AUTO_TEST_SUITE(templates_postgres_tests,
                       *boost::unit_test::precondition(herald::test::postgres_tests_enabled))
 
 BOOST_AUTO_TEST_CASE(a_template_is_saved_previewed_versioned_and_shown_on_its_messages) {
-  running_herald herald{require_test_postgres_url(), templates_config};
+  running_herald herald{own_test_database(), templates_config};
   the_template_lifecycle(herald, unique_tenant());
 }
 
 // Two nodes share the database: what one saves, the other renders within its refresh interval.
 BOOST_AUTO_TEST_CASE(another_node_renders_a_new_version_after_its_refresh) {
-  const auto database = require_test_postgres_url();
+  const auto database = own_test_database();
   running_herald first{database, templates_config};
   running_herald second{database, templates_config};
   const auto tenant = unique_tenant();

@@ -50,6 +50,15 @@ std::string unique_database_name(std::string_view prefix) {
          std::to_string(counter.fetch_add(1)) + "_" + std::to_string(random() % 1000000007ULL);
 }
 
+std::string own_test_database(std::string_view prefix) {
+  const auto url = require_test_postgres_url();
+  const auto name = unique_database_name(prefix);
+  const auto command = "psql -q '" + url + "' -c 'CREATE DATABASE " + name + "' > /dev/null";
+  if (std::system(command.c_str()) != 0)
+    throw std::runtime_error("could not create test database " + name + " with psql");
+  return with_database(url, name);
+}
+
 std::string with_database(const std::string& url, const std::string& database) {
   const auto scheme = url.find("://");
   const auto slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);

@@ -25,6 +25,11 @@ std::string require_test_postgres_url();
 /// A database name no other test (or test process) uses: "<prefix><pid>_<random>".
 std::string unique_database_name(std::string_view prefix = "herald_t_");
 
+/// A new, empty database on the test server, for one test alone: its URL. Nodes of tests that
+/// share a database act as one cluster and sweep each other's tasks, so a test that counts
+/// provider calls or leaves tasks waiting needs a database of its own.
+std::string own_test_database(std::string_view prefix = "herald_e2e_");
+
 /// `url` with its database name replaced; the query string, if any, is kept.
 std::string with_database(const std::string& url, const std::string& database);
 
