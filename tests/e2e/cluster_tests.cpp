@@ -1,0 +1,668 @@
+// The cluster (design.md §9, docs/cluster.md) against the built binary: three `herald serve`
+// nodes on loopback, joined through CAF's middleman, sharing one PostgreSQL database of their
+// own. Every node's webhook channel calls one `herald sim-provider` on an endpoint of its own
+// (/n1, /n2, /n3), so the provider's record says which node made each call, and when. The
+// provider does not deduplicate but answers status queries (the channel's status_url), so a
+// task found SENDING after its lease ran out is asked about instead of resent blindly: each
+// provider request id must then be delivered exactly once, whatever node died or froze.
+//
+// - The nodes agree on the membership and on who owns how many of the 256 partitions; a node
+//   without `cluster` owns them all.
+// - SIGKILL of one node mid-load: the survivors own all partitions within timeout + lease,
+//   every accepted task is SENT, none is delivered twice or missing; the node restarted with
+//   the same config rejoins and nothing is sent twice.
+// - SIGSTOP of a node holding tasks it has not called the provider for: the others send them;
+//   resumed with SIGCONT, it sends none of them again.
+// - A channel limited to 200/s, burst 20: the three nodes together stay within 200 + 20 calls
+//   in every 1-second window of the provider's own timestamps.
+
+#include "support/eventually.hpp"
+#include "support/herald_process.hpp"
+#include "support/herald_server.hpp"
+#include "support/http_client.hpp"
+#include "support/postgres.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include <boost/json.hpp>
+#include <boost/test/unit_test.hpp>
+
+using namespace herald::test;
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::int64_t partition_count = 256;
+constexpr int heartbeat_ms = 150;
+constexpr int member_timeout_ms = 1000;
+constexpr int lease_ms = 2000;
+// Peers connect with backoff in any order of start; a bound, not an expected time.
+constexpr auto formation_bound = 30s;
+constexpr auto drain_bound = 60s;
+
+const std::string send_secret = "whsec_c2VuZC1zZWNyZXQtZm9yLXRlc3Rz";
+
+std::int64_t integer(const json::value& object, const char* key) {
+  return json::value_to<std::int64_t>(object.at(key));
+}
+
+std::string text(const json::value& object, const char* key) {
+  const auto* found = object.as_object().if_contains(key);
+  return found != nullptr && found->is_string() ? std::string(found->as_string()) : "";
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string unique_prefix(const std::string& name) {
+  std::random_device device;
+  return "cl-" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(device() % 100000) +
+         "-";
+}
+
+/// One provider call as the sim-provider recorded it.
+struct provider_call {
+  std::string endpoint; ///< "/n1": which node called
+  std::string id;       ///< the provider request id
+  std::int64_t at_ms = 0;
+  bool effective = false;
+};
+
+/// `herald sim-provider` on a free port: no faults, no deduplication.
+class sim_provider {
+public:
+  explicit sim_provider(const temp_dir& dir)
+      : port_(free_port()),
+        process_({"sim-provider", "--listen", host + ":" + std::to_string(port_)},
+                 dir.file("sim-provider.log")) {
+    BOOST_REQUIRE_MESSAGE(process_.wait_ready(host, port_), process_.log());
+  }
+
+  std::string url(const std::string& path) const {
+    return "http://" + host + ":" + std::to_string(port_) + path;
+  }
+
+  json::value get(const std::string& target) {
+    auto response = request(host, port_, "GET", target);
+    BOOST_REQUIRE_EQUAL(response.status, 200);
+    return json::parse(response.body);
+  }
+
+  json::value summary() { return get("/calls/summary"); }
+
+  /// Calls made through `endpoint` so far.
+  std::int64_t calls_from(const std::string& endpoint) {
+    const auto all = summary();
+    const auto* counts = all.at("by_endpoint").as_object().if_contains(endpoint);
+    return counts == nullptr ? 0 : integer(*counts, "calls");
+  }
+
+  /// Every call, oldest first (the provider keeps the last 10000: the tests stay below).
+  std::vector<provider_call> calls() {
+    constexpr std::size_t limit = 10000;
+    const auto body = get("/calls/recent?limit=" + std::to_string(limit));
+    std::vector<provider_call> out;
+    for (const auto& item : body.at("calls").as_array())
+      out.push_back({text(item, "endpoint"), text(item, "id"), integer(item, "at_ms"),
+                     item.at("effective").as_bool()});
+    BOOST_REQUIRE_MESSAGE(out.size() < limit, "the provider's call log was cut");
+    return out;
+  }
+
+  /// Every provider request id with at least one effective delivery.
+  std::set<std::string> delivered_ids() {
+    const auto body = get("/calls/ids");
+    std::set<std::string> ids;
+    for (const auto& id : body.at("ids").as_array())
+      ids.emplace(id.as_string());
+    return ids;
+  }
+
+private:
+  std::uint16_t port_;
+  herald_process process_;
+};
+
+/// One node's GET /v1/cluster.
+struct cluster_view {
+  std::string self;
+  std::map<std::string, std::int64_t> owned; ///< partitions_owned by member node_id
+  std::int64_t sum = 0;
+  json::value body;
+};
+
+/// A channel's limits, for the whole cluster.
+struct channel_limits {
+  double rate_per_sec = 1000;
+  double burst = 100;
+};
+
+/// `size` nodes n1..nN on one fresh PostgreSQL database, each with an "sms" webhook channel
+/// calling the sim-provider at /n<i>.
+class test_cluster {
+public:
+  test_cluster(std::size_t size, channel_limits limits)
+      : database_(own_test_database("herald_cluster_")), provider_(dir_), limits_(limits) {
+    for (std::size_t i = 0; i < size; ++i)
+      cluster_ports_.push_back(free_port());
+    nodes_.resize(size);
+    for (std::size_t i = 0; i < size; ++i)
+      start(i);
+  }
+
+  std::size_t size() const { return nodes_.size(); }
+  std::string node_id(std::size_t i) const { return "n" + std::to_string(i + 1); }
+  std::string endpoint(std::size_t i) const { return "/" + node_id(i); }
+  std::string listen(std::size_t i) const {
+    return host + ":" + std::to_string(cluster_ports_.at(i));
+  }
+  sim_provider& provider() { return provider_; }
+
+  running_herald& node(std::size_t i) {
+    BOOST_REQUIRE(nodes_.at(i) != nullptr);
+    return *nodes_[i];
+  }
+
+  /// Starts node `i` (again) with its config; waits until it answers /healthz.
+  void start(std::size_t i) {
+    nodes_.at(i) = std::make_unique<running_herald>(database_, config(i));
+  }
+
+  /// SIGKILLs node `i` and waits for it to end.
+  void kill(std::size_t i) {
+    node(i).process().signal(SIGKILL);
+    BOOST_REQUIRE(node(i).process().wait_exit(10s).has_value());
+  }
+
+  std::string config(std::size_t i) const {
+    json::array peers;
+    for (std::size_t j = 0; j < size(); ++j)
+      if (j != i)
+        peers.emplace_back(listen(j));
+    const json::object channel{{"name", "sms"},
+                               {"type", "webhook"},
+                               {"url", provider_.url(endpoint(i))},
+                               {"secret", send_secret},
+                               {"status_url", provider_.url("/status")},
+                               {"timeout_ms", 1000},
+                               {"lease_ms", lease_ms},
+                               {"rate_per_sec", limits_.rate_per_sec},
+                               {"burst", limits_.burst}};
+    const json::object cluster{{"node_id", node_id(i)},
+                               {"listen", listen(i)},
+                               {"peers", peers},
+                               {"heartbeat_ms", heartbeat_ms},
+                               {"timeout_ms", member_timeout_ms}};
+    return json::serialize(json::object{
+        {"channels", json::array{channel}}, {"sweep_interval_ms", 100}, {"cluster", cluster}});
+  }
+
+  /// Node `i`'s view; nullopt when it does not answer 200.
+  std::optional<cluster_view> view(std::size_t i) {
+    try {
+      auto response = node(i).get("/v1/cluster");
+      if (response.status != 200)
+        return std::nullopt;
+      cluster_view v;
+      v.body = json::parse(response.body);
+      v.self = text(v.body, "node_id");
+      for (const auto& member : v.body.at("members").as_array()) {
+        const auto owned = integer(member, "partitions_owned");
+        v.owned[text(member, "node_id")] = owned;
+        v.sum += owned;
+      }
+      return v;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+
+  /// Whether each node of `which` sees exactly the nodes of `which` as members, owning 256
+  /// partitions in all, and every view gives each member the same count.
+  bool agree(const std::vector<std::size_t>& which) {
+    std::set<std::string> expected;
+    for (auto i : which)
+      expected.insert(node_id(i));
+    std::optional<std::map<std::string, std::int64_t>> first;
+    for (auto i : which) {
+      auto v = view(i);
+      if (!v || v->sum != partition_count)
+        return false;
+      std::set<std::string> members;
+      for (const auto& [id, owned] : v->owned)
+        members.insert(id);
+      if (members != expected || (first && *first != v->owned))
+        return false;
+      first = v->owned;
+    }
+    return true;
+  }
+
+  /// Waits (bounded) until agree(which); the test stops, showing every view, if it never does.
+  void require_agreement(const std::vector<std::size_t>& which,
+                         std::chrono::milliseconds bound = formation_bound) {
+    const auto start = std::chrono::steady_clock::now();
+    const bool agreed = eventually([&] { return agree(which); }, bound);
+    BOOST_REQUIRE_MESSAGE(agreed, "the nodes never agreed on the membership:\n" << describe(which));
+    BOOST_TEST_MESSAGE("membership of " << which.size() << " agreed after "
+                                        << std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::steady_clock::now() - start)
+                                               .count()
+                                        << " ms");
+  }
+
+  /// Every view of `which` and the end of each node's log, for failure messages.
+  std::string describe(const std::vector<std::size_t>& which) {
+    std::ostringstream out;
+    for (auto i : which) {
+      auto v = view(i);
+      out << node_id(i) << ": " << (v ? json::serialize(v->body) : std::string("no answer"))
+          << "\n";
+      auto log = node(i).process().log();
+      if (log.size() > 4000)
+        log = "..." + log.substr(log.size() - 4000);
+      out << node_id(i) << " log:\n" << log << "\n";
+    }
+    return out.str();
+  }
+
+private:
+  temp_dir dir_{"herald-cluster"};
+  std::string database_;
+  sim_provider provider_;
+  channel_limits limits_;
+  std::vector<std::uint16_t> cluster_ports_;
+  std::vector<std::unique_ptr<running_herald>> nodes_;
+};
+
+json::object sms_event(const std::string& biz_id) {
+  return {{"biz_type", "CLUSTER"},
+          {"biz_id", biz_id},
+          {"user_id", "u-" + biz_id},
+          {"channels", json::array{"sms"}},
+          {"to", {{"sms", "+8613800000000"}}},
+          {"content", {{"title", "t"}, {"body", "b"}}}};
+}
+
+/// Events `prefix`<first>..<first + count - 1> as one POST /v1/messages/batch to `node`; the
+/// message ids, each item having been accepted (202).
+std::vector<std::string> submit_batch(running_herald& node, const std::string& prefix, int first,
+                                      int count) {
+  json::array items;
+  for (int i = first; i < first + count; ++i)
+    items.push_back(sms_event(prefix + std::to_string(i)));
+  auto response = request(host, node.port(), "POST", "/v1/messages/batch",
+                          json::serialize(json::object{{"messages", items}}), json_headers());
+  BOOST_REQUIRE_EQUAL(response.status, 200);
+  std::vector<std::string> ids;
+  for (const auto& result : json::parse(response.body).at("results").as_array()) {
+    BOOST_REQUIRE_MESSAGE(integer(result, "status") == 202, json::serialize(result));
+    ids.push_back(text(result, "message_id"));
+  }
+  return ids;
+}
+
+/// Tasks in total and those not finished (PENDING, SENDING, RETRY_WAIT), from /v1/stats.
+struct task_counts {
+  std::int64_t accepted = -1;
+  std::int64_t unfinished = -1;
+};
+
+task_counts counts_on(running_herald& node) {
+  try {
+    auto response = node.get("/v1/stats");
+    if (response.status != 200)
+      return {};
+    const auto total = json::parse(response.body).at("total");
+    return {integer(total, "accepted"),
+            integer(total, "pending") + integer(total, "sending") + integer(total, "retry_wait")};
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+/// Waits (bounded) until `node` counts exactly `accepted` tasks, none unfinished.
+void require_all_finished(running_herald& node, std::size_t accepted) {
+  task_counts last;
+  const bool finished = eventually(
+      [&] {
+        last = counts_on(node);
+        return last.accepted == static_cast<std::int64_t>(accepted) && last.unfinished == 0;
+      },
+      drain_bound);
+  BOOST_REQUIRE_MESSAGE(finished, "tasks accepted " << last.accepted << " (expected " << accepted
+                                                    << "), unfinished " << last.unfinished);
+}
+
+/// GET /v1/messages/{id} on `node` for each message: every task SENT (a channel without
+/// receipts, a provider without faults). Their provider request ids, to message ids.
+std::map<std::string, std::string> sent_request_ids(running_herald& node,
+                                                    const std::vector<std::string>& messages) {
+  http_connection connection(host, node.port());
+  std::map<std::string, std::string> ids;
+  std::size_t not_sent = 0;
+  std::string examples;
+  for (const auto& message : messages) {
+    auto response = connection.request("GET", "/v1/messages/" + message);
+    BOOST_REQUIRE_EQUAL(response.status, 200);
+    const auto body = json::parse(response.body);
+    const auto& tasks = body.at("tasks").as_array();
+    BOOST_REQUIRE_EQUAL(tasks.size(), 1U);
+    if (text(tasks[0], "status") != "SENT" && ++not_sent <= 5)
+      examples += json::serialize(tasks[0]) + "\n";
+    ids.emplace(text(tasks[0], "provider_request_id"), message);
+  }
+  BOOST_TEST(not_sent == 0U, not_sent << " tasks not SENT, e.g.\n" << examples);
+  BOOST_TEST(ids.size() == messages.size(), "provider request ids are not one per task");
+  return ids;
+}
+
+std::string first_few(const std::vector<std::string>& items) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < 10; ++i)
+    out += (i == 0 ? "" : ", ") + items[i];
+  return out;
+}
+
+/// The provider's record against the tasks: each task's provider request id delivered exactly
+/// once, none missing, nothing delivered that is no task's.
+void require_each_delivered_once(sim_provider& provider,
+                                 const std::map<std::string, std::string>& request_ids) {
+  const auto summary = provider.summary();
+  BOOST_TEST(
+      integer(summary, "duplicate_effective_deliveries") == 0,
+      "delivered more than once: " << json::serialize(summary.at("ids_delivered_more_than_once")));
+  BOOST_TEST(integer(summary, "effective_deliveries") ==
+             static_cast<std::int64_t>(request_ids.size()));
+  BOOST_TEST(integer(summary, "calls_without_id") == 0);
+  const auto delivered = provider.delivered_ids();
+  std::vector<std::string> missing;
+  std::vector<std::string> unknown;
+  for (const auto& [id, message] : request_ids)
+    if (delivered.count(id) == 0)
+      missing.push_back(id + " (" + message + ")");
+  for (const auto& id : delivered)
+    if (request_ids.count(id) == 0)
+      unknown.push_back(id);
+  BOOST_TEST(missing.empty(), missing.size() << " never delivered: " << first_few(missing));
+  BOOST_TEST(unknown.empty(), unknown.size() << " delivered for no task: " << first_few(unknown));
+}
+
+double metric_on(running_herald& node, const std::string& name) {
+  return metric_sum(node.metrics(), name);
+}
+
+} // namespace
+
+// A node without `cluster` is a cluster of one: it owns every partition. (SQLite: no cluster
+// needs no PostgreSQL.)
+BOOST_AUTO_TEST_SUITE(cluster_single_node_tests)
+
+BOOST_AUTO_TEST_CASE(a_node_without_cluster_owns_all_256_partitions) {
+  running_herald single("");
+  auto response = single.get("/v1/cluster");
+  BOOST_REQUIRE_EQUAL(response.status, 200);
+  const auto view = json::parse(response.body);
+  BOOST_TEST(integer(view, "partitions") == partition_count);
+  BOOST_TEST(view.at("peers").as_array().empty());
+  const auto& members = view.at("members").as_array();
+  BOOST_REQUIRE_EQUAL(members.size(), 1U);
+  BOOST_TEST(text(members[0], "node_id") == text(view, "node_id"));
+  BOOST_TEST(text(view, "node_id") != "");
+  BOOST_TEST(members[0].at("self").as_bool());
+  BOOST_TEST(text(members[0], "address") == "");
+  BOOST_TEST(integer(members[0], "partitions_owned") == partition_count);
+  const auto metrics = single.metrics();
+  BOOST_TEST(metric_sum(metrics, "herald_cluster_members") == 1.0);
+  BOOST_TEST(metric_sum(metrics, "herald_partitions_owned") == double(partition_count));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(cluster_tests,
+                      *boost::unit_test::precondition(herald::test::postgres_tests_enabled))
+
+BOOST_AUTO_TEST_CASE(three_nodes_agree_on_members_and_partition_owners) {
+  test_cluster cluster(3, {});
+  cluster.require_agreement({0, 1, 2});
+
+  std::map<std::string, std::string> addresses; // node_id -> cluster listen address
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    addresses[cluster.node_id(i)] = cluster.listen(i);
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    BOOST_TEST_CONTEXT(cluster.node_id(i)) {
+      auto view = cluster.view(i);
+      BOOST_REQUIRE(view.has_value());
+      BOOST_TEST_MESSAGE(cluster.node_id(i) << ": " << json::serialize(view->body));
+      BOOST_TEST(view->self == cluster.node_id(i));
+      BOOST_TEST(integer(view->body, "partitions") == partition_count);
+      std::vector<std::string> order;
+      for (const auto& member : view->body.at("members").as_array()) {
+        const auto id = text(member, "node_id");
+        order.push_back(id);
+        BOOST_TEST(text(member, "address") == addresses[id], id);
+        BOOST_TEST(member.at("self").as_bool() == (id == cluster.node_id(i)), id);
+        BOOST_TEST(integer(member, "partitions_owned") > 0, id);
+        BOOST_TEST(text(member, "last_heartbeat") != "", id);
+        BOOST_TEST(integer(member, "in_flight") >= 0, id);
+      }
+      BOOST_TEST(std::is_sorted(order.begin(), order.end()), "members sorted by node_id");
+      std::set<std::string> peers;
+      for (const auto& peer : view->body.at("peers").as_array()) {
+        peers.insert(text(peer, "address"));
+        BOOST_TEST(peer.at("connected").as_bool(), text(peer, "address"));
+      }
+      std::set<std::string> others;
+      for (std::size_t j = 0; j < cluster.size(); ++j)
+        if (j != i)
+          others.insert(cluster.listen(j));
+      BOOST_TEST(peers == others);
+
+      const auto owned = double(view->owned.at(cluster.node_id(i)));
+      const auto metrics = cluster.node(i).wait_for_metrics([&](const std::string& m) {
+        return metric_sum(m, "herald_cluster_members") == 3.0 &&
+               metric_sum(m, "herald_partitions_owned") == owned;
+      });
+      BOOST_TEST(metric_sum(metrics, "herald_cluster_members") == 3.0);
+      BOOST_TEST(metric_sum(metrics, "herald_partitions_owned") == owned);
+      // Every node's share changed at least once: it started alone, or with nothing.
+      BOOST_TEST(metric_sum(metrics, "herald_partition_moves_total") > 0.0);
+    }
+  }
+}
+
+// n3 is SIGKILLed while the cluster sends; the rest of the load goes to the survivors.
+BOOST_AUTO_TEST_CASE(a_killed_node_loses_nothing_and_rejoins_without_a_duplicate) {
+  test_cluster cluster(3, {600, 30}); // 3000 tasks: about 5 s of sending
+  cluster.require_agreement({0, 1, 2});
+  const auto prefix = unique_prefix("kill");
+  constexpr int per_batch = 100;
+  int next = 0;
+  std::vector<std::string> accepted;
+  auto submit = [&](std::size_t i) {
+    auto ids = submit_batch(cluster.node(i), prefix, next, per_batch);
+    next += per_batch;
+    accepted.insert(accepted.end(), ids.begin(), ids.end());
+  };
+  for (std::size_t b = 0; b < 15; ++b)
+    submit(b % 3);
+  BOOST_REQUIRE(eventually([&] { return cluster.provider().calls_from("/n3") > 0; }, 20s));
+
+  const auto calls_before_kill = integer(cluster.provider().summary(), "calls");
+  cluster.kill(2);
+  const auto killed_at = std::chrono::steady_clock::now();
+  BOOST_TEST_MESSAGE("n3 killed after " << calls_before_kill << " provider calls of "
+                                        << accepted.size() << " tasks accepted");
+  BOOST_REQUIRE_MESSAGE(calls_before_kill < static_cast<std::int64_t>(accepted.size()),
+                        "the load was over before the kill");
+
+  // The survivors own all 256 between them, within the member timeout and a lease.
+  const bool moved = eventually([&] { return cluster.agree({0, 1}); }, formation_bound);
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - killed_at);
+  BOOST_REQUIRE_MESSAGE(moved, "survivors never agreed:\n" << cluster.describe({0, 1}));
+  BOOST_TEST_MESSAGE("n3's partitions moved within " << took.count() << " ms");
+  BOOST_TEST(took.count() <= member_timeout_ms + lease_ms);
+
+  for (std::size_t b = 15; b < 30; ++b)
+    submit(b % 2);
+  require_all_finished(cluster.node(0), accepted.size());
+  auto request_ids = sent_request_ids(cluster.node(0), accepted);
+  require_each_delivered_once(cluster.provider(), request_ids);
+  for (std::size_t i = 0; i < 2; ++i)
+    BOOST_TEST_MESSAGE(cluster.node_id(i)
+                       << ": ambiguous resends "
+                       << metric_on(cluster.node(i), "herald_ambiguous_resends_total")
+                       << ", asked and resolved "
+                       << metric_on(cluster.node(i), "herald_ambiguous_resolved_total"));
+  BOOST_TEST_MESSAGE("provider after the kill: " << json::serialize(cluster.provider().summary()));
+
+  // n3 again, same config: it rejoins, takes its partitions back and sends its share of a
+  // second load, and nothing already sent goes again.
+  const auto restarted_at = now_ms();
+  cluster.start(2);
+  cluster.require_agreement({0, 1, 2});
+  for (std::size_t b = 0; b < 6; ++b)
+    submit(b % 3);
+  require_all_finished(cluster.node(0), accepted.size());
+  request_ids = sent_request_ids(cluster.node(2), accepted);
+  require_each_delivered_once(cluster.provider(), request_ids);
+  std::size_t sent_by_restarted = 0;
+  for (const auto& call : cluster.provider().calls())
+    if (call.endpoint == "/n3" && call.at_ms >= restarted_at)
+      ++sent_by_restarted;
+  BOOST_TEST(sent_by_restarted > 0U, "the restarted node sent nothing of the second load");
+  BOOST_TEST_MESSAGE("provider at the end: " << json::serialize(cluster.provider().summary()));
+}
+
+// n3 frozen while its channel, slowed by the rate limit, still holds most of its tasks.
+BOOST_AUTO_TEST_CASE(a_frozen_node_resumed_sends_nothing_that_moved_away) {
+  test_cluster cluster(3, {30, 3}); // 10 calls/s per node
+  cluster.require_agreement({0, 1, 2});
+  const auto prefix = unique_prefix("stop");
+  constexpr int per_node = 30;
+  std::vector<std::string> first_load;
+  for (std::size_t i = 0; i < 3; ++i) {
+    auto ids = submit_batch(cluster.node(i), prefix, int(i) * per_node, per_node);
+    first_load.insert(first_load.end(), ids.begin(), ids.end());
+  }
+  BOOST_REQUIRE(eventually([&] { return cluster.provider().calls_from("/n3") > 0; }, 20s));
+  cluster.node(2).process().signal(SIGSTOP);
+  const auto stopped_at = now_ms();
+  const auto calls_at_stop = integer(cluster.provider().summary(), "calls");
+  BOOST_TEST_MESSAGE("n3 stopped after " << calls_at_stop << " calls of " << first_load.size());
+  BOOST_REQUIRE(calls_at_stop < static_cast<std::int64_t>(first_load.size()) - 10);
+
+  // The others stop hearing from it, take its partitions and send its tasks (those it had
+  // marked SENDING once their lease runs out: the provider is asked about them first).
+  cluster.require_agreement({0, 1}, 10s);
+  require_all_finished(cluster.node(0), first_load.size());
+  const auto n3_during_stop = [&] {
+    std::size_t count = 0;
+    for (const auto& call : cluster.provider().calls())
+      if (call.endpoint == "/n3" && call.at_ms > stopped_at + 500) // what it wrote before
+        ++count;
+    return count;
+  }();
+  BOOST_TEST(n3_during_stop == 0U, "a frozen process made calls");
+
+  cluster.node(2).process().signal(SIGCONT);
+  const auto resumed_at = now_ms();
+  cluster.require_agreement({0, 1, 2});
+  // Settled when n3 has worked through what it held: a second load, accepted everywhere,
+  // queues behind it on n3's channel; once all of it is SENT, n3 has been through its queue.
+  auto all = first_load;
+  for (std::size_t i = 0; i < 3; ++i) {
+    auto ids = submit_batch(cluster.node(i), prefix, 1000 + int(i) * 10, 10);
+    all.insert(all.end(), ids.begin(), ids.end());
+  }
+  require_all_finished(cluster.node(0), all.size());
+  const auto request_ids = sent_request_ids(cluster.node(0), all);
+
+  std::set<std::string> first_ids;
+  for (const auto& [id, message] : request_ids)
+    if (std::find(first_load.begin(), first_load.end(), message) != first_load.end())
+      first_ids.insert(id);
+  std::vector<std::string> again;
+  std::size_t n3_after_resume = 0;
+  std::size_t by_others_while_stopped = 0;
+  for (const auto& call : cluster.provider().calls()) {
+    if (call.endpoint == "/n3" && call.at_ms >= resumed_at) {
+      ++n3_after_resume;
+      if (first_ids.count(call.id) != 0)
+        again.push_back(call.id);
+    }
+    if (call.endpoint != "/n3" && call.at_ms > stopped_at && call.at_ms < resumed_at)
+      ++by_others_while_stopped;
+  }
+  BOOST_TEST_MESSAGE("while n3 was stopped the others made " << by_others_while_stopped
+                                                             << " calls; after it resumed n3 made "
+                                                             << n3_after_resume);
+  BOOST_TEST(again.empty(), "n3 resumed and sent " << again.size() << " tasks of the first load: "
+                                                   << first_few(again));
+  BOOST_TEST(n3_after_resume > 0U, "n3 sent none of the second load");
+  require_each_delivered_once(cluster.provider(), request_ids);
+}
+
+// 200/s with burst 20 for the cluster: the provider's own timestamps, every 1-second window.
+BOOST_AUTO_TEST_CASE(three_nodes_together_keep_the_channel_rate) {
+  constexpr double rate = 200;
+  constexpr double burst = 20;
+  test_cluster cluster(3, {rate, burst});
+  cluster.require_agreement({0, 1, 2});
+  const auto prefix = unique_prefix("rate");
+  constexpr int batches = 21;
+  constexpr int per_batch = 100;
+  std::vector<std::string> accepted;
+  for (int b = 0; b < batches; ++b) {
+    auto ids = submit_batch(cluster.node(std::size_t(b) % 3), prefix, b * per_batch, per_batch);
+    accepted.insert(accepted.end(), ids.begin(), ids.end());
+  }
+  require_all_finished(cluster.node(0), accepted.size());
+
+  std::vector<std::int64_t> at;
+  std::map<std::string, std::size_t> by_node;
+  for (const auto& call : cluster.provider().calls()) {
+    at.push_back(call.at_ms);
+    ++by_node[call.endpoint];
+  }
+  BOOST_REQUIRE_EQUAL(at.size(), accepted.size()); // no faults: one call per task
+  std::sort(at.begin(), at.end());
+  std::size_t most = 0;
+  std::int64_t busiest = 0;
+  for (std::size_t i = 0, j = 0; i < at.size(); ++i) {
+    while (j < at.size() && at[j] < at[i] + 1000)
+      ++j;
+    if (j - i > most) {
+      most = j - i;
+      busiest = at[i];
+    }
+  }
+  const auto span_ms = std::max<std::int64_t>(at.back() - at.front(), 1);
+  BOOST_TEST_MESSAGE("calls by node: n1 "
+                     << by_node["/n1"] << ", n2 " << by_node["/n2"] << ", n3 " << by_node["/n3"]
+                     << "; busiest second " << most << " calls; on average "
+                     << double(at.size() - 1) * 1000.0 / double(span_ms) << "/s");
+  BOOST_TEST(most <= std::size_t(rate + burst),
+             most << " calls in the second from " << busiest - at.front() << " ms");
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    BOOST_TEST(by_node[cluster.endpoint(i)] > 0U, cluster.node_id(i) << " sent nothing");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
