@@ -6,11 +6,12 @@
 // task found SENDING after its lease ran out is asked about instead of resent blindly: each
 // provider request id must then be delivered exactly once, whatever node died or froze.
 //
-// - The nodes agree on the membership and on who owns how many of the 256 partitions; a node
-//   without `cluster` owns them all.
+// - The nodes agree on the membership and on who owns how many of the 256 partitions (the
+//   product's own rendezvous assignment); a node without `cluster` owns them all.
 // - SIGKILL of one node mid-load: the survivors own all partitions within timeout + lease,
-//   every accepted task is SENT, none is delivered twice or missing; the node restarted with
-//   the same config rejoins and nothing is sent twice.
+//   every accepted task ends SENT (DELIVERED when found by a status query), none is delivered
+//   twice or missing; the node restarted with the same config rejoins, sends its partitions'
+//   share of a second load (and only that), and nothing is sent twice.
 // - SIGSTOP of a node holding tasks it has not called the provider for: the others send them;
 //   resumed with SIGCONT, it sends none of them again.
 // - A channel limited to 200/s, burst 20: the three nodes together stay within 200 + 20 calls
