@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -318,17 +319,27 @@ public:
                                         << " ms");
   }
 
-  /// Every view of `which` and the end of each node's log, for failure messages.
+  /// Every view of `which` and what each node logged of note, for failure messages.
   std::string describe(const std::vector<std::size_t>& which) {
     std::ostringstream out;
     for (auto i : which) {
       auto v = view(i);
       out << node_id(i) << ": " << (v ? json::serialize(v->body) : std::string("no answer"))
           << "\n";
-      auto log = nodes_.at(i) != nullptr ? nodes_[i]->process().log() : std::string();
-      if (log.size() > 4000)
-        log = "..." + log.substr(log.size() - 4000);
-      out << node_id(i) << " log:\n" << log << "\n";
+      // Its warnings, errors and cluster events, the last 40 (info lines drown them).
+      std::istringstream log(nodes_.at(i) != nullptr ? nodes_[i]->process().log() : "");
+      std::deque<std::string> lines;
+      for (std::string line; std::getline(log, line);)
+        if (line.find(R"("level":"warn")") != std::string::npos ||
+            line.find(R"("level":"error")") != std::string::npos ||
+            line.find(R"("event":"cluster.)") != std::string::npos) {
+          lines.push_back(line);
+          if (lines.size() > 40)
+            lines.pop_front();
+        }
+      out << node_id(i) << " log (warnings, errors, cluster events):\n";
+      for (const auto& line : lines)
+        out << line << "\n";
     }
     return out.str();
   }
