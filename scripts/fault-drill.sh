@@ -10,7 +10,8 @@
 # three webhook channels (sms -> app fallback) and `herald load`; meanwhile SIGKILLs herald
 # K times at random moments and restarts it, then restarts it once with `wechat` pointed at a
 # closed port for S seconds (retries, circuit opens, new tasks fail over) and once more with
-# the right address. With --store-fail-rate, herald's own database writes fail at that rate
+# the right address (--outage-s 0: no outage). With --store-fail-rate, herald's own database
+# writes fail at that rate
 # (config `store.faults`; half of them after committing, as a lost answer). At the end `herald load` checks, from herald's API and the provider's
 # record: every accepted task terminal, none lost, at most one effective delivery per
 # provider request id, accounting adds up. The drill itself checks that ambiguous resends
