@@ -60,6 +60,12 @@ CAF_ADD_ATOM(herald, herald::atoms, put_atom, "put")
 CAF_ADD_ATOM(herald, herald::atoms, template_atom, "template")
 CAF_ADD_ATOM(herald, herald::atoms, delete_atom, "delete")
 CAF_ADD_ATOM(herald, herald::atoms, refresh_atom, "refresh")
+CAF_ADD_ATOM(herald, herald::atoms, beat_atom, "beat")
+CAF_ADD_ATOM(herald, herald::atoms, handoff_atom, "handoff")
+CAF_ADD_ATOM(herald, herald::atoms, forward_atom, "forward")
+CAF_ADD_ATOM(herald, herald::atoms, dial_atom, "dial")
+CAF_ADD_ATOM(herald, herald::atoms, cluster_atom, "cluster")
+CAF_ADD_ATOM(herald, herald::atoms, own_atom, "own")
 
 namespace herald::actors {
 
@@ -144,8 +150,8 @@ void register_types(caf::actor_system_config& cfg);
 
 CAF_ERROR_CODE_ENUM(herald::actors::errc, "herald")
 
-// Everything below stays inside one process (callbacks, std::optional, std::variant); the
-// cluster work will give cross-node types inspect() overloads instead.
+// Everything below stays inside one process (callbacks, std::optional, std::variant); what
+// crosses nodes has an inspect() overload instead (actors/cluster_messages.hpp).
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::domain::message_plan)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::claim_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::message_plans)

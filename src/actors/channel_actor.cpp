@@ -442,9 +442,33 @@ void expire(self_pointer self, domain::delivery task) {
   record(self, std::move(task), std::move(change), {});
 }
 
+// In a cluster the channel's rate and burst are for all nodes together: this node takes its
+// share, re-split whenever the membership changes.
+void follow_rate_split(channel_state& st, domain::timestamp now) {
+  if (!st.share || st.share->members() == st.rate_split)
+    return;
+  st.rate_split = st.share->members();
+  st.bucket->set_limits(st.settings.rate_per_sec / st.rate_split, st.settings.burst / st.rate_split,
+                        now);
+  log::info("channel.rate_split",
+            {{"channel", st.settings.name},
+             {"members", std::to_string(st.rate_split)},
+             {"rate_per_sec", std::to_string(st.settings.rate_per_sec / st.rate_split)}});
+}
+
+// Counts this actor's calls in flight into the node's, for heartbeats and GET /v1/cluster.
+void show_in_flight(channel_state& st) {
+  if (!st.share)
+    return;
+  const auto now_in_flight = static_cast<std::int64_t>(st.calls.size());
+  st.share->add_in_flight(now_in_flight - st.in_flight_shown);
+  st.in_flight_shown = now_in_flight;
+}
+
 // Whether a provider call may start now; arranges a wake-up when not.
 bool may_call(self_pointer self, domain::timestamp now) {
   auto& st = self->state;
+  follow_rate_split(st, now);
   if (st.paused_until > now) {
     queue_tick(self, std::chrono::duration_cast<std::chrono::microseconds>(st.paused_until - now));
     return false;
@@ -488,6 +512,7 @@ void requeue(self_pointer self, domain::delivery task) {
 
 void pump(self_pointer self) {
   auto& st = self->state;
+  show_in_flight(st);
   if (st.draining || st.failing != 0) // a failing store takes no new work
     return;
   auto now = st.clock->now();
@@ -766,6 +791,7 @@ channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_sta
   init.metrics = std::move(peers.metrics);
   init.clock = std::move(peers.clock);
   init.health = std::move(peers.health);
+  init.share = std::move(peers.share);
   // Tokens name this actor's takes: unique across restarts and nodes without coordination.
   std::uniform_int_distribution<std::uint64_t> any;
   char prefix[32];

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/cluster_share.hpp"
 #include "actors/interfaces.hpp"
 #include "domain/backoff.hpp"
 #include "domain/circuit_breaker.hpp"
@@ -109,6 +110,19 @@ struct channel_state {
   bool draining = false;
   std::vector<caf::typed_response_promise<bool>> drain_waiters;
   std::mt19937_64 jitter_rng{std::random_device{}()};
+  /// Shared with the cluster member (null without a cluster): the rate is split among this
+  /// many nodes, and this actor's calls in flight count into the node's.
+  std::shared_ptr<cluster_share> share;
+  std::uint32_t rate_split = 1;     ///< members the bucket's limits are divided by now
+  std::int64_t in_flight_shown = 0; ///< calls this actor has counted into the share
+
+  channel_state() = default;
+  channel_state(const channel_state&) = delete;
+  channel_state& operator=(const channel_state&) = delete;
+  ~channel_state() {
+    if (share) // a stopped or restarted channel has nothing in flight any more
+      share->add_in_flight(-in_flight_shown);
+  }
 };
 
 /// Who a channel works with.
@@ -118,6 +132,7 @@ struct channel_peers {
   std::shared_ptr<herald::metrics> metrics;
   std::shared_ptr<const domain::clock> clock;
   std::shared_ptr<health_board> health; ///< where the channel says it stopped; may be null
+  std::shared_ptr<cluster_share> share; ///< in a cluster, the rate split; may be null
 };
 
 channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_state> self,

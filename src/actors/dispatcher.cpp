@@ -16,19 +16,40 @@ namespace {
 
 using self_pointer = dispatcher_actor::stateful_pointer<dispatcher_state>;
 
+// Whether `task` belongs to a partition another node of the cluster owns.
+bool owned_elsewhere(const dispatcher_state& st, const domain::delivery& task,
+                     std::optional<domain::partition>& partition) {
+  if (!st.owned || !st.cluster)
+    return false;
+  partition = domain::partition_of(task.message_id);
+  return partition && !st.owns[*partition];
+}
+
+enum class foreign_tasks {
+  forward, ///< tasks of other nodes' partitions go to their owners (new work)
+  keep     ///< every task is sent here (recovery, due retries, hand-offs: already placed)
+};
+
 // Hands due tasks to their channels and the rest to the timer; answers how many each channel
-// got.
-std::map<std::string, std::size_t> dispatch(self_pointer self, deliveries& tasks) {
+// got. With `forward`, tasks of partitions other nodes own go to the cluster member instead.
+std::map<std::string, std::size_t> dispatch(self_pointer self, deliveries& tasks,
+                                            foreign_tasks foreign = foreign_tasks::keep) {
   auto& st = self->state;
   auto now = st.clock->now();
   deliveries not_yet;
   std::map<std::string, deliveries> by_channel;
+  partitioned_tasks elsewhere;
   for (auto& task : tasks) {
-    if (due_time(task, now) > now)
+    std::optional<domain::partition> partition;
+    if (foreign == foreign_tasks::forward && owned_elsewhere(st, task, partition))
+      elsewhere.emplace_back(*partition, task.task_id);
+    else if (due_time(task, now) > now)
       not_yet.push_back(std::move(task));
     else
       by_channel[task.channel].push_back(std::move(task));
   }
+  if (!elsewhere.empty())
+    self->send(st.cluster, forward_atom_v, std::move(elsewhere));
   if (!not_yet.empty()) {
     if (st.timer)
       self->send(st.timer, schedule_atom_v, std::move(not_yet));
@@ -114,7 +135,7 @@ void read_page(self_pointer self) {
   // Retries due after the next sweep are not read: that sweep reads them before they are due,
   // so a restart with a million tasks waiting an hour reads none of them now.
   persistence::unfinished_filter which{current_pass.channel,
-                                       now + self->state.config.sweep_interval};
+                                       now + self->state.config.sweep_interval, self->state.owned};
   self->request(self->state.reader, self->state.config.store_timeout, recover_atom_v,
                 current_pass.after, limit, now, std::move(which))
       .then(
@@ -148,6 +169,22 @@ void read_page(self_pointer self) {
           });
 }
 
+// Dispatches and sweeps `partitions` from now on; sweeps at once when it gained some, so tasks
+// a departed node left behind are picked up as soon as their leases allow.
+void take_ownership(self_pointer self, partition_list partitions) {
+  auto& st = self->state;
+  std::vector<bool> owns(domain::partition_count, false);
+  for (auto p : partitions)
+    owns[p] = true;
+  bool gained = false;
+  for (std::size_t p = 0; p < owns.size(); ++p)
+    gained = gained || (owns[p] && !(st.owned ? st.owns[p] : true));
+  st.owned = std::move(partitions);
+  st.owns = std::move(owns);
+  if (gained && !st.draining)
+    start_recovery(self, "", true);
+}
+
 } // namespace
 
 dispatcher_actor::behavior_type
@@ -165,7 +202,7 @@ dispatcher(dispatcher_actor::stateful_pointer<dispatcher_state> self,
   init.config = config;
   self->delayed_send(self, init.config.sweep_interval, sweep_atom_v);
   return {
-      [self](dispatch_atom, deliveries& tasks) { dispatch(self, tasks); },
+      [self](dispatch_atom, deliveries& tasks) { dispatch(self, tasks, foreign_tasks::forward); },
       [self](attach_atom, const std::string& name, channel_actor& handle) {
         self->state.channels[name] = std::move(handle);
       },
@@ -204,6 +241,10 @@ dispatcher(dispatcher_actor::stateful_pointer<dispatcher_state> self,
         start_recovery(self, "", true); // waits behind a pass that is running, once
         self->delayed_send(self, st.config.sweep_interval, sweep_atom_v);
       },
+      [self](attach_atom, cluster_member_actor& handle) {
+        self->state.cluster = std::move(handle);
+      },
+      [self](own_atom, partition_list& partitions) { take_ownership(self, std::move(partitions)); },
       [self](drain_atom) -> caf::result<bool> {
         auto& st = self->state;
         st.draining = true;

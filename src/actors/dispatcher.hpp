@@ -55,6 +55,11 @@ struct dispatcher_state {
   std::optional<recovery_pass> recovering;
   std::deque<recovery_pass> recoveries_waiting; ///< to run next, each at most once
   bool draining = false;
+  /// In a cluster, the partitions this node owns (and by partition, whether it owns it);
+  /// nullopt: every partition (a single node, or a cluster member before its first view).
+  std::optional<partition_list> owned;
+  std::vector<bool> owns;
+  cluster_member_actor cluster; ///< where new tasks of other nodes' partitions go
 };
 
 dispatcher_actor::behavior_type

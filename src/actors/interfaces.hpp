@@ -3,6 +3,9 @@
 // Every typed actor interface of herald, in one place (data flow: design.md §2).
 
 #include "actors/atoms.hpp"
+#include "actors/cluster_messages.hpp"
+#include "domain/cluster_view.hpp"
+#include "domain/partitions.hpp"
 #include "providers/provider.hpp"
 
 #include <caf/replies_to.hpp>
@@ -10,6 +13,22 @@
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::providers::provider_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::providers::status_answer)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::domain::cluster_view)
+
+namespace herald::actors {
+
+/// Partitions a node owns, ascending.
+using partition_list = std::vector<domain::partition>;
+/// Tasks with their partitions: task id by partition of its message.
+using partitioned_tasks = std::vector<std::pair<domain::partition, std::string>>;
+/// Answer to a cluster view read (never leaves the process).
+using cluster_callback = std::function<void(domain::cluster_view)>;
+
+} // namespace herald::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::partition_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::partitioned_tasks)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::cluster_callback)
 
 namespace herald::actors {
 
@@ -127,6 +146,26 @@ using reconciler_actor = caf::typed_actor<
     /// task id, answer.
     caf::reacts_to<status_atom, std::string, std::string, providers::status_answer>>;
 
+/// What a cluster member shows other nodes (published through the middleman): only messages
+/// that travel, each with an inspect() overload.
+using cluster_peer_actor = caf::typed_actor<
+    /// A peer's heartbeat; the peer's member is the sender.
+    caf::reacts_to<beat_atom, member_beat>,
+    /// Tasks of this node's partitions that a peer accepted.
+    caf::reacts_to<handoff_atom, task_handoff>>;
+
+/// A node's member of its cluster (actors/cluster_member.hpp): its peer face, and what the
+/// node itself asks of it.
+using cluster_member_actor = cluster_peer_actor::extend<
+    /// New tasks of other nodes' partitions, from this node's dispatcher: handed to their owners.
+    caf::reacts_to<forward_atom, partitioned_tasks>,
+    /// Beats, forgets peers silent for the timeout (sent to itself every heartbeat interval).
+    caf::reacts_to<tick_atom>,
+    /// Connects to the peer at this address (sent to itself, and again after each loss).
+    caf::reacts_to<dial_atom, std::string>,
+    /// Calls back with this node's view of its cluster (GET /v1/cluster).
+    caf::reacts_to<cluster_atom, cluster_callback>>;
+
 /// Routes tasks to channel actors (or to the retry timer until they are due) and recovers
 /// unfinished tasks; the node supervisor tells it which actors to route to.
 using dispatcher_actor = caf::typed_actor<
@@ -146,6 +185,11 @@ using dispatcher_actor = caf::typed_actor<
     caf::reacts_to<page_atom>,
     /// Re-reads unfinished tasks (sent to itself every sweep interval).
     caf::reacts_to<sweep_atom>,
+    /// Hands new tasks of partitions it does not own to this cluster member from now on.
+    caf::reacts_to<attach_atom, cluster_member_actor>,
+    /// Dispatches, sweeps and recovers only these partitions from now on (a cluster's
+    /// membership changed); newly owned ones are swept at once.
+    caf::reacts_to<own_atom, partition_list>,
     /// Drains every channel; answers when all are idle.
     caf::replies_to<drain_atom>::with<bool>,
     /// Liveness probe.

@@ -632,6 +632,27 @@ json::object encode_policy_counts(const persistence::channel_stats& stats) {
 
 } // namespace
 
+std::string encode_cluster(const domain::cluster_view& view) {
+  json::array members;
+  for (const auto& member : view.members)
+    members.push_back(json::object{
+        {"node_id", member.node_id},
+        {"address", member.address},
+        {"self", member.self},
+        {"last_heartbeat", member.last_heartbeat
+                               ? json::value(domain::format_rfc3339(*member.last_heartbeat))
+                               : json::value(nullptr)},
+        {"partitions_owned", member.partitions_owned},
+        {"in_flight", member.in_flight}});
+  json::array peers;
+  for (const auto& peer : view.peers)
+    peers.push_back(json::object{{"address", peer.address}, {"connected", peer.connected}});
+  return json::serialize(json::object{{"node_id", view.node_id},
+                                      {"partitions", view.partitions},
+                                      {"members", std::move(members)},
+                                      {"peers", std::move(peers)}});
+}
+
 std::string encode_stats(const std::vector<persistence::channel_stats>& stats,
                          const persistence::stats_query& which) {
   json::array channels;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "domain/cluster_view.hpp"
 #include "domain/message.hpp"
 #include "domain/validation.hpp"
 #include "persistence/task_store.hpp"
@@ -87,6 +88,9 @@ std::string encode_receipt_outcome(const persistence::receipt_outcome& outcome);
 /// "delivery_rate"}],"total":{...}}; every state is a field (lower case), and they add up to
 /// accepted. delivery_rate = (delivered+read+clicked) / (sent-or-later), null when nothing was
 /// sent. A channel the query names is listed even with no task.
+/// GET /v1/cluster's body (docs/cluster.md).
+std::string encode_cluster(const domain::cluster_view& view);
+
 std::string encode_stats(const std::vector<persistence::channel_stats>& stats,
                          const persistence::stats_query& which);
 

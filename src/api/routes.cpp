@@ -34,6 +34,7 @@ constexpr std::string_view dead_letters_path = "/v1/dead-letters";
 constexpr std::string_view replay_suffix = "/replay";
 constexpr std::string_view receipts_prefix = "/v1/receipts/";
 constexpr std::string_view stats_path = "/v1/stats";
+constexpr std::string_view cluster_path = "/v1/cluster";
 constexpr std::string_view users_prefix = "/v1/users/";
 constexpr std::string_view inbox_suffix = "/inbox";
 constexpr std::string_view dnd_suffix = "/dnd";
@@ -321,6 +322,7 @@ enum class route_kind {
   replay_dead_letter,
   record_receipt,
   stats,
+  cluster,
   list_inbox,
   get_user,
   replace_user,
@@ -402,6 +404,8 @@ std::optional<matched_route> match_route(std::string_view path, http::verb metho
                          path.substr(receipts_prefix.size()), std::nullopt};
   if (path == stats_path)
     return matched_route{route_kind::stats, http::verb::get, {}, domain::scope::read};
+  if (path == cluster_path)
+    return matched_route{route_kind::cluster, http::verb::get, {}, domain::scope::read};
   // The inbox: reading it and recording what its user did both need `read` (docs/api.md).
   if (auto user = segment_between(path, users_prefix, inbox_suffix))
     return matched_route{route_kind::list_inbox, http::verb::get, *user, domain::scope::read};
@@ -490,6 +494,8 @@ void routes::handle(http_request request, respond_fn respond) {
       return record_receipt(route->id, request, ex);
     case route_kind::stats:
       return stats(query, *who, ex);
+    case route_kind::cluster:
+      return cluster(ex);
     case route_kind::list_inbox:
       return list_inbox(route->id, query, *who, ex);
     case route_kind::get_user:
@@ -880,6 +886,12 @@ std::optional<std::string> percent_decoded(std::string_view text) {
 }
 
 } // namespace
+
+void routes::cluster(const exchange_ptr& ex) {
+  service_.cluster(guarded(ex, [](const exchange_ptr& exchange, domain::cluster_view& view) {
+    exchange->json(http::status::ok, encode_cluster(view));
+  }));
+}
 
 void routes::stats(std::string_view query, const caller& who, const exchange_ptr& ex) {
   query = query.substr(0, query.find('#'));

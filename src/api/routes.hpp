@@ -83,6 +83,8 @@ private:
   void record_reading(const std::string& channel, providers::callback_reading reading,
                       const exchange_ptr& ex);
   void stats(std::string_view query, const caller& who, const exchange_ptr& ex);
+  /// GET /v1/cluster: this node's view of its cluster.
+  void cluster(const exchange_ptr& ex);
   void list_inbox(std::string_view user, std::string_view query, const caller& who,
                   const exchange_ptr& ex);
   /// Records the inbox's READ or CLICKED receipt for an item of the caller's tenant.

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "domain/cluster_view.hpp"
 #include "domain/message.hpp"
 #include "domain/policy.hpp"
 #include "domain/template_definition.hpp"
@@ -68,6 +69,9 @@ public:
   virtual void record_receipt(
       persistence::receipt_input receipt,
       std::function<void(std::variant<persistence::receipt_outcome, service_error>)> done) = 0;
+
+  /// This node's view of its cluster (a single node: itself, owning every partition).
+  virtual void cluster(std::function<void(domain::cluster_view)> done) = 0;
 
   /// Task counts per channel and state of the tasks `which` selects.
   virtual void

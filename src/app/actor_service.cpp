@@ -1,5 +1,7 @@
 #include "app/actor_service.hpp"
 
+#include <algorithm>
+
 #include <caf/send.hpp>
 
 namespace herald::app {
@@ -9,10 +11,26 @@ actor_service::actor_service(actors::ingest_actor ingest, actors::receipt_actor 
                              std::shared_ptr<persistence::zoneinfo> zones,
                              actors::template_registry_actor templates,
                              std::shared_ptr<const actors::published_templates> catalog,
-                             std::shared_ptr<const domain::clock> clock)
+                             std::shared_ptr<const domain::clock> clock, node_cluster cluster)
     : ingest_(std::move(ingest)), receipts_(std::move(receipts)), rules_(std::move(rules)),
       id_secret_(std::move(id_secret)), zones_(std::move(zones)), templates_(std::move(templates)),
-      catalog_(std::move(catalog)), clock_(std::move(clock)) {}
+      catalog_(std::move(catalog)), clock_(std::move(clock)), cluster_(std::move(cluster)) {}
+
+void actor_service::cluster(std::function<void(domain::cluster_view)> done) {
+  if (cluster_.member) {
+    caf::anon_send(cluster_.member, actors::cluster_atom_v,
+                   actors::cluster_callback{std::move(done)});
+    return;
+  }
+  domain::member_view alone;
+  alone.node_id = cluster_.node_id;
+  alone.self = true;
+  alone.last_heartbeat = clock_->now();
+  alone.partitions_owned = domain::partition_count;
+  alone.in_flight =
+      static_cast<std::uint64_t>(std::max<std::int64_t>(0, cluster_.share->in_flight()));
+  done({cluster_.node_id, domain::partition_count, {std::move(alone)}, {}});
+}
 
 void actor_service::submit(
     domain::message_plan plan,

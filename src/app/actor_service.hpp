@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/cluster_share.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/template_registry.hpp"
 #include "api/service.hpp"
@@ -8,6 +9,14 @@
 #include <memory>
 
 namespace herald::app {
+
+/// Where a node's cluster view comes from: its cluster member, or (a single node, `member`
+/// null) the node alone.
+struct node_cluster {
+  actors::cluster_member_actor member;
+  std::shared_ptr<const actors::cluster_share> share; ///< calls in flight on this node
+  std::string node_id;
+};
 
 /// api::service over the ingest actor: each call becomes one message carrying the HTTP
 /// layer's callback, so HTTP threads never wait on an actor.
@@ -20,7 +29,9 @@ public:
                 std::shared_ptr<persistence::zoneinfo> zones,
                 actors::template_registry_actor templates,
                 std::shared_ptr<const actors::published_templates> catalog,
-                std::shared_ptr<const domain::clock> clock);
+                std::shared_ptr<const domain::clock> clock, node_cluster cluster);
+
+  void cluster(std::function<void(domain::cluster_view)> done) override;
 
   const domain::routing_rules& rules() const override { return rules_; }
 
@@ -105,6 +116,7 @@ private:
   actors::template_registry_actor templates_;
   std::shared_ptr<const actors::published_templates> catalog_;
   std::shared_ptr<const domain::clock> clock_;
+  node_cluster cluster_;
 };
 
 } // namespace herald::app

@@ -528,6 +528,26 @@ events_config read_events(const json::value& value) {
   return events;
 }
 
+actors::cluster_config read_cluster(const json::value& value) {
+  object_reader r{value, "cluster"};
+  actors::cluster_config cluster;
+  r.read("node_id", cluster.node_id);
+  r.read("listen", cluster.listen);
+  if (auto* peers = r.find("peers")) {
+    if (!peers->is_array())
+      r.fail("peers", "must be an array of HOST:PORT strings");
+    for (auto& peer : peers->as_array()) {
+      if (!peer.is_string())
+        r.fail("peers", "must be an array of HOST:PORT strings");
+      cluster.peers.emplace_back(peer.as_string());
+    }
+  }
+  r.read_ms("heartbeat_ms", cluster.heartbeat, 10, one_minute_ms);
+  r.read_ms("timeout_ms", cluster.timeout, 30, 10 * one_minute_ms);
+  r.done();
+  return cluster;
+}
+
 auth_config read_auth(const json::value& value) {
   object_reader r{value, "auth"};
   auth_config auth;
@@ -645,6 +665,13 @@ config parse_config(const std::string& text) {
   }
   if (auto* events = r.find("events"))
     cfg.events = read_events(*events);
+  if (auto* cluster = r.find("cluster")) {
+    cfg.cluster = read_cluster(*cluster);
+    // The cluster's name for this node is its lease owner name: one name, given once.
+    if (!cfg.node_id.empty() && cfg.node_id != cfg.cluster->node_id)
+      r.fail("cluster.node_id", "differs from node_id '" + cfg.node_id + "': give one of them");
+    cfg.node_id = cfg.cluster->node_id;
+  }
   if (auto* stored = r.find("stored_templates")) {
     object_reader t{*stored, "stored_templates"};
     t.read_ms("refresh_ms", cfg.stored_templates.refresh_interval, 10, one_hour_ms);
@@ -740,7 +767,54 @@ void require_tls_off_loopback(const std::string& url, const std::string& where) 
 
 } // namespace
 
+namespace {
+
+/// A cluster address: HOST:PORT with a port peers can dial (not 0).
+void check_cluster_address(const std::string& address, const std::string& where) {
+  api::http_options parsed;
+  try {
+    apply_listen(address, parsed);
+  } catch (const config_error& e) {
+    throw config_error(where + ": " + e.what());
+  }
+  if (parsed.port == 0)
+    throw config_error(where + ": '" + address + "' needs a port other nodes can dial, not 0");
+}
+
+void validate_cluster(const actors::cluster_config& cluster, const std::string& database) {
+  const auto& name = cluster.node_id;
+  if (name.empty() || name.size() > 64 ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+          std::string::npos)
+    throw config_error("cluster.node_id: required, at most 64 letters, digits, '.', '_' or '-'");
+  check_cluster_address(cluster.listen, "cluster.listen");
+  std::set<std::string> seen{cluster.listen};
+  for (std::size_t i = 0; i < cluster.peers.size(); ++i) {
+    const auto where = "cluster.peers[" + std::to_string(i) + "]";
+    check_cluster_address(cluster.peers[i], where);
+    if (!seen.insert(cluster.peers[i]).second)
+      throw config_error(where + ": '" + cluster.peers[i] +
+                         "' is listed twice, or is this node's own listen address");
+  }
+  if (cluster.timeout <= 2 * cluster.heartbeat)
+    throw config_error("cluster.timeout_ms: must be more than twice heartbeat_ms, or one late "
+                       "heartbeat would drop a live member");
+  // Nodes on different hosts share the database; an SQLite file cannot be shared that way.
+  persistence::database_url url;
+  try {
+    url = persistence::parse_database_url(database);
+  } catch (const std::invalid_argument&) {
+    return; // the database check reports it
+  }
+  if (url.backend != persistence::database_url::kind::postgresql)
+    throw config_error("cluster: needs a PostgreSQL database (nodes share it), not " + url.text);
+}
+
+} // namespace
+
 void validate(const config& cfg) {
+  if (cfg.cluster)
+    validate_cluster(*cfg.cluster, cfg.database);
   // "/" separates the name from each process's incarnation in lease owners: a name holding one
   // could pass for another node's process when leases are resumed.
   if (cfg.node_id.size() > 200 || cfg.node_id.find_first_of("/\r\n") != std::string::npos)

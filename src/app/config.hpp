@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/channel_actor.hpp"
+#include "actors/cluster_member.hpp"
 #include "actors/dedup_shard.hpp"
 #include "actors/dispatcher.hpp"
 #include "actors/ingest.hpp"
@@ -110,6 +111,8 @@ struct config {
   events_config events;
   /// How often a node looks for templates other nodes stored (stored_templates.refresh_ms).
   actors::template_registry_config stored_templates;
+  /// `cluster`: this node's place in a cluster; nullopt: a single node.
+  std::optional<actors::cluster_config> cluster;
   /// `serve --test-clock`: herald's clock starts at this instant (tests and drills only).
   std::optional<domain::timestamp> test_clock_start;
 };

@@ -38,6 +38,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/exit_reason.hpp>
+#include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 #include <caf/spawn_options.hpp>
@@ -224,6 +225,8 @@ bool takes_receipts(const config& cfg) {
 /// What the rest of the process talks to: the HTTP entry, the dispatcher (drain) and the
 /// supervisor that owns every actor of the node.
 struct node {
+  actors::cluster_member_actor cluster; ///< null without a cluster
+  std::shared_ptr<actors::cluster_share> share;
   actors::ingest_actor ingest;
   actors::template_registry_actor templates;
   actors::receipt_actor receipts;
@@ -288,9 +291,21 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
         sys, std::move(with_receipts),
         actors::reconciler_peers{writer, reader, n.dispatcher, metrics, clock}, reconcile));
   }
+  n.share = std::make_shared<actors::cluster_share>();
+  if (cfg.cluster) {
+    n.cluster = sys.spawn(actors::cluster_member, *cfg.cluster,
+                          actors::cluster_member_peers{n.dispatcher, n.share, metrics, clock});
+    caf::anon_send(n.dispatcher, actors::attach_atom_v, n.cluster);
+    components.push_back(
+        {"cluster_member", shutdown_stage::ingest, caf::actor_cast<caf::actor>(n.cluster), {}});
+  } else {
+    metrics->cluster_members(1);
+    metrics->partitions_owned(static_cast<double>(domain::partition_count));
+  }
   for (auto& spec : specs)
     components.push_back(actors::start_channel(
-        sys, std::move(spec), actors::channel_peers{writer, n.dispatcher, metrics, clock, health}));
+        sys, std::move(spec),
+        actors::channel_peers{writer, n.dispatcher, metrics, clock, health, n.share}));
   std::vector<actors::dedup_shard_actor> shards;
   for (std::size_t i = 0; i < cfg.shards; ++i) {
     shards.push_back(
@@ -318,6 +333,20 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
   n.supervisor = sys.spawn(actors::node_supervisor, std::move(components), std::move(health),
                            std::move(clock), cfg.supervision);
   return n;
+}
+
+// Makes this node's cluster member reachable at `cluster.listen`; throws std::system_error
+// when the address cannot be bound (reported like an HTTP listener that cannot be).
+void publish_cluster_member(caf::actor_system& sys, const actors::cluster_peer_actor& member,
+                            const actors::cluster_config& cluster) {
+  api::http_options address;
+  apply_listen(cluster.listen, address);
+  auto published = sys.middleman().publish(member, address.port, address.host.c_str(), true);
+  if (!published)
+    throw std::system_error(std::make_error_code(std::errc::address_in_use),
+                            "cannot listen for cluster peers on " + cluster.listen + ": " +
+                                sys.render(published.error()));
+  log::info("cluster.listening", {{"listen", cluster.listen}, {"node_id", cluster.node_id}});
 }
 
 // Stops every actor in order through the supervisor; bounded by its grace and kill periods.
@@ -422,6 +451,12 @@ int serve(const config& cfg) {
   caf::actor_system_config caf_cfg;
   caf_cfg.set("scheduler.max-threads", static_cast<std::size_t>(cfg.scheduler_threads));
   actors::register_types(caf_cfg);
+  if (cfg.cluster) {
+    caf_cfg.load<caf::io::middleman>();
+    // Without these a hung peer's connection is never given up (caf-0.17.md).
+    caf_cfg.set("middleman.heartbeat-interval", caf::timespan{cfg.cluster->heartbeat});
+    caf_cfg.set("middleman.connection-timeout", caf::timespan{cfg.cluster->timeout});
+  }
   auto metrics_registry = std::make_shared<metrics>();
   std::shared_ptr<const domain::clock> clock = std::make_shared<domain::system_clock>();
   if (cfg.test_clock_start) {
@@ -450,8 +485,15 @@ int serve(const config& cfg) {
     claims_store.reset();
     reader_store.reset();
 
-    actor_service service{n.ingest, n.receipts,  cfg.rules,           id_secret,
-                          zones,    n.templates, published_templates, clock};
+    actor_service service{n.ingest,
+                          n.receipts,
+                          cfg.rules,
+                          id_secret,
+                          zones,
+                          n.templates,
+                          published_templates,
+                          clock,
+                          {n.cluster, n.share, name}};
     api::routes routes{service, *metrics_registry, *clock, access->authenticator(),
                        std::move(options)};
     api::http_server server{cfg.http, routes.handler()};
@@ -467,6 +509,8 @@ int serve(const config& cfg) {
       if (metrics_server)
         metrics_server->start();
       server.start();
+      if (n.cluster)
+        publish_cluster_member(sys, n.cluster, *cfg.cluster);
       resume_own_leases(url, name, *name_lock, *clock);
       caf::anon_send(n.dispatcher, actors::recover_atom_v, std::string{}); // every channel
       log::info("herald.started",

@@ -54,4 +54,11 @@ double token_bucket::available(timestamp now) {
   return tokens_;
 }
 
+void token_bucket::set_limits(double rate_per_sec, double burst, timestamp now) {
+  refill(now);
+  rate_per_sec_ = rate_per_sec;
+  burst_ = std::max(burst, 1.0);
+  tokens_ = std::min(tokens_, burst_);
+}
+
 } // namespace herald::domain

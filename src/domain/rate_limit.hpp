@@ -20,6 +20,10 @@ public:
 
   double available(timestamp now);
 
+  /// New limits from `now` on (a cluster's members changed): tokens earned so far are kept,
+  /// up to the new burst, so a change never hands out a fresh burst.
+  void set_limits(double rate_per_sec, double burst, timestamp now);
+
 private:
   void refill(timestamp now);
 

@@ -138,7 +138,22 @@ struct metrics::families {
                              .Name("herald_events_delivered_total")
                              .Help("Status event posts, by outcome")
                              .Register(r)),
+        cluster_members(prometheus::BuildGauge()
+                            .Name("herald_cluster_members")
+                            .Help("Live members of this node's cluster, itself included")
+                            .Register(r)),
+        partitions_owned(prometheus::BuildGauge()
+                             .Name("herald_partitions_owned")
+                             .Help("Partitions whose tasks this node dispatches and sweeps")
+                             .Register(r)),
+        partition_moves(prometheus::BuildCounter()
+                            .Name("herald_partition_moves_total")
+                            .Help("Partitions this node gained or lost on membership changes")
+                            .Register(r)),
         messages_received_total(messages_received.Add({})),
+        cluster_members_gauge(cluster_members.Add({})),
+        partitions_owned_gauge(partitions_owned.Add({})),
+        partition_moves_total(partition_moves.Add({})),
         events_pending_gauge(events_pending.Add({})),
         retry_queue_depth_gauge(retry_queue_depth.Add({})),
         ingest_latency_histogram(ingest_latency.Add({}, ingest_buckets)) {}
@@ -166,9 +181,15 @@ struct metrics::families {
   prometheus::Family<prometheus::Counter>& provider_token_refreshes;
   prometheus::Family<prometheus::Gauge>& events_pending;
   prometheus::Family<prometheus::Counter>& events_delivered;
+  prometheus::Family<prometheus::Gauge>& cluster_members;
+  prometheus::Family<prometheus::Gauge>& partitions_owned;
+  prometheus::Family<prometheus::Counter>& partition_moves;
 
   // Unlabelled series, created once so they render (as 0) before the first event.
   prometheus::Counter& messages_received_total;
+  prometheus::Gauge& cluster_members_gauge;
+  prometheus::Gauge& partitions_owned_gauge;
+  prometheus::Counter& partition_moves_total;
   prometheus::Gauge& events_pending_gauge;
   prometheus::Gauge& retry_queue_depth_gauge;
   prometheus::Histogram& ingest_latency_histogram;
@@ -230,6 +251,18 @@ void metrics::failover(const std::string& from, const std::string& to) {
 
 void metrics::circuit_state(const std::string& channel, int state) {
   families_->circuit_state.Add({{"channel", channel}}).Set(state);
+}
+
+void metrics::cluster_members(double count) {
+  families_->cluster_members_gauge.Set(count);
+}
+
+void metrics::partitions_owned(double count) {
+  families_->partitions_owned_gauge.Set(count);
+}
+
+void metrics::partition_moves(std::size_t count) {
+  families_->partition_moves_total.Increment(static_cast<double>(count));
 }
 
 void metrics::retry_queue_depth(double depth) {

@@ -60,6 +60,13 @@ public:
   /// A status event post finished (outcome: delivered, retry, dead).
   void event_delivered(std::string_view outcome);
 
+  /// Live members of this node's cluster (itself included; 1 without a cluster).
+  void cluster_members(double count);
+  /// Partitions this node owns (all of them without a cluster).
+  void partitions_owned(double count);
+  /// Partitions this node gained or lost on a membership change.
+  void partition_moves(std::size_t count);
+
   /// Prometheus text exposition format.
   std::string render() const;
 

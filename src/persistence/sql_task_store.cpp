@@ -1817,6 +1817,22 @@ void sql_task_store::fill_histories(const std::vector<task_view*>& tasks) {
   }
 }
 
+namespace {
+
+// The condition narrowing a recovery read to `partitions` (nullopt: none). A task's partition
+// is its message id's first hex byte, so this needs no column of its own; the prefixes are
+// written into the statement (two hex digits each: nothing a caller controls).
+std::string of_partitions(const std::optional<std::vector<domain::partition>>& partitions) {
+  if (!partitions || partitions->size() >= domain::partition_count)
+    return "";
+  std::string prefixes;
+  for (auto p : *partitions)
+    prefixes += (prefixes.empty() ? "'" : ", '") + domain::partition_prefix(p) + "'";
+  return " AND substr(message_id, 5, 2) IN (" + prefixes + ")";
+}
+
+} // namespace
+
 std::vector<domain::delivery> sql_task_store::load_unfinished(const std::string& after_task_id,
                                                               std::size_t limit,
                                                               domain::timestamp now,
@@ -1824,7 +1840,10 @@ std::vector<domain::delivery> sql_task_store::load_unfinished(const std::string&
   if (limit == 0)
     return {};
   using domain::task_state;
-  const std::string of_channel = " AND (CAST(:channel# AS TEXT) = '' OR channel = :one_channel#)";
+  if (which.partitions && which.partitions->empty())
+    return {}; // a node that owns no partition recovers nothing
+  const std::string of_channel = " AND (CAST(:channel# AS TEXT) = '' OR channel = :one_channel#)" +
+                                 of_partitions(which.partitions);
   const auto& channel = which.channel;
   const auto due_by = which.due_by ? micros_text(*which.due_by)
                                    : std::to_string(std::numeric_limits<std::int64_t>::max());

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "domain/message.hpp"
+#include "domain/partitions.hpp"
 #include "domain/policy.hpp"
 #include "domain/receipt.hpp"
 #include "domain/task_state.hpp"
@@ -340,6 +341,9 @@ struct unfinished_filter {
   /// RETRY_WAIT tasks, and PENDING ones policy deferred, only when due by then (a sweep: later
   /// ones wait, and a later sweep reads them before they are due); none: however far ahead.
   std::optional<domain::timestamp> due_by;
+  /// Only tasks of these partitions (domain/partitions.hpp: those a cluster node owns);
+  /// nullopt: every partition's.
+  std::optional<std::vector<domain::partition>> partitions;
 };
 
 /// The database behind herald. Every call is one transaction and blocks: callers run it off

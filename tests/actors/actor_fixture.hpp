@@ -178,7 +178,7 @@ struct actor_fixture {
       node.components.push_back(actors::start_channel(
           sys, std::move(spec),
           actors::channel_peers{writer, node.dispatcher, metrics,
-                                std::shared_ptr<const domain::clock>{clock}, health}));
+                                std::shared_ptr<const domain::clock>{clock}, health, nullptr}));
     for (const auto& component : node.components)
       spawned.push_back(component.handle);
     run();

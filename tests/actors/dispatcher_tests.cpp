@@ -2,7 +2,9 @@
 #include "actors/dispatcher.hpp"
 #include "recording_provider.hpp"
 
+#include <map>
 #include <memory>
+#include <set>
 
 #include <boost/test/unit_test.hpp>
 
@@ -203,6 +205,75 @@ BOOST_AUTO_TEST_CASE(tasks_of_an_unknown_channel_are_logged_and_skipped) {
   auto line = text.find("dispatcher.unknown_channel");
   BOOST_REQUIRE(line != std::string::npos);
   BOOST_TEST(text.substr(line, text.find('\n', line) - line).find("push") != std::string::npos);
+}
+
+// In a cluster a node sends only its own partitions' tasks: recovery reads only those, new tasks
+// of other partitions go to its cluster member (with their partitions) instead of a channel, and
+// gaining partitions sweeps them at once.
+BOOST_AUTO_TEST_CASE(a_cluster_node_sends_its_partitions_and_hands_the_rest_on) {
+  std::vector<domain::message_plan> plans;
+  for (int i = 0; i < 12; ++i)
+    plans.push_back(plan("part-" + std::to_string(i), {"sms"}));
+  auto ids = seed(plans);
+  // This node owns the partitions of the first four messages (and whichever share them).
+  std::set<domain::partition> ours;
+  for (std::size_t i = 0; i < 4; ++i)
+    ours.insert(domain::partition_of(plans[i].message.id).value());
+  std::map<std::string, domain::partition> partition_of_task;
+  actors::deliveries fresh; // as new work would arrive
+  for (const auto& id : ids) {
+    auto delivery = delivery_of(id);
+    partition_of_task[id] = domain::partition_of(delivery.message_id).value();
+    if (ours.count(partition_of_task[id]) == 0)
+      fresh.push_back(std::move(delivery));
+  }
+  auto is_ours = [&](const std::string& task_id) {
+    return ours.count(partition_of_task.at(task_id)) == 1;
+  };
+  std::vector<std::string> theirs;
+  for (const auto& id : ids)
+    if (!is_ours(id))
+      theirs.push_back(id);
+  BOOST_REQUIRE(!theirs.empty());
+
+  auto forwarded = std::make_shared<actors::partitioned_tasks>();
+  auto member = sys.spawn([forwarded](actors::cluster_member_actor::pointer) {
+    return actors::cluster_member_actor::behavior_type{
+        [](actors::beat_atom, const actors::member_beat&) {},
+        [](actors::handoff_atom, const actors::task_handoff&) {},
+        [forwarded](actors::forward_atom, const actors::partitioned_tasks& tasks) {
+          forwarded->insert(forwarded->end(), tasks.begin(), tasks.end());
+        },
+        [](actors::tick_atom) {},
+        [](actors::dial_atom, const std::string&) {},
+        [](actors::cluster_atom, const actors::cluster_callback&) {},
+    };
+  });
+  auto dispatcher = spawn_dispatcher();
+  caf::anon_send(dispatcher, actors::attach_atom_v, member);
+  caf::anon_send(dispatcher, actors::own_atom_v, actors::partition_list(ours.begin(), ours.end()));
+  caf::anon_send(dispatcher, actors::recover_atom_v, std::string{});
+  run();
+  for (const auto& id : ids)
+    BOOST_TEST(provider->calls_for(id) == (is_ours(id) ? 1u : 0u), id);
+
+  // The other partitions' tasks arriving as new work are handed on, not sent.
+  caf::anon_send(dispatcher, actors::dispatch_atom_v, fresh);
+  run();
+  BOOST_TEST(forwarded->size() == theirs.size());
+  for (const auto& [partition, id] : *forwarded) {
+    BOOST_TEST(partition == partition_of_task.at(id));
+    BOOST_TEST(provider->calls_for(id) == 0u, id);
+  }
+
+  // Their owner left: this node now owns every partition and sweeps them at once.
+  actors::partition_list all;
+  for (std::size_t p = 0; p < domain::partition_count; ++p)
+    all.push_back(static_cast<domain::partition>(p));
+  caf::anon_send(dispatcher, actors::own_atom_v, all);
+  run();
+  for (const auto& id : ids)
+    BOOST_TEST(provider->calls_for(id) == 1u, id);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -81,9 +81,8 @@ struct events_fixture : actor_fixture {
   }};
   handed_over_poster poster{receiver.url("/events")};
   /// Writes state changes with every event type enabled, as the node's store writer does.
-  std::unique_ptr<persistence::task_store> writer =
-      persistence::open_task_store(
-          url, false, persistence::store_options::writing_events(domain::event_states_for({})));
+  std::unique_ptr<persistence::task_store> writer = persistence::open_task_store(
+      url, false, persistence::store_options::writing_events(domain::event_states_for({})));
   std::shared_ptr<persistence::task_store> events_store = persistence::open_task_store(url, false);
 
   actors::events_actor_config config() {

@@ -36,6 +36,8 @@ actors::dispatcher_actor::behavior_type recording_dispatcher(actors::dispatcher_
       [](actors::recover_atom, const std::string&) {},
       [](actors::page_atom) {},
       [](actors::sweep_atom) {},
+      [](actors::attach_atom, const actors::cluster_member_actor&) {},
+      [](actors::own_atom, const actors::partition_list&) {},
       [](actors::drain_atom) { return true; },
       [](actors::ping_atom) { return true; },
   };

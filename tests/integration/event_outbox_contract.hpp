@@ -27,9 +27,9 @@ constexpr std::int64_t t0 = 1'790'000'001'000'000;
 inline std::unique_ptr<persistence::task_store>
 open_with_events(store_backend& backend, std::vector<std::string> types = {}) {
   backend.open_store(); // migrates
-  return persistence::open_task_store(backend.url(), false,
-                                      persistence::store_options::writing_events(
-                                          domain::event_states_for(std::move(types))));
+  return persistence::open_task_store(
+      backend.url(), false,
+      persistence::store_options::writing_events(domain::event_states_for(std::move(types))));
 }
 
 inline std::vector<std::string> ids_of(const std::vector<status_event>& events) {

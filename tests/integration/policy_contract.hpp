@@ -143,10 +143,10 @@ inline std::vector<task_state> states_of(const std::vector<persistence::claim_re
                                             "2026-12-05T00:00:00.000000Z"};                        \
     BOOST_TEST(send_times == expected, boost::test_tools::per_element());                          \
     /* Deferred tasks wait for their time: not read by a sweep due before it. */                   \
-    const auto due_now =                                                                           \
-        store->load_unfinished("", 100, *herald::domain::parse_rfc3339("2026-12-03T10:00:01Z"),    \
-                               herald::persistence::unfinished_filter{                             \
-                                   "", *herald::domain::parse_rfc3339("2026-12-03T10:00:31Z")});   \
+    const auto due_now = store->load_unfinished(                                                   \
+        "", 100, *herald::domain::parse_rfc3339("2026-12-03T10:00:01Z"),                           \
+        herald::persistence::unfinished_filter{                                                    \
+            "", *herald::domain::parse_rfc3339("2026-12-03T10:00:31Z"), {}});                      \
     BOOST_TEST(due_now.size() == 3u);                                                              \
   }                                                                                                \
                                                                                                    \

@@ -304,17 +304,15 @@ inline void stats_count_by_channel_state_and_window(store_backend& backend) {
   BOOST_TEST(store->stats(window).size() == 2u);
 }
 
-
 // The outbox posts a task's events in the order they happened: an early receipt applied by the
 // SENT commit writes task.delivered after that commit's task.sent.
 inline void early_receipt_events_keep_task_order(store_backend& backend) {
   backend.open_store(); // migrates
-  auto store = persistence::open_task_store(
-      backend.url(), false, [] {
-        auto options = persistence::store_options::writing_events(domain::event_states_for({}));
-        options.takes_receipts = true;
-        return options;
-      }());
+  auto store = persistence::open_task_store(backend.url(), false, [] {
+    auto options = persistence::store_options::writing_events(domain::event_states_for({}));
+    options.takes_receipts = true;
+    return options;
+  }());
   auto plan = make_plan("order-early-events", {"sms"});
   const auto& task = send_first(*store, plan, true);
   store->record_receipts({receipt(task, receipt_status::delivered)}, no_fallbacks(),
@@ -383,7 +381,7 @@ inline void an_ambiguous_provider_message_id_changes_nothing(store_backend& back
   HERALD_RECEIPT_CONTRACT_TEST(the_provider_message_id_finds_the_task)                             \
   HERALD_RECEIPT_CONTRACT_TEST(undelivered_fails_over_once)                                        \
   HERALD_RECEIPT_CONTRACT_TEST(late_receipts_confirm_unconfirmed_tasks_only)                       \
-  HERALD_RECEIPT_CONTRACT_TEST(stats_count_by_channel_state_and_window)                           \
-  HERALD_RECEIPT_CONTRACT_TEST(early_receipt_events_keep_task_order)                              \
-  HERALD_RECEIPT_CONTRACT_TEST(an_early_undelivered_is_applied_by_the_sent_commit)                \
+  HERALD_RECEIPT_CONTRACT_TEST(stats_count_by_channel_state_and_window)                            \
+  HERALD_RECEIPT_CONTRACT_TEST(early_receipt_events_keep_task_order)                               \
+  HERALD_RECEIPT_CONTRACT_TEST(an_early_undelivered_is_applied_by_the_sent_commit)                 \
   HERALD_RECEIPT_CONTRACT_TEST(an_ambiguous_provider_message_id_changes_nothing)

@@ -466,7 +466,7 @@ inline void load_unfinished_of_one_channel_or_due_by(store_backend& backend) {
   std::set<std::string> seen;
   std::string after;
   for (;;) {
-    auto page = store->load_unfinished(after, 3, micros(1'890'000'000'000'000), {"sms", {}});
+    auto page = store->load_unfinished(after, 3, micros(1'890'000'000'000'000), {"sms", {}, {}});
     if (page.empty())
       break;
     for (const auto& d : page) {
@@ -484,14 +484,51 @@ inline void load_unfinished_of_one_channel_or_due_by(store_backend& backend) {
   // A sweep leaves retries due after its horizon to the retry timer.
   auto due_by = [&](std::int64_t horizon) {
     std::set<std::string> ids;
-    for (const auto& d :
-         store->load_unfinished("", 100, micros(1'890'000'000'000'000), {"sms", micros(horizon)}))
+    for (const auto& d : store->load_unfinished("", 100, micros(1'890'000'000'000'000),
+                                                {"sms", micros(horizon), {}}))
       ids.insert(d.task_id);
     return ids;
   };
   BOOST_TEST(due_by(1'790'000'599'999'999).count(retrying) == 0u);
   BOOST_TEST(due_by(1'790'000'599'999'999).size() == 3u);
   BOOST_TEST(due_by(1'790'000'600'000'000).count(retrying) == 1u);
+}
+
+// A cluster node sweeps only the partitions it owns: the filter narrows a recovery read to the
+// tasks whose message id falls in them, pages through all of them, and owning none reads none.
+inline void load_unfinished_of_some_partitions(store_backend& backend) {
+  auto store = backend.open_store();
+  std::vector<domain::message_plan> plans;
+  for (int i = 0; i < 40; ++i)
+    plans.push_back(make_plan("order-part" + std::to_string(i), {"sms", "app"}));
+  store->claim(plans);
+  // The partitions of the first half of the messages are "ours".
+  std::set<domain::partition> ours;
+  for (std::size_t i = 0; i < plans.size() / 2; ++i)
+    ours.insert(domain::partition_of(plans[i].message.id).value());
+  std::set<std::string> expected;
+  for (const auto& plan : plans)
+    if (ours.count(domain::partition_of(plan.message.id).value()) != 0)
+      for (const auto& task : plan.tasks)
+        expected.insert(task.id);
+  const persistence::unfinished_filter owned{
+      "", {}, std::vector<domain::partition>(ours.begin(), ours.end())};
+  std::set<std::string> seen;
+  std::string after;
+  for (;;) {
+    auto page = store->load_unfinished(after, 7, micros(1'890'000'000'000'000), owned);
+    if (page.empty())
+      break;
+    for (const auto& d : page) {
+      BOOST_TEST(ours.count(domain::partition_of(d.message_id).value()) == 1u);
+      seen.insert(d.task_id);
+    }
+    after = page.back().task_id;
+  }
+  BOOST_TEST((seen == expected));
+  BOOST_TEST(expected.size() < 2 * plans.size()); // some tasks were left out
+  const persistence::unfinished_filter none{"", {}, std::vector<domain::partition>{}};
+  BOOST_TEST(store->load_unfinished("", 100, micros(1'890'000'000'000'000), none).empty());
 }
 
 // The retry timer holds ids only and reads tasks whole when due: load_deliveries answers the
@@ -1307,6 +1344,7 @@ inline void sent_tasks_past_their_window_are_read_oldest_first(store_backend& ba
   HERALD_TASK_STORE_CONTRACT_TEST(find_message_returns_message_tasks_and_attempts)                 \
   HERALD_TASK_STORE_CONTRACT_TEST(load_unfinished_pages_in_id_order)                               \
   HERALD_TASK_STORE_CONTRACT_TEST(load_unfinished_of_one_channel_or_due_by)                        \
+  HERALD_TASK_STORE_CONTRACT_TEST(load_unfinished_of_some_partitions)                              \
   HERALD_TASK_STORE_CONTRACT_TEST(load_deliveries_reads_unfinished_tasks_by_id)                    \
   HERALD_TASK_STORE_CONTRACT_TEST(sending_tasks_come_back_when_their_lease_runs_out)               \
   HERALD_TASK_STORE_CONTRACT_TEST(lease_columns_are_written_as_given)                              \

@@ -170,6 +170,17 @@ public:
   }
 
   /// sms: 3 SENT and 1 DELIVERED tasks, whatever the query (remembered in `stats_asked`).
+  void cluster(std::function<void(domain::cluster_view)> done) override {
+    enqueue(
+        [done = std::move(done)] {
+          domain::member_view self{
+              "n1", "127.0.0.1:7101", true, domain::parse_rfc3339("2026-12-04T10:00:00Z"), 171, 2};
+          domain::member_view peer{"n2", "127.0.0.1:7102", false, std::nullopt, 85, 0};
+          done({"n1", 256, {self, peer}, {{"127.0.0.1:7102", true}, {"127.0.0.1:7103", false}}});
+        },
+        false);
+  }
+
   void stats(
       persistence::stats_query which,
       std::function<void(std::variant<std::vector<persistence::channel_stats>, api::service_error>)>
@@ -1454,6 +1465,25 @@ BOOST_AUTO_TEST_CASE(stats_add_up_and_give_the_delivery_rate) {
   BOOST_REQUIRE(f.service.stats_asked.size() == 1u);
   BOOST_TEST(f.service.stats_asked.front().channel == "sms");
   BOOST_TEST(f.service.stats_asked.front().from.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(the_cluster_view_lists_members_and_peers) {
+  server_fixture f;
+  auto response = f.get("/v1/cluster");
+  BOOST_TEST(response.status == 200);
+  auto body = boost::json::parse(response.body);
+  BOOST_TEST(body.at("node_id").as_string() == "n1");
+  BOOST_TEST(body.at("partitions").to_number<int>() == 256);
+  const auto& members = body.at("members").as_array();
+  BOOST_REQUIRE(members.size() == 2u);
+  BOOST_TEST(members[0].at("self").as_bool());
+  BOOST_TEST(members[0].at("partitions_owned").to_number<int>() == 171);
+  BOOST_TEST(members[0].at("in_flight").to_number<int>() == 2);
+  BOOST_TEST(members[0].at("last_heartbeat").as_string() == "2026-12-04T10:00:00.000000Z");
+  BOOST_TEST(members[1].at("last_heartbeat").is_null());
+  BOOST_TEST(members[1].at("address").as_string() == "127.0.0.1:7102");
+  BOOST_TEST(body.at("peers").at(1).at("connected").as_bool() == false);
+  BOOST_TEST(f.request("POST", "/v1/cluster", "{}", test::json_headers()).status == 405);
 }
 
 BOOST_AUTO_TEST_CASE(stats_take_percent_encoded_times) {

@@ -669,4 +669,48 @@ BOOST_AUTO_TEST_CASE(an_inapp_channel_is_addressed_by_the_user_id) {
              "channels[0].url: unknown key");
 }
 
+// A cluster's block (docs/cluster.md): read whole, its name becomes the node's lease owner
+// name, and every problem is one line naming the key.
+BOOST_AUTO_TEST_CASE(a_cluster_block_is_read_and_checked) {
+  const std::string pg = R"("database":"postgresql://herald@127.0.0.1:5432/herald", )";
+  auto cluster = [&](const std::string& fields) {
+    return with_top(pg + R"("cluster":{)" + fields + "}");
+  };
+  const std::string good =
+      R"("node_id":"n1","listen":"127.0.0.1:7101","peers":["127.0.0.1:7102","[::1]:7103"],)"
+      R"("heartbeat_ms":100,"timeout_ms":1000)";
+  auto cfg = app::parse_config(cluster(good));
+  app::validate(cfg);
+  BOOST_REQUIRE(cfg.cluster.has_value());
+  BOOST_TEST(cfg.node_id == "n1");
+  BOOST_TEST(cfg.cluster->peers.size() == 2u);
+  BOOST_TEST(cfg.cluster->heartbeat.count() == 100);
+  BOOST_TEST(cfg.cluster->timeout.count() == 1000);
+  BOOST_TEST(!app::parse_config(with_top(pg + R"("node_id":"a")")).cluster.has_value());
+
+  const std::vector<std::pair<std::string, std::string>> refused{
+      {cluster(R"("listen":"127.0.0.1:7101")"), "cluster.node_id: required"},
+      {cluster(R"("node_id":"n/1","listen":"127.0.0.1:7101")"), "cluster.node_id: required"},
+      {cluster(R"("node_id":"n1")"), "cluster.listen"},
+      {cluster(R"("node_id":"n1","listen":"127.0.0.1:0")"), "not 0"},
+      {cluster(R"("node_id":"n1","listen":"127.0.0.1:7101","peers":["x"])"), "cluster.peers[0]"},
+      {cluster(R"("node_id":"n1","listen":"127.0.0.1:7101","peers":["127.0.0.1:7101"])"),
+       "cluster.peers[0]: '127.0.0.1:7101' is listed twice, or is this node's own"},
+      {cluster(R"("node_id":"n1","listen":"127.0.0.1:7101","peers":[7102])"),
+       "cluster.peers: must be an array"},
+      {cluster(R"("node_id":"n1","listen":"127.0.0.1:7101","heartbeat_ms":500,"timeout_ms":1000)"),
+       "cluster.timeout_ms: must be more than twice heartbeat_ms"},
+      {cluster(R"("node_id":"n1","listen":"127.0.0.1:7101","gossip":true)"),
+       "cluster.gossip: unknown key"},
+      {with_top(R"("cluster":{"node_id":"n1","listen":"127.0.0.1:7101"})"),
+       "cluster: needs a PostgreSQL database"},
+      {with_top(pg + R"("node_id":"a","cluster":{"node_id":"n1","listen":"127.0.0.1:7101"})"),
+       "cluster.node_id: differs from node_id 'a'"},
+  };
+  for (const auto& [document, expected] : refused) {
+    const auto error = error_of(document);
+    BOOST_TEST(error.find(expected) != std::string::npos, document << " -> " << error);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

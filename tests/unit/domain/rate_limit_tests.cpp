@@ -100,4 +100,19 @@ BOOST_AUTO_TEST_CASE(burst_below_one_still_lets_one_through) {
   BOOST_TEST(bucket.try_take(start + 1s));
 }
 
+// A cluster's third node joins: each node's share drops from 1/2 to 1/3 of the rate, and what
+// a node had saved up never exceeds the new, smaller burst.
+BOOST_AUTO_TEST_CASE(new_limits_keep_earned_tokens_up_to_the_new_burst) {
+  token_bucket bucket{100, 10, start};
+  bucket.set_limits(50, 4, start);
+  BOOST_TEST(bucket.available(start) == 4.0);
+  for (int i = 0; i < 4; ++i)
+    BOOST_TEST(bucket.try_take(start));
+  BOOST_TEST(!bucket.try_take(start));
+  BOOST_TEST(bucket.available(start + 20ms) == 1.0, boost::test_tools::tolerance(1e-9));
+  // Time before the change is paid at the old rate, after it at the new one.
+  bucket.set_limits(200, 4, start + 20ms);
+  BOOST_TEST(bucket.available(start + 25ms) == 2.0, boost::test_tools::tolerance(1e-9));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

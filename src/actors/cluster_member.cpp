@@ -1,0 +1,296 @@
+#include "actors/cluster_member.hpp"
+
+#include "actors/logging_handlers.hpp"
+#include "observability/log.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <caf/io/middleman.hpp>
+#include <caf/io/middleman_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace herald::actors {
+
+namespace {
+
+using self_pointer = cluster_member_actor::stateful_pointer<cluster_member_state>;
+using steady = std::chrono::steady_clock;
+
+/// The longest wait between two attempts to reach a peer.
+constexpr std::chrono::milliseconds max_redial{5000};
+/// How long one connection attempt may take before it counts as failed.
+constexpr std::chrono::seconds connect_timeout{5};
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names)
+    out += (out.empty() ? "" : ",") + name;
+  return out;
+}
+
+// Recomputes ownership over the live members; tells the dispatcher and the channels when it
+// changed. Until the member has settled (heard every configured peer, or waited a timeout
+// for them) it owns nothing and takes the smallest rate share: a node starting or restarting
+// next to running peers must not sweep their partitions nor send at the whole cluster's rate
+// for the moment before it hears them. New tasks it accepts meanwhile are still sent (the
+// hand-off routes them by the view it has).
+void update_ownership(self_pointer self) {
+  auto& st = self->state;
+  std::vector<std::string> view{st.config.node_id};
+  for (const auto& [node_id, peer] : st.members)
+    view.push_back(node_id);
+  std::sort(view.begin(), view.end());
+  if (!st.settled && (st.members.size() >= st.config.peers.size() ||
+                      steady::now() - st.started >= st.config.timeout)) {
+    st.settled = true;
+    st.owned.reset(); // computed afresh below
+  }
+  if (st.owned && view == st.view)
+    return;
+  st.view = view;
+  st.owners = domain::partition_owners(view);
+  partition_list owned;
+  if (st.settled) {
+    const auto self_index = static_cast<std::size_t>(
+        std::find(view.begin(), view.end(), st.config.node_id) - view.begin());
+    for (std::size_t p = 0; p < st.owners.size(); ++p)
+      if (st.owners[p] == self_index)
+        owned.push_back(static_cast<domain::partition>(p));
+  }
+  std::vector<domain::partition> moved;
+  if (st.owned)
+    std::set_symmetric_difference(st.owned->begin(), st.owned->end(), owned.begin(), owned.end(),
+                                  std::back_inserter(moved));
+  const auto split = st.settled ? view.size() : std::max(view.size(), st.config.peers.size() + 1);
+  st.metrics->cluster_members(static_cast<double>(view.size()));
+  st.metrics->partitions_owned(static_cast<double>(owned.size()));
+  st.metrics->partition_moves(moved.size());
+  st.share->set_members(static_cast<std::uint32_t>(split));
+  log::info("cluster.view", {{"members", joined(view)},
+                             {"settled", st.settled ? "true" : "false"},
+                             {"partitions_owned", std::to_string(owned.size())},
+                             {"partitions_moved", std::to_string(moved.size())}});
+  st.owned = owned;
+  self->send(st.dispatcher, own_atom_v, std::move(owned));
+}
+
+member_beat beat_of(const cluster_member_state& st) {
+  return {st.config.node_id, st.config.listen,
+          static_cast<std::uint64_t>(std::max<std::int64_t>(0, st.share->in_flight())),
+          st.owned ? st.owned->size() : 0};
+}
+
+// Every peer this node can reach: those it connected to and those that beat to it.
+std::vector<cluster_peer_actor> reachable(const cluster_member_state& st) {
+  std::vector<cluster_peer_actor> handles;
+  std::set<caf::actor_addr> seen;
+  auto add = [&](const cluster_peer_actor& handle) {
+    if (handle && seen.insert(handle.address()).second)
+      handles.push_back(handle);
+  };
+  for (const auto& [address, handle] : st.dialed)
+    add(handle);
+  for (const auto& [node_id, peer] : st.members)
+    add(peer.handle);
+  return handles;
+}
+
+void schedule_redial(self_pointer self, const std::string& address) {
+  auto& st = self->state;
+  auto& wait = st.redial[address];
+  wait = wait.count() == 0 ? st.config.heartbeat : std::min(wait * 2, max_redial);
+  self->delayed_send(self, wait, dial_atom_v, address);
+}
+
+void dial(self_pointer self, const std::string& address) {
+  auto& st = self->state;
+  if (st.dialed.count(address) != 0)
+    return;
+  const auto colon = address.rfind(':');
+  auto host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  const auto port = static_cast<std::uint16_t>(std::stoul(address.substr(colon + 1)));
+  auto middleman = self->home_system().middleman().actor_handle();
+  self->request(middleman, connect_timeout, caf::connect_atom::value, std::move(host), port)
+      .then(
+          [self, address](const caf::node_id&, caf::strong_actor_ptr& found,
+                          const std::set<std::string>&) {
+            auto& state = self->state;
+            auto handle = caf::actor_cast<cluster_peer_actor>(found);
+            if (!handle) {
+              log::warn("cluster.peer_unusable", {{"peer", address}});
+              schedule_redial(self, address);
+              return;
+            }
+            log::info("cluster.peer_connected", {{"peer", address}});
+            state.redial.erase(address);
+            self->monitor(handle);
+            self->send(handle, beat_atom_v, beat_of(state));
+            state.dialed[address] = std::move(handle);
+          },
+          [self, address](caf::error& err) {
+            // Peers start in any order: not there yet is routine.
+            log::debug("cluster.peer_unreachable",
+                       {{"peer", address}, {"error", caf::to_string(err)}});
+            schedule_redial(self, address);
+          });
+}
+
+void on_beat(self_pointer self, const member_beat& beat) {
+  auto& st = self->state;
+  auto sender = caf::actor_cast<cluster_peer_actor>(self->current_sender());
+  if (!sender)
+    return;
+  if (beat.node_id == st.config.node_id) {
+    log::error("cluster.same_node_id", {{"node_id", beat.node_id}, {"peer", beat.address}});
+    return;
+  }
+  auto found = st.members.find(beat.node_id);
+  const bool is_new = found == st.members.end();
+  if (is_new || found->second.handle != sender)
+    self->monitor(sender);
+  auto& peer = st.members[beat.node_id];
+  peer.address = beat.address;
+  peer.handle = sender;
+  peer.heard = steady::now();
+  peer.heard_at = st.clock->now();
+  peer.in_flight = beat.in_flight;
+  if (is_new) {
+    log::info("cluster.member_joined", {{"member", beat.node_id}, {"address", beat.address}});
+    // Answer at once, so the newcomer sees this node without waiting a heartbeat.
+    self->send(sender, beat_atom_v, beat_of(st));
+    update_ownership(self);
+  }
+}
+
+void on_tick(self_pointer self) {
+  auto& st = self->state;
+  const auto now = steady::now();
+  bool changed = !st.settled && now - st.started >= st.config.timeout; // waited long enough
+  for (auto it = st.members.begin(); it != st.members.end();) {
+    if (now - it->second.heard > st.config.timeout) {
+      log::warn("cluster.member_lost", {{"member", it->first}, {"reason", "silent"}});
+      it = st.members.erase(it);
+      changed = true;
+    } else {
+      ++it;
+    }
+  }
+  if (changed)
+    update_ownership(self);
+  const auto beat = beat_of(st);
+  for (auto& handle : reachable(st))
+    self->send(handle, beat_atom_v, beat);
+  self->delayed_send(self, st.config.heartbeat, tick_atom_v);
+}
+
+void on_down(self_pointer self, const caf::down_msg& down) {
+  auto& st = self->state;
+  bool lost = false;
+  for (auto it = st.members.begin(); it != st.members.end();) {
+    if (it->second.handle.address() == down.source) {
+      log::warn("cluster.member_lost", {{"member", it->first}, {"reason", "connection closed"}});
+      it = st.members.erase(it);
+      lost = true;
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = st.dialed.begin(); it != st.dialed.end();) {
+    if (it->second.address() == down.source) {
+      const auto address = it->first;
+      it = st.dialed.erase(it);
+      schedule_redial(self, address);
+    } else {
+      ++it;
+    }
+  }
+  if (lost)
+    update_ownership(self);
+}
+
+// Sends forwarded tasks to the owners of their partitions; a task whose owner this node is
+// now (the view changed) is dispatched here, and one whose owner cannot be reached is left to
+// that owner's sweep.
+void hand_off(self_pointer self, const partitioned_tasks& tasks) {
+  auto& st = self->state;
+  std::map<std::string, task_handoff> by_owner;
+  for (const auto& [partition, task_id] : tasks)
+    if (partition < st.owners.size())
+      by_owner[st.view[st.owners[partition]]].task_ids.push_back(task_id);
+  for (auto& [owner, handoff] : by_owner) {
+    if (owner == st.config.node_id) {
+      caf::anon_send(st.dispatcher, due_atom_v, std::move(handoff.task_ids)); // its answer: unused
+      continue;
+    }
+    auto peer = st.members.find(owner);
+    if (peer != st.members.end())
+      self->send(peer->second.handle, handoff_atom_v, std::move(handoff));
+  }
+}
+
+domain::cluster_view view_of(const cluster_member_state& st) {
+  domain::cluster_view view;
+  view.node_id = st.config.node_id;
+  view.partitions = domain::partition_count;
+  std::vector<std::size_t> owned(st.view.size(), 0);
+  for (auto owner : st.owners)
+    owned[owner] += 1;
+  for (std::size_t i = 0; i < st.view.size(); ++i) {
+    domain::member_view member;
+    member.node_id = st.view[i];
+    member.partitions_owned = owned[i];
+    if (member.node_id == st.config.node_id) {
+      member.self = true;
+      if (!st.settled)
+        member.partitions_owned = 0; // not before it has heard its peers
+      member.address = st.config.listen;
+      member.last_heartbeat = st.clock->now();
+      member.in_flight =
+          static_cast<std::uint64_t>(std::max<std::int64_t>(0, st.share->in_flight()));
+    } else if (auto peer = st.members.find(member.node_id); peer != st.members.end()) {
+      member.address = peer->second.address;
+      member.last_heartbeat = peer->second.heard_at;
+      member.in_flight = peer->second.in_flight;
+    }
+    view.members.push_back(std::move(member));
+  }
+  for (const auto& address : st.config.peers)
+    view.peers.push_back({address, st.dialed.count(address) != 0});
+  return view;
+}
+
+} // namespace
+
+cluster_member_actor::behavior_type
+cluster_member(cluster_member_actor::stateful_pointer<cluster_member_state> self,
+               cluster_config config, cluster_member_peers peers) {
+  install_logging_handlers(self);
+  auto& init = self->state;
+  init.config = std::move(config);
+  init.dispatcher = std::move(peers.dispatcher);
+  init.share = std::move(peers.share);
+  init.metrics = std::move(peers.metrics);
+  init.clock = std::move(peers.clock);
+  self->set_down_handler([self](caf::down_msg& down) { on_down(self, down); });
+  init.started = steady::now();
+  update_ownership(self); // settled at once only without peers to wait for
+  for (const auto& address : init.config.peers)
+    self->send(self, dial_atom_v, address);
+  self->send(self, tick_atom_v);
+  return {
+      [self](beat_atom, const member_beat& beat) { on_beat(self, beat); },
+      [self](handoff_atom, task_handoff& handoff) {
+        caf::anon_send(self->state.dispatcher, due_atom_v, std::move(handoff.task_ids));
+      },
+      [self](forward_atom, const partitioned_tasks& tasks) { hand_off(self, tasks); },
+      [self](tick_atom) { on_tick(self); },
+      [self](dial_atom, const std::string& address) { dial(self, address); },
+      [self](cluster_atom, const cluster_callback& answer) { answer(view_of(self->state)); },
+  };
+}
+
+} // namespace herald::actors

@@ -1,0 +1,74 @@
+#pragma once
+
+#include "actors/cluster_share.hpp"
+#include "actors/interfaces.hpp"
+#include "domain/time.hpp"
+#include "observability/metrics.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace herald::actors {
+
+/// `cluster` in the configuration (docs/cluster.md).
+struct cluster_config {
+  std::string node_id;            ///< this node's name, also its lease owner name
+  std::string listen;             ///< HOST:PORT its member is published on
+  std::vector<std::string> peers; ///< the other nodes' `listen` addresses
+  std::chrono::milliseconds heartbeat{500};
+  /// A peer not heard from for this long is no longer a member (a hung or cut-off node; a
+  /// killed one is seen at once, when its connection drops).
+  std::chrono::milliseconds timeout{3000};
+};
+
+struct cluster_member_state {
+  static constexpr const char* name = "cluster_member";
+
+  /// A live peer, as its last heartbeat described it.
+  struct member {
+    std::string address;
+    cluster_peer_actor handle;
+    std::chrono::steady_clock::time_point heard; ///< liveness runs on the steady clock
+    domain::timestamp heard_at;                  ///< the same moment, for people
+    std::uint64_t in_flight = 0;
+  };
+
+  cluster_config config;
+  dispatcher_actor dispatcher;
+  std::shared_ptr<cluster_share> share;
+  std::shared_ptr<herald::metrics> metrics;
+  std::shared_ptr<const domain::clock> clock;
+  std::map<std::string, member> members;                   ///< live peers by node id
+  std::map<std::string, cluster_peer_actor> dialed;        ///< connections made, by peer address
+  std::map<std::string, std::chrono::milliseconds> redial; ///< next backoff, by peer address
+  std::vector<std::string> view;   ///< the live members ownership was computed over, sorted
+  std::vector<std::size_t> owners; ///< per partition, its owner (an index into `view`)
+  std::optional<partition_list> owned;
+  std::chrono::steady_clock::time_point started;
+  bool settled = false; ///< heard every configured peer, or waited `timeout` for them
+};
+
+/// What a cluster member works with besides its configuration.
+struct cluster_member_peers {
+  dispatcher_actor dispatcher;
+  std::shared_ptr<cluster_share> share;
+  std::shared_ptr<herald::metrics> metrics;
+  std::shared_ptr<const domain::clock> clock;
+};
+
+/// A node's member of its cluster: keeps the membership (heartbeats to and from the configured
+/// peers, which it connects to and reconnects with backoff), derives which partitions this node
+/// owns by rendezvous hashing over the live members, and tells the dispatcher (what it sweeps and
+/// sends) and the channels (their share of each rate). It hands new tasks of other nodes'
+/// partitions to their owners. Membership is advisory: a task is sent only by the node holding
+/// its lease in the database, so a wrong view costs time or a rate share, never a second send.
+cluster_member_actor::behavior_type
+cluster_member(cluster_member_actor::stateful_pointer<cluster_member_state> self,
+               cluster_config config, cluster_member_peers peers);
+
+} // namespace herald::actors

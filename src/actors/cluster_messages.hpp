@@ -1,0 +1,38 @@
+#pragma once
+
+// The messages that travel between the nodes of a cluster (CAF middleman). Each has an
+// inspect() overload and is registered by name (register_types), so a node serialises it; no
+// callbacks, no pointers, nothing that only means something inside one process.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/meta/type_name.hpp>
+
+namespace herald::actors {
+
+/// A heartbeat: what a node tells its peers about itself, every heartbeat interval.
+struct member_beat {
+  std::string node_id;
+  std::string address; ///< where its cluster actor listens (its `cluster.listen`)
+  std::uint64_t in_flight = 0;
+  std::uint64_t partitions_owned = 0;
+};
+
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, member_beat& x) {
+  return f(caf::meta::type_name("herald.member_beat"), x.node_id, x.address, x.in_flight,
+           x.partitions_owned);
+}
+
+/// New tasks of the receiver's partitions, accepted by another node: the receiver reads them
+/// from the database and sends them (only ids travel; the database holds the rest).
+struct task_handoff {
+  std::vector<std::string> task_ids;
+};
+
+template <class Inspector> typename Inspector::result_type inspect(Inspector& f, task_handoff& x) {
+  return f(caf::meta::type_name("herald.task_handoff"), x.task_ids);
+}
+
+} // namespace herald::actors
