@@ -173,18 +173,24 @@ done
 
 runs=0
 ambiguous_total=0 resolved_found=0 resolved_not_found=0 resolved_unknown=0
-start_herald() { # NODE CONFIG-KIND (herald or outage)
-  local log
-  log=$(node_file herald.log "$1")
+launch_herald() { # NODE CONFIG-KIND (herald or outage)
   runs=$((runs + 1))
-  "$herald" serve --config "$(node_file "$2.json" "$1")" >>"$log" 2>&1 &
+  "$herald" serve --config "$(node_file "$2.json" "$1")" >>"$(node_file herald.log "$1")" 2>&1 &
   herald_pids[$1]=$!
+}
+await_herald() { # NODE: until it answers /healthz
   for _ in $(seq 1 1000); do
     curl -sf "http://127.0.0.1:${herald_ports[$1]}/healthz" >/dev/null 2>&1 && return 0
     kill -0 "${herald_pids[$1]}" 2>/dev/null || break
     sleep 0.01
   done
-  say "herald${in_cluster:+ node n$1} did not come up"; tail -n 20 "$log" >&2; exit 1
+  say "herald${in_cluster:+ node n$1} did not come up"
+  tail -n 20 "$(node_file herald.log "$1")" >&2
+  exit 1
+}
+start_herald() { # NODE CONFIG-KIND
+  launch_herald "$@"
+  await_herald "$1"
 }
 # Adds node $1's ambiguous resends and resolutions (its metrics die with it) to the running
 # totals.
@@ -200,34 +206,59 @@ collect_ambiguous() {
     eval "resolved_$outcome=\$((resolved_$outcome + n))"
   done
 }
-killed_at=""
 stop_herald() { # NODE SIGNAL
   collect_ambiguous "$1"
   kill "-$2" "${herald_pids[$1]}" 2>/dev/null || true
-  killed_at=$(date +%s.%N)
+  reap_herald "$1"
+}
+reap_herald() { # NODE
   wait "${herald_pids[$1]}" 2>/dev/null || true
   herald_pids[$1]=""
 }
 
-# wait_for_members SINCE BOUND_MS NODE...: waits until the GET /v1/cluster of every NODE shows
-# exactly those NODEs as members, owning all 256 partitions between them, each view the same;
-# prints the milliseconds from SINCE (seconds since the epoch) until then. Fails (exit 1, the
-# last views on stderr) when that took longer than BOUND_MS.
+# wait_for_members START BOUND_MS NODE...: waits until the GET /v1/cluster of every NODE shows
+# exactly those NODEs as members, owning all 256 partitions between them, each view the same,
+# and prints the milliseconds it took. START says from when, so that the poller's own start is
+# never in a figure:
+#   kill:PID              SIGKILLs PID (once the poller runs) and counts from that;
+#   up:SECONDS:NODE...    the NODEs were launched at SECONDS (since the epoch): waits until each
+#                         answers /healthz, prints the milliseconds from SECONDS until then
+#                         first, and counts from then.
+# Fails (exit 1, the last views on stderr) when it took longer than BOUND_MS.
 wait_for_members() {
-  local since=$1 bound=$2
+  local start=$1 bound=$2
   shift 2
   local ports=() ids=() n
+  if [ "${start#up:}" != "$start" ]; then # up:SECONDS:NODE... -> up:SECONDS:PORT...
+    local launched=${start#up:} up=()
+    for n in ${launched#*:}; do up+=("${herald_ports[n]}"); done
+    start="up:${launched%%:*}:${up[*]}"
+  fi
   for n in "$@"; do ports+=("${herald_ports[n]}"); ids+=("n$n"); done
-  python3 - "$since" "$bound" "$(IFS=,; echo "${ids[*]}")" "${ports[@]}" <<'EOF'
-import json, sys, time, urllib.request
-since, bound_ms, expected = float(sys.argv[1]), float(sys.argv[2]), set(sys.argv[3].split(","))
+  python3 - "$start" "$bound" "$(IFS=,; echo "${ids[*]}")" "${ports[@]}" <<'EOF'
+import json, os, signal, sys, time, urllib.request
+start, bound_ms, expected = sys.argv[1], float(sys.argv[2]), set(sys.argv[3].split(","))
 ports = sys.argv[4:]
+if start.startswith("kill:"):
+    os.kill(int(start[5:]), signal.SIGKILL)
+    since = time.time()
+else:
+    launched, up = start[3:].split(":", 1)
+    for port in up.split():
+        while time.time() - float(launched) < 30:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5):
+                    break
+            except Exception:
+                time.sleep(0.01)
+    since = time.time()
+    print(f"{(since - float(launched)) * 1000:.0f}", end=" ")
 views = {}
 while True:
     agreed = True
     for port in ports:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/cluster", timeout=1) as r:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/cluster", timeout=5) as r:
                 view = json.load(r)
             owned = {m["node_id"]: m["partitions_owned"] for m in view["members"]}
         except Exception as e:
@@ -250,26 +281,32 @@ while True:
 EOF
 }
 
-# The kills' membership figures: one line a kill, checked at the end.
+# The kills' membership figures: one line a kill ("n2 TAKEOVER_MS UP_MS REJOIN_MS"), checked at
+# the end.
 takeover_bound_ms=$((cluster_timeout_ms + lease_ms + 2000)) rejoin_bound_ms=30000
 membership_failures=0
 : >"$work/membership.txt"
 
 targets=""
+launched=$(date +%s.%N)
 for i in $(seq 1 "$nodes"); do
-  start_herald "$i" herald
+  launch_herald "$i" herald # all at once: peers may start in any order
   targets="$targets${targets:+,}127.0.0.1:${herald_ports[i]}"
 done
+all_nodes=$(seq -s " " 1 "$nodes")
+if [ "$cluster" != 0 ]; then
+  # shellcheck disable=SC2086 # one word a node
+  formed=$(wait_for_members "up:$launched:$all_nodes" "$rejoin_bound_ms" $all_nodes) || {
+    say "the $nodes nodes did not form one cluster within $rejoin_bound_ms ms"; exit 1; }
+fi
+for i in $all_nodes; do await_herald "$i"; done
 if [ "$cluster" = 0 ]; then
   say "herald on :$herald_port ($db, store write failures $store_fail_rate), provider on" \
     ":$provider_port, work dir $work"
 else
-  all_nodes=$(seq 1 "$nodes")
-  # shellcheck disable=SC2086 # one word a node
-  formed_ms=$(wait_for_members "$(date +%s.%N)" "$rejoin_bound_ms" $all_nodes) || {
-    say "the $nodes nodes did not form one cluster within $rejoin_bound_ms ms"; exit 1; }
-  say "$nodes herald nodes on $targets ($db, store write failures $store_fail_rate), one" \
-    "cluster after $formed_ms ms; provider on :$provider_port, work dir $work"
+  say "$nodes herald nodes on $targets ($db, store write failures $store_fail_rate): all" \
+    "answering after ${formed% *} ms, one cluster ${formed#* } ms later; provider on" \
+    ":$provider_port, work dir $work"
 fi
 
 "$herald" load --target "$targets" --provider "127.0.0.1:$provider_port" \
@@ -281,22 +318,30 @@ load_pid=$!
 # kill_node NODE: SIGKILLs it and restarts it with its config; in a cluster first measures the
 # survivors' takeover of its partitions, afterwards its rejoin.
 kill_node() {
-  local node=$1 survivors=() n takeover_ms rejoin_ms restarted_at
-  stop_herald "$node" 9
-  [ "$cluster" = 0 ] && { start_herald "$node" herald; return 0; }
+  local node=$1 survivors=() n takeover_ms rejoined restarted_at
+  if [ "$cluster" = 0 ]; then
+    stop_herald "$node" 9
+    start_herald "$node" herald
+    return 0
+  fi
   for n in $(seq 1 "$nodes"); do [ "$n" = "$node" ] || survivors+=("$n"); done
-  if ! takeover_ms=$(wait_for_members "$killed_at" "$takeover_bound_ms" "${survivors[@]}"); then
+  collect_ambiguous "$node"
+  if ! takeover_ms=$(wait_for_members "kill:${herald_pids[node]}" "$takeover_bound_ms" \
+    "${survivors[@]}"); then
     membership_failures=$((membership_failures + 1))
   fi
+  reap_herald "$node"
   restarted_at=$(date +%s.%N)
-  start_herald "$node" herald
+  launch_herald "$node" herald
   # shellcheck disable=SC2046 # one word a node
-  if ! rejoin_ms=$(wait_for_members "$restarted_at" "$rejoin_bound_ms" $(seq 1 "$nodes")); then
+  if ! rejoined=$(wait_for_members "up:$restarted_at:$node" "$rejoin_bound_ms" $(seq 1 "$nodes"))
+  then
     membership_failures=$((membership_failures + 1))
   fi
+  await_herald "$node"
   say "n$node killed: survivors owned all 256 partitions after $takeover_ms ms; restarted," \
-    "all $nodes members again after $rejoin_ms ms"
-  echo "n$node $takeover_ms $rejoin_ms" >>"$work/membership.txt"
+    "answering after ${rejoined% *} ms, all $nodes members again ${rejoined#* } ms later"
+  echo "n$node $takeover_ms $rejoined" >>"$work/membership.txt"
 }
 
 for k in $(seq 1 "$kills"); do
@@ -325,6 +370,14 @@ wait "$load_pid" || load_status=$?
 load_pid=""
 for i in $(seq 1 "$nodes"); do collect_ambiguous "$i"; done
 
+# Member losses the nodes logged: "connection closed" (a killed node, seen by each other node)
+# or "silent" (a node not heard for timeout_ms: were it alive, its partitions moved for nothing).
+member_lost_closed=0 member_lost_silent=0
+if [ "$cluster" != 0 ]; then
+  member_lost_closed=$(cat "$work"/herald-n*.log | grep '"cluster.member_lost"' | grep -c '"connection closed"' || true)
+  member_lost_silent=$(cat "$work"/herald-n*.log | grep '"cluster.member_lost"' | grep -c '"silent"' || true)
+fi
+
 # Tasks possibly in flight at one kill: every channel's window full (on the one node killed).
 outage_kills=$(( outage_s == 0 ? 0 : nodes ))
 in_flight_bound=$(( (kills + outage_kills) * 3 * 64 ))
@@ -332,19 +385,22 @@ status=0
 python3 - "$work/load.json" "$ambiguous_total" "$in_flight_bound" "$load_status" \
   "$resolved_found" "$resolved_not_found" "$resolved_unknown" "$status_queries" "$kills" \
   "$work/membership.txt" "$membership_failures" "$takeover_bound_ms" "$rejoin_bound_ms" \
-  "$cluster" <<'EOF' || status=$?
+  "$cluster" "$member_lost_closed" "$member_lost_silent" <<'EOF' || status=$?
 import json, sys
 report = json.load(open(sys.argv[1]))
 ok_membership = True
 if sys.argv[14] != "0":
     kills = [line.split() for line in open(sys.argv[10]) if line.strip()]
-    takeover = [int(k[1]) for k in kills]
-    rejoin = [int(k[2]) for k in kills]
+    figures = lambda column: "/".join(k[column] for k in kills) or "-"
     ok_membership = int(sys.argv[11]) == 0
     print(f"  {'PASS' if ok_membership else 'FAIL'} partitions_taken_over: {len(kills)} kills of "
-          f"{', '.join(k[0] for k in kills) or 'no node'}; survivors owned all 256 partitions after "
-          f"{'/'.join(map(str, takeover)) or '-'} ms (bound {sys.argv[12]} ms); the node back as a "
-          f"member after {'/'.join(map(str, rejoin)) or '-'} ms (bound {sys.argv[13]} ms)")
+          f"{', '.join(k[0] for k in kills) or 'no node'}; survivors owned all 256 partitions "
+          f"{figures(1)} ms after the kill (bound {sys.argv[12]} ms); restarted, the node answered "
+          f"after {figures(2)} ms and all were members again {figures(3)} ms later (bound "
+          f"{sys.argv[13]} ms)")
+    print(f"  member losses logged: {sys.argv[15]} on a closed connection (a kill, seen by each "
+          f"other node), {sys.argv[16]} silent (a node not heard for timeout_ms: spurious when it "
+          f"was alive)")
     if "targets" in report:
         print("  load per node: " + ", ".join(
             f"{t['target']} {t['exchanges']} exchanges ({t['connection_errors']} unanswered)"
