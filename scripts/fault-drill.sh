@@ -11,11 +11,13 @@
 # K times at random moments and restarts it, then restarts it once with `wechat` pointed at a
 # closed port for S seconds (retries, circuit opens, new tasks fail over) and once more with
 # the right address (--outage-s 0: no outage). With --store-fail-rate, herald's own database
-# writes fail at that rate
-# (config `store.faults`; half of them after committing, as a lost answer). At the end `herald load` checks, from herald's API and the provider's
-# record: every accepted task terminal, none lost, at most one effective delivery per
-# provider request id, accounting adds up. The drill itself checks that ambiguous resends
-# (summed over every herald process) stay within what could have been in flight at the kills.
+# writes fail at that rate (config `store.faults`; half of them after committing, as a lost
+# answer). At the end `herald load` checks, from herald's API and the provider's record: every
+# accepted task terminal, none lost, at most one effective delivery per provider request id,
+# accounting adds up. The drill itself checks that ambiguous resends (summed over every herald
+# process) stay within what could have been in flight at the kills, plus the tasks herald
+# logged as marked SENDING too late to be called (channel.lease_expired_before_call: never
+# sent, but taken again as SENDING, so counted ambiguous).
 # With --status-queries the provider does NOT deduplicate (no --dedupe-by-id) and every channel
 # has a status_url (the provider's GET /status/{id}; the wechat outage closes only its send
 # URL): a task found SENDING after a kill is resent only when the provider never got it, so
@@ -23,11 +25,13 @@
 # drill then also reports how the ambiguous tasks were resolved (found/not_found/unknown).
 # With --cluster N (PostgreSQL only) the drill runs N herald nodes on loopback sharing the one
 # database, each with a `cluster` block (docs/cluster.md) naming the others as peers
-# (heartbeat 200 ms, timeout 1000 ms); `herald load` spreads its requests over all N. Each kill
-# SIGKILLs a random node; the drill then measures how long until every surviving node's
-# GET /v1/cluster shows exactly the survivors as members owning all 256 partitions (it must be
-# within timeout_ms + lease_ms + 2 s), restarts the node with the same config and measures how
-# long until every node shows all N again (within 30 s). The outage restarts every node in turn.
+# (heartbeat 200 ms, timeout 1000 ms; channel leases 3000 ms); `herald load` spreads its
+# requests over all N. Each kill SIGKILLs a random node; the drill then measures how long until
+# every surviving node's GET /v1/cluster shows exactly the survivors as members owning all 256
+# partitions (it must be within timeout_ms + lease_ms + 2 s), restarts the node with the same
+# config and measures how long until it answers and then until every node shows all N again
+# (within 30 s). The outage restarts every node in turn. It also reports the member losses the
+# nodes logged (a "silent" one of a live node means heartbeats came too late).
 # PostgreSQL: uses HERALD_TEST_POSTGRES_URL's server (scripts/with-postgres.sh provides one)
 # and a fresh database on it. Exit 0 when every check passes.
 set -euo pipefail
