@@ -69,8 +69,10 @@ in_cluster="" # "yes" with --cluster
 work=$(mktemp -d /tmp/herald-drill.XXXXXX)
 herald_pids=() sim_pid="" load_pid=""
 cleanup() {
-  for pid in $load_pid "${herald_pids[@]}" $sim_pid; do kill -9 "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  { # (bash may report a killed job while reaping it: not news here)
+    for pid in $load_pid "${herald_pids[@]}" $sim_pid; do kill -9 "$pid" || true; done
+    wait || true
+  } 2>/dev/null
   if [ "$db" = postgresql ] && [ -n "${drill_db:-}" ]; then
     psql "$HERALD_TEST_POSTGRES_URL" -qc "DROP DATABASE IF EXISTS $drill_db" >/dev/null 2>&1 || true
   fi
