@@ -218,11 +218,13 @@ void commit_sending(self_pointer self, std::vector<domain::delivery> batch, stat
             const auto now = st.clock->now();
             for (std::size_t i = 0; i < batch.size(); ++i) {
               auto& task = batch[i];
-              if (moved.count(task.task_id) != 0 && *changes[i].lease_until > now) {
+              if (moved.count(task.task_id) != 0 &&
+                  *changes[i].lease_until - now > st.settings.call_budget) {
                 start_call(self, std::move(task), *changes[i].lease_token);
                 continue;
               }
-              if (moved.count(task.task_id) != 0) // the lease ran out on the way: a sweep's now
+              if (moved.count(task.task_id) != 0) // too little lease left for a call: the
+                                                  // node stalled, or the commit was slow
                 log::warn("channel.lease_expired_before_call", {{"channel", st.settings.name},
                                                                 {"task_id", task.task_id},
                                                                 {"trace_id", task.trace_id}});
@@ -443,17 +445,17 @@ void expire(self_pointer self, domain::delivery task) {
 }
 
 // In a cluster the channel's rate and burst are for all nodes together: this node takes its
-// share, re-split whenever the membership changes.
-void follow_rate_split(channel_state& st, domain::timestamp now) {
-  if (!st.share || st.share->members() == st.rate_split)
+// part (its share of the partitions), set again whenever the membership changes.
+void follow_rate_share(channel_state& st, domain::timestamp now) {
+  if (!st.share || st.share->rate_share() == st.rate_share)
     return;
-  st.rate_split = st.share->members();
-  st.bucket->set_limits(st.settings.rate_per_sec / st.rate_split, st.settings.burst / st.rate_split,
+  st.rate_share = st.share->rate_share();
+  st.bucket->set_limits(st.settings.rate_per_sec * st.rate_share, st.settings.burst * st.rate_share,
                         now);
-  log::info("channel.rate_split",
+  log::info("channel.rate_share",
             {{"channel", st.settings.name},
-             {"members", std::to_string(st.rate_split)},
-             {"rate_per_sec", std::to_string(st.settings.rate_per_sec / st.rate_split)}});
+             {"share", std::to_string(st.rate_share)},
+             {"rate_per_sec", std::to_string(st.settings.rate_per_sec * st.rate_share)}});
 }
 
 // Counts this actor's calls in flight into the node's, for heartbeats and GET /v1/cluster.
@@ -468,7 +470,7 @@ void show_in_flight(channel_state& st) {
 // Whether a provider call may start now; arranges a wake-up when not.
 bool may_call(self_pointer self, domain::timestamp now) {
   auto& st = self->state;
-  follow_rate_split(st, now);
+  follow_rate_share(st, now);
   if (st.paused_until > now) {
     queue_tick(self, std::chrono::duration_cast<std::chrono::microseconds>(st.paused_until - now));
     return false;

@@ -37,8 +37,12 @@ struct channel_settings {
   std::chrono::milliseconds circuit_cool_down{30000};
   std::chrono::milliseconds throttle_pause{1000}; ///< pause after a 429 without Retry-After
   std::chrono::milliseconds lease{60000}; ///< how long a SENDING task is ours; > provider timeout
-  std::string node_id;                    ///< lease owner name of this process
-  domain::id_secret id_secret;            ///< keys the ids of fallback tasks
+  /// How long one provider call may take (its timeout, where the adapter has one): a call
+  /// starts only while at least this much of its lease is left, so it ends before another node
+  /// may take the task over.
+  std::chrono::milliseconds call_budget{0};
+  std::string node_id;         ///< lease owner name of this process
+  domain::id_secret id_secret; ///< keys the ids of fallback tasks
   std::chrono::milliseconds store_timeout{10000};
   /// Tasks queued in memory at most; beyond it they wait in the database for the next sweep.
   std::size_t queue_limit = 10000;
@@ -110,10 +114,10 @@ struct channel_state {
   bool draining = false;
   std::vector<caf::typed_response_promise<bool>> drain_waiters;
   std::mt19937_64 jitter_rng{std::random_device{}()};
-  /// Shared with the cluster member (null without a cluster): the rate is split among this
-  /// many nodes, and this actor's calls in flight count into the node's.
+  /// Shared with the cluster member: this node's part of the rate, and the node's calls in
+  /// flight, which this actor's count into. May be null (tests).
   std::shared_ptr<cluster_share> share;
-  std::uint32_t rate_split = 1;     ///< members the bucket's limits are divided by now
+  double rate_share = 1.0;          ///< the part of rate and burst the bucket is set to now
   std::int64_t in_flight_shown = 0; ///< calls this actor has counted into the share
 
   channel_state() = default;
@@ -132,7 +136,7 @@ struct channel_peers {
   std::shared_ptr<herald::metrics> metrics;
   std::shared_ptr<const domain::clock> clock;
   std::shared_ptr<health_board> health; ///< where the channel says it stopped; may be null
-  std::shared_ptr<cluster_share> share; ///< in a cluster, the rate split; may be null
+  std::shared_ptr<cluster_share> share; ///< this node's part of the rate; may be null
 };
 
 channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_state> self,

@@ -30,6 +30,33 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
+void settle_again(cluster_member_state& st, steady::time_point now) {
+  st.settled = false;
+  st.started = now;
+  st.owned.reset();
+}
+
+// A member that went unscheduled for longer than the timeout (the process was frozen: SIGSTOP,
+// a VM pause, swapping) finds every peer silent and its connections closed. That says nothing
+// about the peers: it was this node that stopped. It settles again, owning nothing and taking
+// the smallest rate share until it hears its peers, rather than taking every partition at the
+// cluster's whole rate the moment it resumes.
+void notice_stall(cluster_member_state& st) {
+  const auto now = steady::now();
+  if (st.settled && now - st.last_tick > st.config.timeout) {
+    log::warn(
+        "cluster.stalled",
+        {{"for_ms",
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::milliseconds>(now - st.last_tick).count())}});
+    settle_again(st, now);
+    // Beats that waited in the sockets while it was frozen say nothing of now: it waits the
+    // whole timeout and takes the membership it has heard by then.
+    st.wait_full_timeout = true;
+  }
+  st.last_tick = now;
+}
+
 // Recomputes ownership over the live members; tells the dispatcher and the channels when it
 // changed. Until the member has settled (heard every configured peer, or waited a timeout
 // for them) it owns nothing and takes the smallest rate share: a node starting or restarting
@@ -38,13 +65,22 @@ std::string joined(const std::vector<std::string>& names) {
 // hand-off routes them by the view it has).
 void update_ownership(self_pointer self) {
   auto& st = self->state;
+  notice_stall(st);
+  const auto now = steady::now();
+  // Every peer gone at once: more likely this node was cut off than all the others died. It
+  // settles again, and takes everything only if none is back within the timeout.
+  if (st.settled && st.members.empty() && st.view.size() > 1) {
+    log::warn("cluster.alone", {{"members_before", joined(st.view)}});
+    settle_again(st, now);
+  }
   std::vector<std::string> view{st.config.node_id};
   for (const auto& [node_id, peer] : st.members)
     view.push_back(node_id);
   std::sort(view.begin(), view.end());
-  if (!st.settled && (st.members.size() >= st.config.peers.size() ||
-                      steady::now() - st.started >= st.config.timeout)) {
+  if (!st.settled && ((!st.wait_full_timeout && st.members.size() >= st.config.peers.size()) ||
+                      now - st.started >= st.config.timeout)) {
     st.settled = true;
+    st.wait_full_timeout = false;
     st.owned.reset(); // computed afresh below
   }
   if (st.owned && view == st.view)
@@ -63,11 +99,17 @@ void update_ownership(self_pointer self) {
   if (st.owned)
     std::set_symmetric_difference(st.owned->begin(), st.owned->end(), owned.begin(), owned.end(),
                                   std::back_inserter(moved));
-  const auto split = st.settled ? view.size() : std::max(view.size(), st.config.peers.size() + 1);
+  // The rate follows the work: a node's part of each channel's rate is its part of the
+  // partitions (at least one's worth, so a node left with none still finishes what it holds).
+  // Settling, it assumes every configured peer is up.
+  const double rate_share =
+      st.settled
+          ? static_cast<double>(std::max<std::size_t>(owned.size(), 1)) / domain::partition_count
+          : 1.0 / static_cast<double>(std::max(view.size(), st.config.peers.size() + 1));
   st.metrics->cluster_members(static_cast<double>(view.size()));
   st.metrics->partitions_owned(static_cast<double>(owned.size()));
   st.metrics->partition_moves(moved.size());
-  st.share->set_members(static_cast<std::uint32_t>(split));
+  st.share->set_rate_share(rate_share);
   log::info("cluster.view", {{"members", joined(view)},
                              {"settled", st.settled ? "true" : "false"},
                              {"partitions_owned", std::to_string(owned.size())},
@@ -77,7 +119,7 @@ void update_ownership(self_pointer self) {
 }
 
 member_beat beat_of(const cluster_member_state& st) {
-  return {st.config.node_id, st.config.listen,
+  return {st.config.cluster_id, st.config.node_id, st.config.listen,
           static_cast<std::uint64_t>(std::max<std::int64_t>(0, st.share->in_flight())),
           st.owned ? st.owned->size() : 0};
 }
@@ -117,11 +159,12 @@ void dial(self_pointer self, const std::string& address) {
   self->request(middleman, connect_timeout, caf::connect_atom::value, std::move(host), port)
       .then(
           [self, address](const caf::node_id&, caf::strong_actor_ptr& found,
-                          const std::set<std::string>&) {
+                          const std::set<std::string>& interface) {
             auto& state = self->state;
             auto handle = caf::actor_cast<cluster_peer_actor>(found);
-            if (!handle) {
-              log::warn("cluster.peer_unusable", {{"peer", address}});
+            if (!handle || !self->home_system().assignable<cluster_peer_actor>(interface)) {
+              // Another program, or a herald whose cluster messages differ from ours.
+              log::warn("cluster.peer_incompatible", {{"peer", address}});
               schedule_redial(self, address);
               return;
             }
@@ -144,6 +187,12 @@ void on_beat(self_pointer self, const member_beat& beat) {
   auto sender = caf::actor_cast<cluster_peer_actor>(self->current_sender());
   if (!sender)
     return;
+  if (beat.cluster_id != st.config.cluster_id) {
+    log::error(
+        "cluster.foreign_node",
+        {{"node_id", beat.node_id}, {"peer", beat.address}, {"cluster_id", beat.cluster_id}});
+    return;
+  }
   if (beat.node_id == st.config.node_id) {
     log::error("cluster.same_node_id", {{"node_id", beat.node_id}, {"peer", beat.address}});
     return;
@@ -169,7 +218,9 @@ void on_beat(self_pointer self, const member_beat& beat) {
 void on_tick(self_pointer self) {
   auto& st = self->state;
   const auto now = steady::now();
-  bool changed = !st.settled && now - st.started >= st.config.timeout; // waited long enough
+  bool changed = !st.settled || now - st.last_tick > st.config.timeout; // settling, or stalled
+  if (!changed)
+    st.last_tick = now;
   for (auto it = st.members.begin(); it != st.members.end();) {
     if (now - it->second.heard > st.config.timeout) {
       log::warn("cluster.member_lost", {{"member", it->first}, {"reason", "silent"}});
@@ -232,6 +283,18 @@ void hand_off(self_pointer self, const partitioned_tasks& tasks) {
   }
 }
 
+// Whether the message being handled came over the network. The middleman delivers to an actor
+// whatever a peer sends it, whatever the published interface says: the node's own messages
+// (tick, dial, forward) are taken only from this process.
+bool from_another_node(self_pointer self) {
+  const auto& sender = self->current_sender();
+  if (sender != nullptr && sender->node() != self->node()) {
+    log::warn("cluster.refused_message", {{"from", caf::to_string(sender->node())}});
+    return true;
+  }
+  return false;
+}
+
 domain::cluster_view view_of(const cluster_member_state& st) {
   domain::cluster_view view;
   view.node_id = st.config.node_id;
@@ -277,18 +340,26 @@ cluster_member(cluster_member_actor::stateful_pointer<cluster_member_state> self
   init.clock = std::move(peers.clock);
   self->set_down_handler([self](caf::down_msg& down) { on_down(self, down); });
   init.started = steady::now();
+  init.last_tick = init.started;
   update_ownership(self); // settled at once only without peers to wait for
-  for (const auto& address : init.config.peers)
-    self->send(self, dial_atom_v, address);
   self->send(self, tick_atom_v);
   return {
       [self](beat_atom, const member_beat& beat) { on_beat(self, beat); },
       [self](handoff_atom, task_handoff& handoff) {
         caf::anon_send(self->state.dispatcher, due_atom_v, std::move(handoff.task_ids));
       },
-      [self](forward_atom, const partitioned_tasks& tasks) { hand_off(self, tasks); },
-      [self](tick_atom) { on_tick(self); },
-      [self](dial_atom, const std::string& address) { dial(self, address); },
+      [self](forward_atom, const partitioned_tasks& tasks) {
+        if (!from_another_node(self))
+          hand_off(self, tasks);
+      },
+      [self](tick_atom) {
+        if (!from_another_node(self))
+          on_tick(self);
+      },
+      [self](dial_atom, const std::string& address) {
+        if (!from_another_node(self))
+          dial(self, address);
+      },
       [self](cluster_atom, const cluster_callback& answer) { answer(view_of(self->state)); },
   };
 }

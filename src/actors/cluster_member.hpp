@@ -24,6 +24,8 @@ struct cluster_config {
   /// A peer not heard from for this long is no longer a member (a hung or cut-off node; a
   /// killed one is seen at once, when its connection drops).
   std::chrono::milliseconds timeout{3000};
+  /// The installation's cluster id (domain::cluster_id_for; set at start, not configured).
+  std::string cluster_id;
 };
 
 struct cluster_member_state {
@@ -49,8 +51,10 @@ struct cluster_member_state {
   std::vector<std::string> view;   ///< the live members ownership was computed over, sorted
   std::vector<std::size_t> owners; ///< per partition, its owner (an index into `view`)
   std::optional<partition_list> owned;
-  std::chrono::steady_clock::time_point started;
-  bool settled = false; ///< heard every configured peer, or waited `timeout` for them
+  std::chrono::steady_clock::time_point started;   ///< or resumed after a stall
+  std::chrono::steady_clock::time_point last_tick; ///< a gap longer than the timeout: a stall
+  bool settled = false;           ///< heard every configured peer, or waited `timeout` for them
+  bool wait_full_timeout = false; ///< settling after a stall: by the timeout only
 };
 
 /// What a cluster member works with besides its configuration.
@@ -62,11 +66,12 @@ struct cluster_member_peers {
 };
 
 /// A node's member of its cluster: keeps the membership (heartbeats to and from the configured
-/// peers, which it connects to and reconnects with backoff), derives which partitions this node
-/// owns by rendezvous hashing over the live members, and tells the dispatcher (what it sweeps and
-/// sends) and the channels (their share of each rate). It hands new tasks of other nodes'
-/// partitions to their owners. Membership is advisory: a task is sent only by the node holding
-/// its lease in the database, so a wrong view costs time or a rate share, never a second send.
+/// peers, which it dials once told to, after it is published, and redials with backoff), derives
+/// which partitions this node owns by rendezvous hashing over the live members, and tells the
+/// dispatcher (what it sweeps and sends) and the channels (their share of each rate). It hands new
+/// tasks of other nodes' partitions to their owners. Membership is advisory: a task is sent only by
+/// the node holding its lease in the database, so a wrong view costs time or a rate share, never a
+/// second send.
 cluster_member_actor::behavior_type
 cluster_member(cluster_member_actor::stateful_pointer<cluster_member_state> self,
                cluster_config config, cluster_member_peers peers);

@@ -14,6 +14,7 @@ namespace herald::actors {
 
 /// A heartbeat: what a node tells its peers about itself, every heartbeat interval.
 struct member_beat {
+  std::string cluster_id; ///< the installation's (domain::cluster_id_for): another one's is ignored
   std::string node_id;
   std::string address; ///< where its cluster actor listens (its `cluster.listen`)
   std::uint64_t in_flight = 0;
@@ -21,8 +22,8 @@ struct member_beat {
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, member_beat& x) {
-  return f(caf::meta::type_name("herald.member_beat"), x.node_id, x.address, x.in_flight,
-           x.partitions_owned);
+  return f(caf::meta::type_name("herald.member_beat"), x.cluster_id, x.node_id, x.address,
+           x.in_flight, x.partitions_owned);
 }
 
 /// New tasks of the receiver's partitions, accepted by another node: the receiver reads them

@@ -1,26 +1,28 @@
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
 namespace herald::actors {
 
-/// What a node's cluster member and its channel actors share without messages: how many live
-/// nodes split each channel's rate (written by the member, read by channels before each call),
-/// and how many provider calls the channels have in flight (the other way round, for
-/// heartbeats). One per node; a single node leaves members at 1.
+/// What a node's cluster member and its channel actors share without messages: the part of
+/// each channel's rate and burst this node may use (written by the member, read by channels
+/// before each call), and how many provider calls the channels have in flight (the other way
+/// round, for heartbeats). One per node; a single node keeps the whole rate.
 class cluster_share {
 public:
-  std::uint32_t members() const { return members_.load(std::memory_order_relaxed); }
-  void set_members(std::uint32_t count) {
-    members_.store(count == 0 ? 1 : count, std::memory_order_relaxed);
+  /// In (0, 1]: this node's part of every channel's rate and burst.
+  double rate_share() const { return rate_share_.load(std::memory_order_relaxed); }
+  void set_rate_share(double share) {
+    rate_share_.store(std::clamp(share, 1e-6, 1.0), std::memory_order_relaxed);
   }
 
   std::int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
   void add_in_flight(std::int64_t delta) { in_flight_.fetch_add(delta, std::memory_order_relaxed); }
 
 private:
-  std::atomic<std::uint32_t> members_{1};
+  std::atomic<double> rate_share_{1.0};
   std::atomic<std::int64_t> in_flight_{0};
 };
 

@@ -200,6 +200,10 @@ dispatcher(dispatcher_actor::stateful_pointer<dispatcher_state> self,
   init.reader = std::move(reader);
   init.clock = std::move(clock);
   init.config = config;
+  if (config.clustered) {
+    init.owned.emplace();
+    init.owns.assign(domain::partition_count, false);
+  }
   self->delayed_send(self, init.config.sweep_interval, sweep_atom_v);
   return {
       [self](dispatch_atom, deliveries& tasks) { dispatch(self, tasks, foreign_tasks::forward); },

@@ -20,6 +20,9 @@ struct dispatcher_config {
   /// the smallest window when it is for all channels), so a page never floods a channel.
   std::uint64_t windows_per_page = 4;
   std::chrono::milliseconds sweep_interval{30000}; ///< how often unfinished tasks are re-read
+  /// A cluster node: owns no partition (recovers and sweeps nothing) until its cluster member
+  /// says which are its own.
+  bool clustered = false;
   std::chrono::milliseconds store_timeout{30000};
 };
 

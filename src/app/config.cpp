@@ -528,6 +528,26 @@ events_config read_events(const json::value& value) {
   return events;
 }
 
+/// How long one provider call of `ch` may take at worst, the adapter's own second try
+/// included; nullopt for channels that call nothing over a network (simulated, inapp).
+std::optional<std::chrono::milliseconds> call_timeout_of(const channel_config& ch) {
+  if (ch.type == "webhook")
+    return ch.webhook.timeout;
+  if (ch.type == "sms_twilio")
+    return ch.twilio.timeout;
+  if (ch.type == "smtp")
+    return ch.smtp.timeout;
+  // A token fetch, the send, a second fetch and the send again (an expired token).
+  if (ch.type == "wechat_template")
+    return 4 * ch.wechat.timeout;
+  if (ch.type == "fcm")
+    return 4 * ch.fcm.timeout;
+  // The provider token is signed here, not fetched: the send, and once more with a new one.
+  if (ch.type == "apns")
+    return 2 * ch.apns.timeout;
+  return std::nullopt;
+}
+
 actors::cluster_config read_cluster(const json::value& value) {
   object_reader r{value, "cluster"};
   actors::cluster_config cluster;
@@ -693,6 +713,7 @@ config parse_config(const std::string& text) {
     read_templates(*templates, cfg.rules);
   r.done();
   for (auto& ch : cfg.channels) {
+    ch.settings.call_budget = call_timeout_of(ch).value_or(std::chrono::milliseconds{0});
     cfg.rules.channels.insert(ch.settings.name);
     if (ch.type == "inapp") // the inbox is the user's: `to` may leave it out
       cfg.rules.user_addressed.insert(ch.settings.name);
@@ -815,6 +836,10 @@ void validate_cluster(const actors::cluster_config& cluster, const std::string& 
 void validate(const config& cfg) {
   if (cfg.cluster)
     validate_cluster(*cfg.cluster, cfg.database);
+  // Leases are compared on each node's clock: a test clock starts wherever its process did.
+  if (cfg.cluster && cfg.test_clock_start)
+    throw config_error("cluster: --test-clock cannot be used in a cluster (the nodes' clocks "
+                       "would disagree by their start times, and leases with them)");
   // "/" separates the name from each process's incarnation in lease owners: a name holding one
   // could pass for another node's process when leases are resumed.
   if (cfg.node_id.size() > 200 || cfg.node_id.find_first_of("/\r\n") != std::string::npos)
@@ -840,39 +865,28 @@ void validate(const config& cfg) {
       throw config_error(where + ".name: must be 1-32 characters of a-z, 0-9, _ or -");
     if (!names.insert(name).second)
       throw config_error(where + ".name: channel '" + name + "' is configured twice");
-    std::optional<std::chrono::milliseconds> call_timeout;
     if (ch.type == "webhook") {
       if (auto problem = ch.webhook.validate(); !problem.empty())
         throw config_error(where + ": " + problem);
-      call_timeout = ch.webhook.timeout;
     } else if (ch.type == "wechat_template") {
       if (auto problem = ch.wechat.validate(); !problem.empty())
         throw config_error(where + ": " + problem);
       require_tls_off_loopback(ch.wechat.base_url, where);
-      // At worst a call is a token fetch, the send, a second fetch and the send again (an
-      // expired token): all must fit in the lease.
-      call_timeout = 4 * ch.wechat.timeout;
     } else if (ch.type == "sms_twilio") {
       if (auto problem = ch.twilio.validate(); !problem.empty())
         throw config_error(where + ": " + problem);
       require_tls_off_loopback(ch.twilio.base_url, where);
-      call_timeout = ch.twilio.timeout;
     } else if (ch.type == "fcm") {
       if (auto problem = ch.fcm.validate(); !problem.empty())
         throw config_error(where + ": " + problem);
       require_tls_off_loopback(ch.fcm.base_url, where);
-      // Like WeChat: a token fetch, the send, a second fetch and the send again.
-      call_timeout = 4 * ch.fcm.timeout;
     } else if (ch.type == "apns") {
       if (auto problem = ch.apns.validate(); !problem.empty())
         throw config_error(where + ": " + problem);
       require_tls_off_loopback(ch.apns.base_url, where);
-      // The provider token is signed here, not fetched: the send, and once more with a new one.
-      call_timeout = 2 * ch.apns.timeout;
     } else if (ch.type == "smtp") {
       if (auto problem = ch.smtp.validate(); !problem.empty())
         throw config_error(where + ": " + problem);
-      call_timeout = ch.smtp.timeout;
     } else if (ch.type == "inapp") {
       if (auto problem = ch.inapp.validate(); !problem.empty())
         throw config_error(where + ": " + problem);
@@ -882,7 +896,7 @@ void validate(const config& cfg) {
                          "apns, smtp, inapp)");
     }
     // A lease shorter than a call would let a sweep resend a call still in flight.
-    if (call_timeout && ch.settings.lease <= *call_timeout)
+    if (auto call_timeout = call_timeout_of(ch); call_timeout && ch.settings.lease <= *call_timeout)
       throw config_error(where + ".lease_ms: must be longer than the provider call's timeout (" +
                          std::to_string(call_timeout->count()) + " ms)");
     if (auto problem = ch.settings.validate(); !problem.empty())

@@ -15,6 +15,7 @@
 #include "app/actor_service.hpp"
 #include "app/api_access.hpp"
 #include "app/stop_signals.hpp"
+#include "domain/keys.hpp"
 #include "domain/shifted_clock.hpp"
 #include "domain/status_event.hpp"
 #include "observability/health_board.hpp"
@@ -244,7 +245,8 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
                 std::shared_ptr<actors::published_templates> published_templates,
                 std::vector<actors::channel_spec> specs, std::shared_ptr<metrics> metrics,
                 std::shared_ptr<const domain::clock> clock, std::shared_ptr<health_board> health,
-                const persistence::undelivered_failover& undelivered_failover) {
+                const persistence::undelivered_failover& undelivered_failover,
+                const std::optional<actors::cluster_config>& cluster) {
   using actors::shutdown_stage;
   std::vector<actors::supervised_component> components;
   // Blocking database work runs on threads of its own, never on the scheduler's. The store
@@ -276,7 +278,10 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
       with_receipts.push_back({spec.settings, spec.provider});
   }
   node n;
-  n.dispatcher = sys.spawn(actors::dispatcher, std::move(channels), reader, clock, cfg.dispatcher);
+  auto dispatcher_config = cfg.dispatcher;
+  dispatcher_config.clustered = cluster.has_value();
+  n.dispatcher =
+      sys.spawn(actors::dispatcher, std::move(channels), reader, clock, dispatcher_config);
   components.push_back(
       {"dispatcher", shutdown_stage::dispatch, caf::actor_cast<caf::actor>(n.dispatcher), {}});
   components.push_back(
@@ -292,8 +297,8 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
         actors::reconciler_peers{writer, reader, n.dispatcher, metrics, clock}, reconcile));
   }
   n.share = std::make_shared<actors::cluster_share>();
-  if (cfg.cluster) {
-    n.cluster = sys.spawn(actors::cluster_member, *cfg.cluster,
+  if (cluster) {
+    n.cluster = sys.spawn(actors::cluster_member, *cluster,
                           actors::cluster_member_peers{n.dispatcher, n.share, metrics, clock});
     caf::anon_send(n.dispatcher, actors::attach_atom_v, n.cluster);
     components.push_back(
@@ -470,6 +475,16 @@ int serve(const config& cfg) {
   // Outlives the actor system below: released only once no actor of this process can still
   // be calling a provider, so a successor never resumes a lease still in use.
   const auto name_lock = persistence::try_lock_node_name(url, name);
+  std::optional<actors::cluster_config> cluster = cfg.cluster;
+  if (cluster) {
+    // Two processes under one name would be one member to the others, and share its leases.
+    if (!name_lock->held()) {
+      std::cerr << "herald: cluster.node_id " << name << " is in use by another running node ("
+                << name_lock->where() << ")\n";
+      return 2;
+    }
+    cluster->cluster_id = domain::cluster_id_for(id_secret);
+  }
   {
     caf::actor_system sys{caf_cfg};
     const auto node_id = lease_owner_of(name);
@@ -480,7 +495,7 @@ int serve(const config& cfg) {
     auto n = spawn_node(sys, cfg, writer_store, claims_store, reader_store, std::move(events_store),
                         std::move(template_store), published_templates, std::move(specs),
                         metrics_registry, clock, std::make_shared<health_board>(),
-                        undelivered_failover_of(cfg, id_secret));
+                        undelivered_failover_of(cfg, id_secret), cluster);
     writer_store.reset(); // the actors own the connections now
     claims_store.reset();
     reader_store.reset();
@@ -509,8 +524,12 @@ int serve(const config& cfg) {
       if (metrics_server)
         metrics_server->start();
       server.start();
-      if (n.cluster)
+      if (n.cluster) {
         publish_cluster_member(sys, n.cluster, *cfg.cluster);
+        // Dialing waits for the middleman; published first, a peer dialing here finds us.
+        for (const auto& peer : cfg.cluster->peers)
+          caf::anon_send(n.cluster, actors::dial_atom_v, peer);
+      }
       resume_own_leases(url, name, *name_lock, *clock);
       caf::anon_send(n.dispatcher, actors::recover_atom_v, std::string{}); // every channel
       log::info("herald.started",

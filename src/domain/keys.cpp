@@ -77,6 +77,10 @@ std::string provider_request_id_for(const task_key& key, const id_secret& secret
   return "hrq_" + hex_prefix(hmac_sha256(secret, "provider-request\n" + encode(key)), 32);
 }
 
+std::string cluster_id_for(const id_secret& secret) {
+  return "cls_" + hex_prefix(hmac_sha256(secret, "cluster\n"), 24);
+}
+
 std::uint64_t stable_hash(const std::string& encoded_key) {
   const digest bytes = sha256(encoded_key);
   std::uint64_t out = 0;

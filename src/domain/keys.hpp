@@ -48,6 +48,11 @@ std::string task_id_for(const task_key& key, const id_secret& secret);
 /// The id sent to providers as request id / idempotency key; the same on every attempt.
 std::string provider_request_id_for(const task_key& key, const id_secret& secret);
 
+/// The installation's name among cluster nodes ("cls_" and hex): nodes of one database share
+/// it, so a node of another installation that reaches a cluster port is told apart and
+/// ignored; it gives the secret away no more than a message id does.
+std::string cluster_id_for(const id_secret& secret);
+
 /// Stable 64-bit hash of an encoded key (not std::hash: it must agree across builds and nodes).
 std::uint64_t stable_hash(const std::string& encoded_key);
 

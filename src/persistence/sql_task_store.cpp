@@ -928,6 +928,12 @@ std::vector<std::unordered_set<std::string>> sql_task_store::run_changes(const a
       "provider_message_id = COALESCE(r.provider_message_id, tasks.provider_message_id) FROM " +
       dialect_.json_rows("rows", change_columns) +
       " WHERE tasks.id = r.task_id AND ((tasks.status = r.from_status"
+      // A take for a call sees the attempts its taker read: a stale copy of the task (another
+      // node sent it since, and it came back to the same state with more attempts) must not
+      // resend it early, nor count its attempts back.
+      " AND (r.to_status <> '" +
+      state_text(domain::task_state::sending) +
+      "' OR tasks.attempts = r.attempt_count)"
       // Taking a SENDING task over (SENDING -> SENDING) needs its lease to have run out, or
       // to be ours already: of two nodes sweeping one expired lease, one wins.
       " AND (r.from_status <> '" +

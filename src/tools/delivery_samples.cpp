@@ -24,6 +24,30 @@ provider_sample read_provider_sample(std::string_view metrics, double at_s) {
   return sample;
 }
 
+std::optional<provider_sample>
+node_sample_sum::add(const std::vector<std::optional<provider_sample>>& readings, double at_s) {
+  if (readings.size() != last_.size() ||
+      std::none_of(readings.begin(), readings.end(), [](const auto& r) { return r.has_value(); }))
+    return std::nullopt;
+  provider_sample sum;
+  sum.at_s = at_s;
+  for (std::size_t node = 0; node < readings.size(); ++node) {
+    auto& last = last_[node];
+    if (const auto& reading = readings[node]) {
+      if (last && (reading->calls < last->calls || reading->successes < last->successes))
+        sum.counter_reset = true;
+      last = reading;
+      sum.retry_queue_depth += reading->retry_queue_depth;
+    }
+    if (last) {
+      sum.calls += last->calls;
+      sum.successes += last->successes;
+      sum.has_counter = sum.has_counter || last->has_counter;
+    }
+  }
+  return sum;
+}
+
 delivery_figures delivery_from_samples(const provider_sample& baseline,
                                        const std::vector<provider_sample>& samples) {
   delivery_figures figures;
@@ -31,7 +55,8 @@ delivery_figures delivery_from_samples(const provider_sample& baseline,
     return figures;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const auto& before = i == 0 ? baseline : samples[i - 1];
-    if (samples[i].calls < before.calls || samples[i].successes < before.successes) {
+    if (samples[i].counter_reset || samples[i].calls < before.calls ||
+        samples[i].successes < before.successes) {
       figures.counter_reset = true;
       return figures;
     }

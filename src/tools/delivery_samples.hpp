@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -14,10 +16,31 @@ struct provider_sample {
   /// The answer had herald_provider_calls_total: herald leaves the family out until its first
   /// call, so a sample without it reads as 0 calls.
   bool has_counter = false;
+  /// A node's counter went down since its reading before (that herald restarted and counts
+  /// from 0 again): a sum over nodes need not go down with it, but no longer counts since the
+  /// baseline.
+  bool counter_reset = false;
 };
 
 /// Reads one /metrics answer taken at `at_s`.
 provider_sample read_provider_sample(std::string_view metrics, double at_s);
+
+/// Sums the readings of several herald nodes (one cluster), taken one after another at one
+/// sampling moment, into one sample. A node that did not answer counts with its last reading
+/// (its calls happened) and with an empty retry queue (a killed node's queue died with it; its
+/// tasks are another node's now). With one node a sample is that node's reading as it is.
+class node_sample_sum {
+public:
+  explicit node_sample_sum(std::size_t nodes) : last_(nodes) {}
+
+  /// `readings[i]` is node i's reading (nullopt: no answer); nullopt when no node answered.
+  /// Sets counter_reset when a node's calls or successes went down since its last reading.
+  std::optional<provider_sample> add(const std::vector<std::optional<provider_sample>>& readings,
+                                     double at_s);
+
+private:
+  std::vector<std::optional<provider_sample>> last_;
+};
 
 /// Deliveries during a run, from the samples against the reading taken before it.
 struct delivery_figures {
@@ -25,8 +48,8 @@ struct delivery_figures {
   double delivered = 0; ///< provider calls that succeeded
   double last_at_s = 0; ///< the first sample showing the final success count (0 if none)
   double per_s = 0;     ///< delivered / last_at_s
-  /// The counter went down between two readings: herald restarted and counts from 0 again, so
-  /// the figures above mean nothing (all 0).
+  /// The counter went down between two readings, or a sample says a node's did: herald
+  /// restarted and counts from 0 again, so the figures above mean nothing (all 0).
   bool counter_reset = false;
 };
 

@@ -15,6 +15,25 @@ host_port loopback_only(std::string_view option, std::string_view text) {
   return parsed;
 }
 
+/// Adds the comma-separated HOST:PORT list `text` (one address or several) to `targets`; an
+/// address given twice is refused.
+void add_targets(std::string_view option, std::string_view text, std::vector<host_port>& targets) {
+  std::size_t start = 0;
+  while (true) {
+    auto end = text.find(',', start);
+    auto item =
+        loopback_only(option, text.substr(start, end == std::string_view::npos ? text.size() - start
+                                                                               : end - start));
+    for (const auto& known : targets)
+      if (known.to_string() == item.to_string())
+        throw usage_error(std::string(option) + " names " + item.to_string() + " twice");
+    targets.push_back(std::move(item));
+    if (end == std::string_view::npos)
+      return;
+    start = end + 1;
+  }
+}
+
 std::string validated_prefix(std::string_view text) {
   bool valid =
       !text.empty() && text.size() <= 64 && std::all_of(text.begin(), text.end(), [](char c) {
@@ -66,7 +85,7 @@ load_options parse_load_args(const std::vector<std::string>& args) {
   option_parser parser("load");
   parser
       .value("--target",
-             [&](const auto& name, const auto& v) { options.target = loopback_only(name, v); })
+             [&](const auto& name, const auto& v) { add_targets(name, v, options.targets); })
       .value("--events",
              [&](const auto& name, const auto& v) {
                options.events = parse_count(name, v, 1, 10'000'000);
@@ -142,10 +161,24 @@ load_options parse_load_args(const std::vector<std::string>& args) {
   return options;
 }
 
+std::string targets_text(const std::vector<host_port>& targets) {
+  std::string text;
+  for (const auto& target : targets)
+    text += (text.empty() ? "" : ",") + target.to_string();
+  return text;
+}
+
 std::string load_usage() {
-  return R"(herald load --target HOST:PORT [options]
+  return R"(herald load --target HOST:PORT[,HOST:PORT...] [options]
   Submits events to a running herald, waits for the drain and checks the invariants.
-  --target HOST:PORT        herald's HTTP address (loopback only)
+  --target HOST:PORT        herald's HTTP address (loopback only). Repeated, or a comma-
+                            separated list: the nodes of one cluster (one database). Request
+                            i goes to target i mod N; a request a target does not answer
+                            (connection refused or lost) goes to the next one at once, and
+                            waits for the backoff only when every target failed in a row.
+                            Messages and /v1/stats are read from any target that answers;
+                            per-node figures (/metrics) are summed over the targets that
+                            answer, a node down at a reading counting with its last one
   --events N                distinct events (default 1000)
   --users U                 events go to users u-(i % U) (default 100)
   --channels LIST           channels of every event (default sms,wechat,app)

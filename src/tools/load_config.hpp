@@ -13,7 +13,11 @@
 namespace herald::tools {
 
 struct load_options {
-  host_port target;
+  /// herald's HTTP addresses: one node, or several nodes of one cluster (one database). Each
+  /// request goes to the next target in turn, and to the one after it when a target does not
+  /// answer; what is read afterwards is read from any target that answers, and per-node metrics
+  /// are summed over the targets.
+  std::vector<host_port> targets;
   std::uint64_t events = 1000;
   std::uint64_t users = 100;
   std::vector<std::string> channels{"sms", "wechat", "app"};
@@ -53,6 +57,9 @@ struct load_options {
 constexpr unsigned open_loop_concurrency = 64;
 
 load_options parse_load_args(const std::vector<std::string>& args);
+
+/// The targets as given on the command line: "127.0.0.1:8081,127.0.0.1:8082".
+std::string targets_text(const std::vector<host_port>& targets);
 
 std::string load_usage();
 

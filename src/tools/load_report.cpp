@@ -122,6 +122,27 @@ json::object receipts_json(const load_run& run) {
   return body;
 }
 
+/// One target's share of the HTTP exchanges (live and late), and how many got no answer.
+struct target_share {
+  std::string target;
+  std::size_t exchanges = 0;
+  std::size_t connection_errors = 0;
+};
+
+std::vector<target_share> target_shares(const load_options& options, const load_run& run) {
+  std::vector<target_share> shares;
+  for (std::size_t i = 0; i < options.targets.size(); ++i) {
+    auto of = [i](const std::vector<std::size_t>& counts) {
+      return i < counts.size() ? counts[i] : std::size_t{0};
+    };
+    shares.push_back(
+        {options.targets[i].to_string(),
+         of(run.live.target_exchanges) + of(run.late.target_exchanges),
+         of(run.live.target_connection_errors) + of(run.late.target_connection_errors)});
+  }
+  return shares;
+}
+
 /// "12" or "?" for a metric that could not be read.
 std::string metric_text(const std::optional<double>& value) {
   return value ? std::to_string(static_cast<long long>(*value)) : std::string("?");
@@ -200,7 +221,15 @@ std::string report_json(const load_options& options, const load_run& run,
                         const check_report& report) {
   json::object body;
   body["pass"] = report.all_pass();
-  body["target"] = options.target.to_string();
+  body["target"] = targets_text(options.targets);
+  if (options.targets.size() > 1) { // one target: the report is as it always was
+    json::array targets;
+    for (const auto& share : target_shares(options, run))
+      targets.push_back(json::object{{"target", share.target},
+                                     {"exchanges", share.exchanges},
+                                     {"connection_errors", share.connection_errors}});
+    body["targets"] = std::move(targets);
+  }
   body["provider"] =
       options.provider ? json::value(options.provider->to_string()) : json::value(nullptr);
   body["events"] = run.record.events;
@@ -273,9 +302,18 @@ std::string report_json(const load_options& options, const load_run& run,
 std::string report_text(const load_options& options, const load_run& run,
                         const check_report& report) {
   std::ostringstream out;
-  out << "herald load against " << options.target.to_string() << ": " << run.record.events
+  out << "herald load against " << targets_text(options.targets) << ": " << run.record.events
       << " events x " << options.channels.size() << " channels in " << fixed(run.total_duration_s)
       << " s\n";
+  if (options.targets.size() > 1) {
+    const char* separator = "  targets    ";
+    for (const auto& share : target_shares(options, run)) {
+      out << separator << share.target << " " << share.exchanges << " exchanges ("
+          << share.connection_errors << " unanswered)";
+      separator = ", ";
+    }
+    out << "\n";
+  }
   out << "  ingest     " << run.live.accepted << "/" << run.live.submissions
       << (options.batch ? " events accepted in " + std::to_string(run.live.requests) + " batches ("
                         : std::string(" POSTs accepted ("))

@@ -3,7 +3,7 @@
 #include "domain/time.hpp"
 #include "tools/api_answers.hpp"
 #include "tools/http_client.hpp"
-#include "tools/metrics_text.hpp"
+#include "tools/load_targets.hpp"
 #include "tools/request_schedule.hpp"
 
 #include <algorithm>
@@ -108,8 +108,11 @@ double milliseconds_between(steady::time_point from, steady::time_point to) {
 /// so retrying is safe (herald is idempotent). Bounded by options.drain_timeout and a count;
 /// once any submission gave up on a dead herald (`herald_gone`), the others try once. `due`
 /// (open loop) is where latency counts from; `last_accepted` moves to each 2xx answer.
+/// The first exchange goes to target `first_target`, each retry to the next target; after a
+/// connection error the next target is tried at once, the backoff waited only when every target
+/// failed in a row (with one target: after each).
 std::vector<submit_result>
-submit_with_retry(http_client& client, const load_plan& plan,
+submit_with_retry(target_clients& clients, std::size_t first_target, const load_plan& plan,
                   const std::vector<std::size_t>& events, bool batch, const load_options& options,
                   std::atomic<bool>& herald_gone, std::optional<steady::time_point> due,
                   submit_stats& stats, steady::time_point& last_accepted) {
@@ -120,13 +123,17 @@ submit_with_retry(http_client& client, const load_plan& plan,
   auto budget_end = steady::now() + options.drain_timeout;
   auto backoff = first_backoff;
   bool last_was_connection_error = false;
+  std::size_t target = first_target % clients.size();
+  std::size_t connection_errors_in_a_row = 0;
   for (std::size_t n = 0; n < max_exchanges_per_submission && !pending.empty(); ++n) {
     if (n > 0 && (steady::now() >= budget_end || herald_gone.load()))
       break;
     ++stats.exchanges;
+    stats.count_exchange(target, clients.size());
     auto started = steady::now();
     http_reply reply;
     try {
+      auto& client = clients.at(target);
       if (batch) {
         std::vector<std::size_t> sent;
         for (auto position : pending)
@@ -138,11 +145,16 @@ submit_with_retry(http_client& client, const load_plan& plan,
     } catch (const connection_error&) {
       last_was_connection_error = true;
       stats.retries_connection += pending.size();
-      sleep_until_at_most(backoff, budget_end);
-      backoff = std::min(backoff * 2, max_backoff);
+      ++stats.target_connection_errors[target];
+      target = (target + 1) % clients.size();
+      if (++connection_errors_in_a_row % clients.size() == 0) {
+        sleep_until_at_most(backoff, budget_end);
+        backoff = std::min(backoff * 2, max_backoff);
+      }
       continue;
     }
     last_was_connection_error = false;
+    connection_errors_in_a_row = 0;
     auto answered = steady::now();
     std::vector<std::size_t> again; // positions this answer decided nothing for
     bool overloaded = false;
@@ -187,6 +199,7 @@ submit_with_retry(http_client& client, const load_plan& plan,
     }
     pending = std::move(again);
     if (!pending.empty()) {
+      target = (target + 1) % clients.size();
       sleep_until_at_most(overloaded ? retry_after_or(reply.retry_after, backoff) : backoff,
                           budget_end);
       backoff = std::min(backoff * 2, max_backoff);
@@ -215,9 +228,9 @@ std::vector<accepted_answer> submit_all(const load_options& options, const load_
                                         std::size_t& unparseable) {
   std::vector<std::optional<accepted_answer>> slots(events.size());
   std::vector<worker_tally> tallies(options.concurrency);
-  std::vector<std::unique_ptr<http_client>> clients;
+  std::vector<std::unique_ptr<target_clients>> clients;
   for (unsigned w = 0; w < options.concurrency; ++w)
-    clients.push_back(std::make_unique<http_client>(options.target, options.request_timeout));
+    clients.push_back(std::make_unique<target_clients>(options.targets, options.request_timeout));
   std::atomic<bool> herald_gone{false};
   const bool batch = options.batch > 0;
   auto requests = request_groups(events.size(), batch ? options.batch : 1);
@@ -242,8 +255,10 @@ std::vector<accepted_answer> submit_all(const load_options& options, const load_
     auto [first, end] = requests[r];
     std::vector<std::size_t> request_events(events.begin() + static_cast<std::ptrdiff_t>(first),
                                             events.begin() + static_cast<std::ptrdiff_t>(end));
-    auto results = submit_with_retry(*clients[w], plan, request_events, batch, options, herald_gone,
-                                     due, stats, tally.last_accepted);
+    // Request r goes to target r mod N: every target gets every N-th request, whichever
+    // connection (thread) is free for it, so the open loop's schedule holds.
+    auto results = submit_with_retry(*clients[w], r, plan, request_events, batch, options,
+                                     herald_gone, due, stats, tally.last_accepted);
     for (std::size_t k = 0; k < results.size(); ++k) {
       auto& result = results[k];
       switch (result.kind) {
@@ -291,24 +306,14 @@ std::vector<accepted_answer> submit_all(const load_options& options, const load_
   return answers;
 }
 
-std::optional<double> read_metric(http_client& client, const char* name) {
-  try {
-    auto reply = client.request("GET", "/metrics");
-    if (reply.status == 200)
-      return metric_sum(reply.body, name);
-  } catch (const connection_error&) {
-  }
-  return std::nullopt;
-}
-
 /// Reads herald's provider call counter (GET /metrics) every sample_every on its own thread
-/// until stopped. The baseline is read first; `origin()` is the first submission's time,
-/// which every sample's `at_s` counts from.
+/// until stopped, summed over the targets (node_sample_sum). The baseline is read first;
+/// `origin()` is the first submission's time, which every sample's `at_s` counts from.
 class delivery_sampler {
 public:
   /// The first submission is `lead` after the baseline reading.
   delivery_sampler(const load_options& options, steady::duration lead)
-      : client_(options.target, options.request_timeout) {
+      : clients_(options.targets, options.request_timeout), sum_(options.targets.size()) {
     origin_ = steady::now();
     baseline_ = read_now();
     origin_ = steady::now() + lead;
@@ -338,15 +343,15 @@ public:
       thread_.join();
   }
 
-  /// One reading now (after stop(): the sampling thread owns the connection until then).
+  /// One reading now (after stop(): the sampling thread owns the connections until then).
   std::optional<provider_sample> read_now() {
-    try {
-      auto reply = client_.request("GET", "/metrics");
-      if (reply.status == 200 && reply.body.find("herald_") != std::string::npos)
-        return read_provider_sample(reply.body, seconds_since(origin_));
-    } catch (const connection_error&) {
+    std::vector<std::optional<provider_sample>> readings;
+    for (auto& text : clients_.read_metrics()) {
+      readings.emplace_back();
+      if (text && text->find("herald_") != std::string::npos)
+        readings.back() = read_provider_sample(*text, 0);
     }
-    return std::nullopt;
+    return sum_.add(readings, seconds_since(origin_));
   }
 
 private:
@@ -362,7 +367,8 @@ private:
     }
   }
 
-  http_client client_;
+  target_clients clients_;
+  node_sample_sum sum_;
   steady::time_point origin_;
   std::optional<provider_sample> baseline_;
   mutable std::mutex mutex_;
@@ -424,18 +430,19 @@ delivery_stats wait_for_deliveries(delivery_sampler& sampler,
 void read_messages(const load_options& options, const std::vector<std::string>& ids,
                    std::map<std::string, observed_message>& messages, steady::time_point deadline) {
   std::vector<std::optional<observed_message>> seen(ids.size());
-  std::vector<std::unique_ptr<http_client>> clients;
+  std::vector<std::unique_ptr<target_clients>> clients;
   for (unsigned w = 0; w < options.concurrency; ++w)
-    clients.push_back(std::make_unique<http_client>(options.target, options.request_timeout));
+    clients.push_back(std::make_unique<target_clients>(options.targets, options.request_timeout));
   parallel_for(ids.size(), options.concurrency, [&](std::size_t w, std::size_t i) {
     if (steady::now() >= deadline)
       return;
     try {
-      auto reply = clients[w]->request("GET", "/v1/messages/" + ids[i]);
+      // Every node reads the one database: message i from target i mod N, or any that answers.
+      auto reply = clients[w]->request_any(i, "GET", "/v1/messages/" + ids[i]);
       if (reply.status == 200)
         seen[i] = parse_message_view(reply.body);
     } catch (const connection_error&) {
-      // herald may be restarting: keep the message pending
+      // herald (every target) may be restarting: keep the message pending
     }
   });
   for (std::size_t i = 0; i < ids.size(); ++i)
@@ -454,7 +461,10 @@ drain_stats wait_for_messages(const load_options& options,
   auto started = steady::now();
   auto deadline = started + timeout;
   auto next_progress = started + progress_every;
-  http_client metrics_client(options.target, options.request_timeout);
+  target_clients metrics_clients(options.targets, options.request_timeout);
+  auto retry_queue_depth = [&] {
+    return metric_sum_over(metrics_clients.read_metrics(), "herald_retry_queue_depth");
+  };
 
   std::vector<std::string> pending;
   for (const auto& [id, message] : messages)
@@ -475,7 +485,7 @@ drain_stats wait_for_messages(const load_options& options,
     if (pending.empty())
       break;
 
-    stats.retry_queue_depth = read_metric(metrics_client, "herald_retry_queue_depth");
+    stats.retry_queue_depth = retry_queue_depth();
     if (steady::now() >= next_progress) {
       progress << "herald load: " << phase << ": " << pending.size()
                << " messages not finished, retry queue "
@@ -492,18 +502,19 @@ drain_stats wait_for_messages(const load_options& options,
   stats.pending_at_end = pending.size();
   stats.duration_s = seconds_since(started);
   if (!stats.retry_queue_depth)
-    stats.retry_queue_depth = read_metric(metrics_client, "herald_retry_queue_depth");
+    stats.retry_queue_depth = retry_queue_depth();
   return stats;
 }
 
-/// GET /v1/stats over [from, to]; sets record.stats or record.stats_unavailable. A refused
-/// connection is asked again until `deadline`: herald may be restarting (a drill kills it).
-void read_stats(http_client& herald, const std::string& from, const std::string& to,
+/// GET /v1/stats over [from, to] from any target (all read the one database); sets record.stats
+/// or record.stats_unavailable. When no target answers it is asked again until `deadline`:
+/// herald may be restarting (a drill kills it).
+void read_stats(target_clients& herald, const std::string& from, const std::string& to,
                 run_record& record, steady::time_point deadline) {
   record.stats.reset();
   for (;;) {
     try {
-      auto reply = herald.request("GET", "/v1/stats?from=" + from + "&to=" + to);
+      auto reply = herald.request_any(0, "GET", "/v1/stats?from=" + from + "&to=" + to);
       if (reply.status == 404) {
         record.stats_unavailable = "not available";
         return;
@@ -530,7 +541,7 @@ void read_stats(http_client& herald, const std::string& from, const std::string&
 void read_stats_and_messages(const load_options& options, const std::string& from,
                              run_record& record) {
   constexpr int max_tries = 4;
-  http_client herald(options.target, options.request_timeout);
+  target_clients herald(options.targets, options.request_timeout);
   std::vector<std::string> ids;
   for (const auto& [id, message] : record.messages)
     ids.push_back(id);
@@ -577,6 +588,18 @@ void submit_stats::merge(const submit_stats& other) {
                             other.batch_latencies_ms.end());
   late_starts += other.late_starts;
   max_start_lag_ms = std::max(max_start_lag_ms, other.max_start_lag_ms);
+  for (std::size_t target = 0; target < other.target_exchanges.size(); ++target) {
+    count_exchange(target, other.target_exchanges.size(), other.target_exchanges[target]);
+    target_connection_errors[target] += other.target_connection_errors[target];
+  }
+}
+
+void submit_stats::count_exchange(std::size_t target, std::size_t targets, std::size_t n) {
+  if (target_exchanges.size() < targets) {
+    target_exchanges.resize(targets);
+    target_connection_errors.resize(targets);
+  }
+  target_exchanges[target] += n;
 }
 
 load_run run_load_test(const load_options& options, const load_plan& plan, std::ostream& progress) {
@@ -602,8 +625,8 @@ load_run run_load_test(const load_options& options, const load_plan& plan, std::
     schedule.emplace(static_cast<double>(*options.rate));
   progress << "herald load: submitting " << plan.events.size() << " events (" << live_events.size()
            << (options.batch ? " items in batches of " + std::to_string(options.batch) : " POSTs")
-           << ") to " << options.target.to_string() << " with " << options.concurrency
-           << " connections, "
+           << ") to " << targets_text(options.targets) << " with " << options.concurrency
+           << (options.targets.size() > 1 ? " connections to each, " : " connections, ")
            << (options.rate ? "open loop at " + std::to_string(*options.rate) + " requests/s"
                             : std::string("closed loop"))
            << "\n";
@@ -657,11 +680,13 @@ load_run run_load_test(const load_options& options, const load_plan& plan, std::
   }
   read_stats_and_messages(options, run.stats_from, record);
 
-  http_client herald(options.target, options.request_timeout);
-  run.ambiguous_resends = read_metric(herald, "herald_ambiguous_resends_total");
-  run.receipts_total = read_metric(herald, "herald_receipts_total");
-  run.receipts_rejected = read_metric(herald, "herald_receipts_rejected_total");
-  run.reconciled_total = read_metric(herald, "herald_reconciled_total");
+  // Per-node counters: summed over the nodes that answer (a killed node's died with it).
+  target_clients herald(options.targets, options.request_timeout);
+  auto metrics = herald.read_metrics();
+  run.ambiguous_resends = metric_sum_over(metrics, "herald_ambiguous_resends_total");
+  run.receipts_total = metric_sum_over(metrics, "herald_receipts_total");
+  run.receipts_rejected = metric_sum_over(metrics, "herald_receipts_rejected_total");
+  run.reconciled_total = metric_sum_over(metrics, "herald_reconciled_total");
 
   if (options.provider) {
     http_client provider(*options.provider, options.request_timeout);

@@ -39,8 +39,14 @@ struct submit_stats {
   double duration_s = 0;
   /// From the first submission to the last accepted answer (0 when none was accepted).
   double accepted_window_s = 0;
+  /// Per target (options.targets order; empty until the first exchange): HTTP exchanges sent
+  /// there, and of them the ones that got no answer (connection refused, lost or timed out).
+  std::vector<std::size_t> target_exchanges;
+  std::vector<std::size_t> target_connection_errors;
 
   void merge(const submit_stats& other);
+  /// Adds `n` exchanges sent to `target` of `targets`.
+  void count_exchange(std::size_t target, std::size_t targets, std::size_t n = 1);
 };
 
 struct drain_stats {

@@ -181,6 +181,32 @@ BOOST_AUTO_TEST_CASE(usage_errors_name_the_problem) {
   BOOST_TEST(mentions(error({"--target", "127.0.0.1:80", "--biz-prefix", "a b"}), "--biz-prefix"));
 }
 
+BOOST_AUTO_TEST_CASE(one_target_or_several) {
+  auto one = parse_load_args({"--target", "127.0.0.1:8080"});
+  BOOST_TEST(one.targets.size() == 1u);
+  BOOST_TEST(one.targets[0].port == 8080);
+  BOOST_TEST(targets_text(one.targets) == "127.0.0.1:8080");
+
+  // A comma-separated list, repeated --target, or both: every address in the order given.
+  auto listed = parse_load_args({"--target", "127.0.0.1:8081,127.0.0.1:8082"});
+  BOOST_TEST(targets_text(listed.targets) == "127.0.0.1:8081,127.0.0.1:8082");
+  auto repeated = parse_load_args(
+      {"--target", "127.0.0.1:8081", "--target=localhost:8082,[::1]:8083", "--events", "5"});
+  BOOST_TEST(repeated.targets.size() == 3u);
+  BOOST_TEST(repeated.targets[1].host == "localhost");
+  BOOST_TEST(repeated.targets[2].host == "::1");
+  BOOST_TEST(targets_text(repeated.targets) == "127.0.0.1:8081,localhost:8082,[::1]:8083");
+  BOOST_TEST(repeated.events == 5u);
+
+  auto error = [](args a) { return usage_message([&] { parse_load_args(a); }); };
+  BOOST_TEST(mentions(error({"--target", "127.0.0.1:1,10.0.0.1:2"}), "loopback"));
+  BOOST_TEST(mentions(error({"--target", "127.0.0.1:1,"}), "HOST:PORT"));
+  BOOST_TEST(mentions(error({"--target", ",127.0.0.1:1"}), "HOST:PORT"));
+  BOOST_TEST(mentions(error({"--target", "127.0.0.1:1,127.0.0.1:1"}), "twice"));
+  BOOST_TEST(mentions(error({"--target", "127.0.0.1:1", "--target", "127.0.0.1:1"}), "twice"));
+  BOOST_TEST(mentions(load_usage(), "--target HOST:PORT[,HOST:PORT...]"));
+}
+
 BOOST_AUTO_TEST_CASE(open_loop_and_batch_options) {
   auto closed = parse_load_args({"--target", "127.0.0.1:8080"});
   BOOST_TEST(!closed.rate);

@@ -108,4 +108,45 @@ BOOST_AUTO_TEST_CASE(the_wait_ends_when_calls_went_quiet_with_no_retry_waiting) 
   BOOST_TEST(!deliveries_settled(baseline, busy, 20, 1.0, 2.0));
 }
 
+BOOST_AUTO_TEST_CASE(one_node_sums_to_its_own_reading) {
+  node_sample_sum sum(1);
+  BOOST_TEST(!sum.add({std::nullopt}, 0.25)); // no answer: no sample, as before
+  auto sample = sum.add({at(0, 10, 8, 2)}, 0.5);
+  BOOST_REQUIRE(sample);
+  BOOST_TEST(sample->at_s == 0.5);
+  BOOST_TEST(sample->calls == 10.0);
+  BOOST_TEST(sample->successes == 8.0);
+  BOOST_TEST(sample->retry_queue_depth == 2.0);
+  BOOST_TEST(!sample->counter_reset);
+  BOOST_TEST(sum.add({at(0, 3, 3)}, 0.75)->counter_reset); // restarted
+}
+
+BOOST_AUTO_TEST_CASE(nodes_are_summed_and_a_silent_node_keeps_its_calls) {
+  node_sample_sum sum(3);
+  auto first = sum.add({at(0, 10, 10, 1), at(0, 20, 15, 2), std::nullopt}, 0.25);
+  BOOST_REQUIRE(first);
+  BOOST_TEST(first->calls == 30.0);
+  BOOST_TEST(first->successes == 25.0);
+  BOOST_TEST(first->retry_queue_depth == 3.0);
+
+  // Node 1 killed: its calls stay counted, its retry queue is gone; node 2 comes up.
+  auto second = sum.add({at(0, 14, 12, 0), std::nullopt, at(0, 5, 5, 0)}, 0.5);
+  BOOST_REQUIRE(second);
+  BOOST_TEST(second->calls == 39.0);
+  BOOST_TEST(second->successes == 32.0);
+  BOOST_TEST(second->retry_queue_depth == 0.0);
+  BOOST_TEST(!second->counter_reset);
+  BOOST_TEST(!sum.add({std::nullopt, std::nullopt, std::nullopt}, 0.75));
+
+  // Node 1 back, counting from 0: the sum need not go down, the sample says it restarted.
+  auto third = sum.add({at(0, 40, 40, 0), at(0, 1, 1, 0), at(0, 9, 9, 0)}, 1.0);
+  BOOST_REQUIRE(third);
+  BOOST_TEST(third->calls == 50.0);
+  BOOST_TEST(third->counter_reset);
+  auto figures = delivery_from_samples(*first, {*second, *third});
+  BOOST_TEST(figures.counter_reset);
+  BOOST_TEST(figures.delivered == 0.0);
+  BOOST_TEST(!delivery_from_samples(*first, {*second}).counter_reset);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

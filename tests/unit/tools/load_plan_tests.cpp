@@ -12,7 +12,7 @@ namespace {
 
 load_options options_for(std::uint64_t events, double duplicates, double late) {
   load_options options;
-  options.target = {"127.0.0.1", 8080};
+  options.targets = {{"127.0.0.1", 8080}};
   options.events = events;
   options.users = 7;
   options.duplicate_ratio = duplicates;
