@@ -326,20 +326,31 @@ public:
       auto v = view(i);
       out << node_id(i) << ": " << (v ? json::serialize(v->body) : std::string("no answer"))
           << "\n";
-      // Its warnings, errors and cluster events, the last 40 (info lines drown them).
+      // Its warnings, errors and cluster events, the last 30 (info lines drown them), a run of
+      // one event shown once with its count.
       std::istringstream log(nodes_.at(i) != nullptr ? nodes_[i]->process().log() : "");
-      std::deque<std::string> lines;
-      for (std::string line; std::getline(log, line);)
-        if (line.find(R"("level":"warn")") != std::string::npos ||
-            line.find(R"("level":"error")") != std::string::npos ||
-            line.find(R"("event":"cluster.)") != std::string::npos) {
-          lines.push_back(line);
-          if (lines.size() > 40)
-            lines.pop_front();
+      std::deque<std::pair<std::string, int>> lines;
+      std::string last_event;
+      for (std::string line; std::getline(log, line);) {
+        if (line.find(R"("level":"warn")") == std::string::npos &&
+            line.find(R"("level":"error")") == std::string::npos &&
+            line.find(R"("event":"cluster.)") == std::string::npos)
+          continue;
+        const auto at = line.find(R"("event":")");
+        const auto event =
+            at == std::string::npos ? line : line.substr(at, line.find(',', at) - at);
+        if (!lines.empty() && event == last_event) {
+          ++lines.back().second;
+          continue;
         }
+        last_event = event;
+        lines.emplace_back(line, 1);
+        if (lines.size() > 30)
+          lines.pop_front();
+      }
       out << node_id(i) << " log (warnings, errors, cluster events):\n";
-      for (const auto& line : lines)
-        out << line << "\n";
+      for (const auto& [line, times] : lines)
+        out << line << (times > 1 ? " (" + std::to_string(times) + " in a row)" : "") << "\n";
     }
     return out.str();
   }
@@ -408,14 +419,15 @@ task_counts counts_on(running_herald& node) {
 /// SENDING after its lease ran out, whose provider said "delivered" when asked).
 /// `explain`, if given, adds to the failure message (e.g. the nodes' logs).
 void require_all_finished(running_herald& node, std::size_t accepted,
-                          const std::function<std::string()>& explain = {}) {
+                          const std::function<std::string()>& explain = {},
+                          std::chrono::milliseconds bound = drain_bound) {
   task_counts last;
   const bool finished = eventually(
       [&] {
         last = counts_on(node);
         return last.accepted == static_cast<std::int64_t>(accepted) && last.unfinished == 0;
       },
-      drain_bound);
+      bound);
   const auto why = finished || !explain ? std::string() : explain();
   BOOST_REQUIRE_MESSAGE(finished, "tasks accepted " << last.accepted << " (expected " << accepted
                                                     << "), unfinished " << last.unfinished << "\n"
@@ -774,9 +786,12 @@ BOOST_AUTO_TEST_CASE(a_frozen_node_resumed_sends_nothing_that_moved_away) {
   // The others stop hearing from it, take its partitions and send its tasks (those it had
   // marked SENDING once their lease runs out: the provider is asked about them first).
   cluster.require_agreement({0, 1}, 10s);
-  require_all_finished(cluster.node(0), first_load.size(), [&] {
-    return cluster.describe({0, 1});
-  });
+  require_all_finished(
+      cluster.node(0), first_load.size(),
+      [&] {
+        return cluster.describe({0, 1});
+      },
+      30s);
   const auto n3_during_stop = [&] {
     std::size_t count = 0;
     for (const auto& call : cluster.provider().calls())
