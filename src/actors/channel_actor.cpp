@@ -201,6 +201,9 @@ void start_call(self_pointer self, domain::delivery task, std::string take_token
   }
 }
 
+void record(self_pointer self, domain::delivery task, persistence::state_change change,
+            attempt_records attempts, bool was_failing = false, std::function<void()> then = {});
+
 // Commits SENDING with our lease for `batch`, then calls the provider for each task whose
 // change applied. A task found SENDING by recovery goes the same way: the guarded change
 // renews the lease before the resend. Each change carries its take's token, so when the answer
@@ -223,11 +226,23 @@ void commit_sending(self_pointer self, std::vector<domain::delivery> batch, stat
                 start_call(self, std::move(task), *changes[i].lease_token);
                 continue;
               }
-              if (moved.count(task.task_id) != 0) // too little lease left for a call: the
-                                                  // node stalled, or the commit was slow
+              if (moved.count(task.task_id) != 0) {
+                // Marked, but too little lease left for a call (the node stalled, or the commit
+                // was slow). No call was made: the task waits as a retry due now, so whoever
+                // takes it next sends it as a plain retry, not as an ambiguous resend.
                 log::warn("channel.lease_expired_before_call", {{"channel", st.settings.name},
                                                                 {"task_id", task.task_id},
                                                                 {"trace_id", task.trace_id}});
+                if (task.task_id == st.probe_task_id)
+                  st.breaker->abandon_probe();
+                task.state = task_state::sending;
+                auto back = change_of(task, task_state::retry_wait, task.attempts, now,
+                                      "lease ran out before the call: not sent");
+                back.next_attempt_at = now;
+                back.lease_token = changes[i].lease_token;
+                record(self, std::move(task), std::move(back), {});
+                continue;
+              }
               // Another sender got there first, or the task moved on: not ours to send.
               forget(st, task.task_id);
               if (task.task_id == st.probe_task_id)
@@ -290,7 +305,7 @@ void after_recorded(self_pointer self, domain::delivery task, bool applied) {
 // goes to the timer. The task stays known meanwhile, so a sweep cannot send it again.
 // `then` runs once the change applied (e.g. recording a receipt that needs the task SENT).
 void record(self_pointer self, domain::delivery task, persistence::state_change change,
-            attempt_records attempts, bool was_failing = false, std::function<void()> then = {}) {
+            attempt_records attempts, bool was_failing, std::function<void()> then) {
   self->state.writing += 1;
   task.state = change.to;
   task.attempts = change.attempts;
