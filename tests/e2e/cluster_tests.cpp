@@ -506,6 +506,28 @@ sent_request_ids(const std::vector<running_herald*>& nodes,
   return ids;
 }
 
+/// The tasks of `messages` not yet finished (PENDING, SENDING, RETRY_WAIT), as
+/// GET /v1/messages/{id} on `node` shows them: the first few, for failure messages. (No test
+/// assertion inside.)
+std::string unfinished_tasks(running_herald& node, const std::vector<std::string>& messages) {
+  std::string out;
+  std::size_t found = 0;
+  try {
+    http_connection connection(host, node.port());
+    for (const auto& message : messages) {
+      const auto body = json::parse(connection.request("GET", "/v1/messages/" + message).body);
+      for (const auto& task : body.at("tasks").as_array()) {
+        const auto status = text(task, "status");
+        if ((status == "PENDING" || status == "SENDING" || status == "RETRY_WAIT") && ++found <= 5)
+          out += message + ": " + json::serialize(task) + "\n";
+      }
+    }
+  } catch (const std::exception& e) {
+    out += std::string("reading messages: ") + e.what() + "\n";
+  }
+  return std::to_string(found) + " tasks unfinished:\n" + out;
+}
+
 std::string first_few(const std::vector<std::string>& items) {
   std::string out;
   for (std::size_t i = 0; i < items.size() && i < 10; ++i)
@@ -742,7 +764,9 @@ BOOST_AUTO_TEST_CASE(a_killed_node_loses_nothing_and_rejoins_without_a_duplicate
 
   for (std::size_t b = 0; b < 9; ++b)
     submit(b % 2);
-  require_all_finished(cluster.node(0), accepted.size());
+  require_all_finished(cluster.node(0), accepted.size(), [&] {
+    return unfinished_tasks(cluster.node(0), accepted) + cluster.describe({0, 1});
+  });
   // Each delivered once so far (the ids themselves are compared at the end).
   auto summary = cluster.provider().summary();
   BOOST_TEST(integer(summary, "duplicate_effective_deliveries") == 0);
@@ -766,7 +790,9 @@ BOOST_AUTO_TEST_CASE(a_killed_node_loses_nothing_and_rejoins_without_a_duplicate
   const auto first_wave = accepted.size();
   for (std::size_t i = 0; i < 3; ++i)
     submit(i);
-  require_all_finished(cluster.node(0), accepted.size());
+  require_all_finished(cluster.node(0), accepted.size(), [&] {
+    return unfinished_tasks(cluster.node(0), accepted) + cluster.describe({0, 1, 2});
+  });
   // Read on the survivors.
   const auto request_ids = sent_request_ids(
       {&cluster.node(0), &cluster.node(1), &cluster.node(0), &cluster.node(1)}, accepted);
@@ -810,7 +836,7 @@ BOOST_AUTO_TEST_CASE(a_frozen_node_resumed_sends_nothing_that_moved_away) {
   require_all_finished(
       cluster.node(0), first_load.size(),
       [&] {
-        return cluster.describe({0, 1});
+        return unfinished_tasks(cluster.node(0), first_load) + cluster.describe({0, 1});
       },
       30s);
   const auto n3_during_stop = [&] {
