@@ -226,13 +226,16 @@ void commit_sending(self_pointer self, std::vector<domain::delivery> batch, stat
                 start_call(self, std::move(task), *changes[i].lease_token);
                 continue;
               }
-              if (moved.count(task.task_id) != 0) {
-                // Marked, but too little lease left for a call (the node stalled, or the commit
-                // was slow). No call was made: the task waits as a retry due now, so whoever
-                // takes it next sends it as a plain retry, not as an ambiguous resend.
+              if (moved.count(task.task_id) != 0)
                 log::warn("channel.lease_expired_before_call", {{"channel", st.settings.name},
                                                                 {"task_id", task.task_id},
                                                                 {"trace_id", task.trace_id}});
+              if (moved.count(task.task_id) != 0 && task.state != task_state::sending) {
+                // Marked, but too little lease left for a call (the node stalled, or the commit
+                // was slow). No call of this task was ever left unanswered: it waits as a retry
+                // due now, so whoever takes it next sends it as a plain retry, not as an
+                // ambiguous resend. (A task taken over from SENDING stays SENDING: an earlier
+                // take's call may have reached the provider, and its next taker must ask.)
                 if (task.task_id == st.probe_task_id)
                   st.breaker->abandon_probe();
                 task.state = task_state::sending;

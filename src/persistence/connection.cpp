@@ -37,6 +37,12 @@ void configure(soci::session& sql, const database_url& url) {
     // PostgreSQL's top symbols in a load from an empty database). 1.1 is the usual setting
     // for SSDs and cached data; it applies to herald's sessions only.
     sql << "SET random_page_cost = 1.1";
+    // A node frozen (SIGSTOP, a VM pause) inside a transaction would hold its row locks for as
+    // long as it stays frozen, and every other node's write of those rows would wait with it
+    // (seen: a cluster's survivors stalled behind a stopped node's open transaction). herald
+    // never waits inside a transaction, so one idle for seconds belongs to a stalled process:
+    // PostgreSQL ends it, its locks go, and the node's commit fails and is retried.
+    sql << "SET idle_in_transaction_session_timeout = '5s'";
     return;
   }
   // busy_timeout first: switching to WAL needs a lock another connection may hold.
