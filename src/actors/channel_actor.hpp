@@ -56,8 +56,11 @@ struct channel_settings {
 };
 
 /// One channel's sender. Tasks wait in three priority lanes; a task leaves its lane when the
-/// token bucket, the in-flight window and the circuit breaker allow, is committed as SENDING
-/// with a lease (in a batch with its neighbours), and only then handed to the provider.
+/// take bucket, the in-flight window and the circuit breaker allow, is committed as SENDING
+/// with a lease (in a batch with its neighbours), and only then handed to the provider, as the
+/// call bucket allows. Two buckets at the same rate: the first keeps the flow into commits
+/// steady; the second spaces the calls themselves, which a batch's commit lets go together, so
+/// the provider sees at most rate × seconds + burst.
 /// Results are committed in batches too; retries wait in the retry timer. While the circuit
 /// is open, tasks never tried fail over to the fallback channel — unless that channel has its
 /// own task for the message already: then they wait for this channel.
@@ -83,6 +86,13 @@ struct channel_state {
     bool asking = false;    ///< a status query of a recovered SENDING task, not a send
   };
 
+  /// Committed SENDING, waiting for a token to be called.
+  struct ready_call {
+    domain::delivery task;
+    std::string take_token;
+    domain::timestamp lease_until;
+  };
+
   channel_settings settings;
   std::shared_ptr<providers::provider_adapter> provider;
   store_writer_actor store;
@@ -90,7 +100,8 @@ struct channel_state {
   std::shared_ptr<herald::metrics> metrics;
   std::shared_ptr<const domain::clock> clock;
   std::shared_ptr<health_board> health;
-  std::optional<domain::token_bucket> bucket;
+  std::optional<domain::token_bucket> take_bucket; ///< paces tasks leaving the lanes
+  std::optional<domain::token_bucket> call_bucket; ///< paces calls as they start
   std::optional<domain::circuit_breaker> breaker;
   std::string probe_task_id;        ///< the half-open probe, while it is on its way
   domain::timestamp paused_until{}; ///< throttled by the provider until then
@@ -104,20 +115,21 @@ struct channel_state {
   std::unordered_set<std::string> asked;
   std::unordered_map<std::string, call> calls; ///< in flight, by task id
   std::size_t marking = 0;                     ///< waiting for the SENDING commit
+  std::deque<ready_call> ready;                ///< committed SENDING, waiting for a token
   std::size_t writing = 0;                     ///< results waiting for their commit
   std::string take_prefix;                     ///< unique to this actor: tokens never repeat
   std::uint64_t takes = 0;
   std::vector<std::function<void()>> rewrites; ///< failed writes, to be sent again as they were
   std::size_t failing = 0;                     ///< writes failed and not yet answered since
   std::chrono::milliseconds rewrite_delay{0};
-  bool tick_queued = false;
+  std::optional<domain::timestamp> tick_due; ///< when the soonest tick on its way arrives
   bool draining = false;
   std::vector<caf::typed_response_promise<bool>> drain_waiters;
   std::mt19937_64 jitter_rng{std::random_device{}()};
   /// Shared with the cluster member: this node's part of the rate, and the node's calls in
   /// flight, which this actor's count into. May be null (tests).
   std::shared_ptr<cluster_share> share;
-  double rate_share = 1.0;          ///< the part of rate and burst the bucket is set to now
+  double rate_share = 1.0;          ///< the part of rate and burst the buckets are set to now
   std::int64_t in_flight_shown = 0; ///< calls this actor has counted into the share
 
   channel_state() = default;
