@@ -347,7 +347,8 @@ void after_recorded(self_pointer self, domain::delivery task, bool applied) {
   forget(st, task.task_id);
   if (!applied)
     return;
-  if (task.state == task_state::retry_wait)
+  // Due later: a retry, or a call that timed out to be asked about (still SENDING).
+  if (task.state == task_state::retry_wait || task.state == task_state::sending)
     self->send(st.dispatcher, dispatch_atom_v, deliveries{std::move(task)});
   else if (task.state == task_state::dead || task.state == task_state::failed)
     st.metrics->dead_letter(st.settings.name);
@@ -685,6 +686,14 @@ persistence::state_change outcome_change(channel_state& st, const channel_state:
         delay = result.retry_after;
       change.to = task_state::retry_wait;
       change.next_attempt_at = now + *delay;
+      if (result.outcome == call_outcome::timeout && st.provider->can_query_status()) {
+        // The provider may have the message. The task stays SENDING, under this take's lease
+        // until its retry is due, and is then asked about before any resend, as a task found
+        // SENDING after a crash is: by whichever node holds its partition by then.
+        change.to = task_state::sending;
+        change.lease_owner = st.settings.node_id;
+        change.lease_until = change.next_attempt_at;
+      }
     }
     break;
   }
@@ -770,7 +779,8 @@ void record_query_receipt(self_pointer self, domain::delivery task, domain::rece
   persistence::receipt_input input;
   input.channel = task.channel;
   input.provider_request_id = task.provider_request_id;
-  input.receipt = {status, domain::receipt_source::query, at, at, "status query after a restart"};
+  input.receipt = {status, domain::receipt_source::query, at, at,
+                   "status query of an unanswered call"};
   self->request(self->state.store, self->state.settings.store_timeout, receipt_atom_v,
                 receipt_inputs{input}, at)
       .then(

@@ -159,6 +159,55 @@ BOOST_AUTO_TEST_CASE(a_provider_that_cannot_say_is_called_again) {
              "herald_ambiguous_resolved_total{channel=\"sms\",outcome=\"unknown\"} 1");
 }
 
+// A call that timed out may have reached the provider as much as one cut off by a crash: the
+// task stays SENDING (under the take's lease) until its retry is due, then is asked about.
+BOOST_AUTO_TEST_CASE(a_call_that_timed_out_is_asked_about_before_its_retry) {
+  const auto id = seed_sms(1).at(0);
+  provider->script({{call_outcome::timeout, "no answer in 1000 ms", std::nullopt}});
+  auto channel = spawn_channel();
+  dispatch(channel, {delivery_of(id)});
+  BOOST_REQUIRE_EQUAL(provider->calls.size(), 1u);
+  BOOST_TEST(state(id) == "SENDING");
+  BOOST_TEST(task(id).attempts == 1u);
+  BOOST_TEST(provider->queries.empty()); // not before the retry is due (1 s)
+  advance_both(std::chrono::milliseconds{999});
+  BOOST_TEST(provider->queries.empty());
+  advance_both(std::chrono::milliseconds{1});
+  BOOST_REQUIRE_EQUAL(provider->queries.size(), 1u);
+  BOOST_TEST(provider->calls.size() == 1u); // it had the message: not called again
+  BOOST_TEST(state(id) == "SENT");
+  BOOST_TEST(metric_line("herald_ambiguous_resends_total{channel=\"sms\"}") == "");
+}
+
+BOOST_AUTO_TEST_CASE(a_call_that_timed_out_unseen_by_the_provider_is_sent_again_once) {
+  const auto id = seed_sms(1).at(0);
+  const auto request_id = delivery_of(id).provider_request_id;
+  provider->script({{call_outcome::timeout, "no answer in 1000 ms", std::nullopt}});
+  provider->answer_status_for(request_id, recording_provider::not_found());
+  auto channel = spawn_channel();
+  dispatch(channel, {delivery_of(id)});
+  advance_both(std::chrono::milliseconds{1000});
+  BOOST_TEST(provider->queries.size() == 1u);
+  BOOST_REQUIRE_EQUAL(provider->calls.size(), 2u);
+  BOOST_TEST(provider->calls[1].provider_request_id == request_id);
+  BOOST_TEST(state(id) == "SENT");
+  BOOST_TEST(task(id).attempts == 2u);
+  BOOST_TEST(metric_line("herald_ambiguous_resends_total{channel=\"sms\"}") ==
+             "herald_ambiguous_resends_total{channel=\"sms\"} 1");
+}
+
+BOOST_AUTO_TEST_CASE(without_a_status_api_a_call_that_timed_out_waits_as_a_retry) {
+  provider->answers_status = false;
+  const auto id = seed_sms(1).at(0);
+  provider->script({{call_outcome::timeout, "no answer in 1000 ms", std::nullopt}});
+  auto channel = spawn_channel();
+  dispatch(channel, {delivery_of(id)});
+  BOOST_TEST(state(id) == "RETRY_WAIT");
+  advance_both(std::chrono::milliseconds{1000});
+  BOOST_TEST(provider->calls.size() == 2u); // resent with its request id: nothing to ask
+  BOOST_TEST(state(id) == "SENT");
+}
+
 BOOST_AUTO_TEST_CASE(a_question_holds_a_place_in_the_window_and_the_drain_waits_for_it) {
   auto d = crashed_mid_call();
   provider_got(d);
