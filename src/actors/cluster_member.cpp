@@ -119,8 +119,7 @@ void update_ownership(self_pointer self) {
 }
 
 member_beat beat_of(const cluster_member_state& st) {
-  return {st.config.cluster_id, st.config.node_id, st.config.listen,
-          static_cast<std::uint64_t>(std::max<std::int64_t>(0, st.share->in_flight())),
+  return {st.config.cluster_id, st.config.node_id, st.config.listen, st.share->in_flight(),
           st.owned ? st.owned->size() : 0};
 }
 
@@ -312,8 +311,7 @@ domain::cluster_view view_of(const cluster_member_state& st) {
         member.partitions_owned = 0; // not before it has heard its peers
       member.address = st.config.listen;
       member.last_heartbeat = st.clock->now();
-      member.in_flight =
-          static_cast<std::uint64_t>(std::max<std::int64_t>(0, st.share->in_flight()));
+      member.in_flight = st.share->in_flight();
     } else if (auto peer = st.members.find(member.node_id); peer != st.members.end()) {
       member.address = peer->second.address;
       member.last_heartbeat = peer->second.heard_at;

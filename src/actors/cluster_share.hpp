@@ -18,7 +18,12 @@ public:
     rate_share_.store(std::clamp(share, 1e-6, 1.0), std::memory_order_relaxed);
   }
 
-  std::int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+  /// Calls in flight now. Channels add and remove theirs apart, so the sum may dip below zero
+  /// for a moment: it reads as none then.
+  std::uint64_t in_flight() const {
+    return static_cast<std::uint64_t>(
+        std::max<std::int64_t>(0, in_flight_.load(std::memory_order_relaxed)));
+  }
   void add_in_flight(std::int64_t delta) { in_flight_.fetch_add(delta, std::memory_order_relaxed); }
 
 private:

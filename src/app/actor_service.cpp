@@ -27,8 +27,7 @@ void actor_service::cluster(std::function<void(domain::cluster_view)> done) {
   alone.self = true;
   alone.last_heartbeat = clock_->now();
   alone.partitions_owned = domain::partition_count;
-  alone.in_flight =
-      static_cast<std::uint64_t>(std::max<std::int64_t>(0, cluster_.share->in_flight()));
+  alone.in_flight = cluster_.share->in_flight();
   done({cluster_.node_id, domain::partition_count, {std::move(alone)}, {}});
 }
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <exception>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <random>
@@ -367,6 +368,24 @@ inline void find_message_returns_message_tasks_and_attempts(store_backend& backe
   BOOST_TEST(view->tasks[1].channel == "wechat");
 }
 
+// Every unfinished task `which` selects, read `page_size` at a time from the start: each page
+// at most that long, in task-id order.
+inline std::vector<domain::delivery>
+load_all_unfinished(persistence::task_store& store, std::size_t page_size, domain::timestamp now,
+                    const persistence::unfinished_filter& which = {}) {
+  std::vector<domain::delivery> all;
+  std::string after;
+  for (;;) {
+    auto page = store.load_unfinished(after, page_size, now, which);
+    BOOST_TEST_REQUIRE(page.size() <= page_size);
+    if (page.empty())
+      return all;
+    after = page.back().task_id;
+    all.insert(all.end(), std::make_move_iterator(page.begin()),
+               std::make_move_iterator(page.end()));
+  }
+}
+
 inline void load_unfinished_pages_in_id_order(store_backend& backend) {
   auto store = backend.open_store();
   std::vector<domain::message_plan> plans;
@@ -390,16 +409,7 @@ inline void load_unfinished_pages_in_id_order(store_backend& backend) {
   changes.push_back(change(plans[6].tasks[1].id, task_state::sending, task_state::retry_wait, 1));
   BOOST_TEST(store->apply(changes, {}).size() == changes.size());
 
-  std::vector<domain::delivery> seen;
-  std::string after;
-  for (;;) {
-    auto page = store->load_unfinished(after, 5, micros(1'790'000'100'000'000));
-    BOOST_TEST_REQUIRE(page.size() <= 5u);
-    if (page.empty())
-      break;
-    seen.insert(seen.end(), page.begin(), page.end());
-    after = page.back().task_id;
-  }
+  const auto seen = load_all_unfinished(*store, 5, micros(1'790'000'100'000'000));
   BOOST_TEST_REQUIRE(seen.size() == expected.size());
   std::vector<std::string> ids;
   for (const auto& d : seen)
@@ -464,16 +474,10 @@ inline void load_unfinished_of_one_channel_or_due_by(store_backend& backend) {
   BOOST_TEST(store->apply(changes, {}).size() == changes.size());
 
   std::set<std::string> seen;
-  std::string after;
-  for (;;) {
-    auto page = store->load_unfinished(after, 3, micros(1'890'000'000'000'000), {"sms", {}, {}});
-    if (page.empty())
-      break;
-    for (const auto& d : page) {
-      BOOST_TEST(d.channel == "sms");
-      seen.insert(d.task_id);
-    }
-    after = page.back().task_id;
+  for (const auto& d :
+       load_all_unfinished(*store, 3, micros(1'890'000'000'000'000), {"sms", {}, {}})) {
+    BOOST_TEST(d.channel == "sms");
+    seen.insert(d.task_id);
   }
   std::set<std::string> expected;
   for (const auto& plan : plans)
@@ -514,16 +518,9 @@ inline void load_unfinished_of_some_partitions(store_backend& backend) {
   const persistence::unfinished_filter owned{
       "", {}, std::vector<domain::partition>(ours.begin(), ours.end())};
   std::set<std::string> seen;
-  std::string after;
-  for (;;) {
-    auto page = store->load_unfinished(after, 7, micros(1'890'000'000'000'000), owned);
-    if (page.empty())
-      break;
-    for (const auto& d : page) {
-      BOOST_TEST(ours.count(domain::partition_of(d.message_id).value()) == 1u);
-      seen.insert(d.task_id);
-    }
-    after = page.back().task_id;
+  for (const auto& d : load_all_unfinished(*store, 7, micros(1'890'000'000'000'000), owned)) {
+    BOOST_TEST(ours.count(domain::partition_of(d.message_id).value()) == 1u);
+    seen.insert(d.task_id);
   }
   BOOST_TEST((seen == expected));
   BOOST_TEST(expected.size() < 2 * plans.size()); // some tasks were left out
