@@ -181,6 +181,15 @@ void ask_provider(self_pointer self, domain::delivery task, std::string take_tok
   }
 }
 
+// Whether the provider throttled the channel until after `now`; arranges a wake-up at the end.
+bool waits_out_pause(self_pointer self, domain::timestamp now) {
+  auto& st = self->state;
+  if (st.paused_until <= now)
+    return false;
+  queue_tick(self, std::chrono::duration_cast<std::chrono::microseconds>(st.paused_until - now));
+  return true;
+}
+
 // Whether the task's next call asks the provider about an earlier call instead of sending.
 bool asks_first(const channel_state& st, const domain::delivery& task) {
   return task.state == task_state::sending && st.asked.count(task.task_id) == 0 &&
@@ -309,11 +318,8 @@ void start_ready_calls(self_pointer self, domain::timestamp now) {
     auto& next = st.ready.front();
     const bool lease_left = next.lease_until - now > st.settings.call_budget;
     const bool sends = lease_left && !asks_first(st, next.task);
-    if (sends && st.paused_until > now) { // throttled since it was marked: wait out the pause
-      queue_tick(self,
-                 std::chrono::duration_cast<std::chrono::microseconds>(st.paused_until - now));
+    if (sends && waits_out_pause(self, now)) // throttled since it was marked
       return;
-    }
     if (sends && !st.call_bucket->try_take(now)) {
       queue_tick(self, st.call_bucket->wait_time(now));
       return;
@@ -552,10 +558,8 @@ void show_in_flight(channel_state& st) {
 // Whether a task may go to be called now; arranges a wake-up when not.
 bool may_call(self_pointer self, domain::timestamp now) {
   auto& st = self->state;
-  if (st.paused_until > now) {
-    queue_tick(self, std::chrono::duration_cast<std::chrono::microseconds>(st.paused_until - now));
+  if (waits_out_pause(self, now))
     return false;
-  }
   if (st.breaker->is_open(now)) {
     queue_tick(self, st.settings.circuit_cool_down / 4);
     return false;

@@ -947,7 +947,9 @@ std::vector<std::unordered_set<std::string>> sql_task_store::run_changes(const a
       state_text(domain::task_state::sending) + "' OR r.to_status = '" +
       state_text(domain::task_state::sending) +
       "' OR r.lease_token IS NULL OR tasks.lease_token = r.lease_token))"
-      // The same change again, its first answer lost: the row is where it took it.
+      // The same change again, its first answer lost: the row is where it took it. Also how an
+      // outcome that keeps the task SENDING under the same take applies (a timed-out call left
+      // to be asked about): no other take can hold that token.
       " OR (r.lease_token IS NOT NULL AND tasks.status = r.to_status"
       " AND tasks.lease_token = r.lease_token)) RETURNING id";
   std::vector<std::unordered_set<std::string>> applied_in(batch.rounds.size());
