@@ -408,6 +408,7 @@ int serve(const config& cfg) {
   const auto zones = std::make_shared<persistence::zoneinfo>();
   domain::id_secret id_secret;
   std::unique_ptr<api_access> access;
+  auto metrics_registry = std::make_shared<metrics>();
   try {
     // The writer puts the enabled events into the outbox with the changes they report.
     // The writer puts the receipts that came before a SENT commit into that commit, failing
@@ -419,6 +420,10 @@ int serve(const config& cfg) {
       writer_options.event_states = domain::event_states_for(cfg.events.types);
     writer_options.takes_receipts = takes_receipts(cfg);
     writer_options.undelivered = undelivered_failover_of(cfg, id_secret);
+    writer_options.suppressed = [metrics_registry](const std::string& channel,
+                                                   domain::policy_reason reason) {
+      metrics_registry->task_suppressed(channel, domain::to_string(reason));
+    };
     // Claims apply the policy (docs/policy.md) to the tasks they create.
     persistence::store_options claim_options;
     claim_options.event_states = writer_options.event_states; // task.suppressed by policy
@@ -462,7 +467,6 @@ int serve(const config& cfg) {
     caf_cfg.set("middleman.heartbeat-interval", caf::timespan{cfg.cluster->heartbeat});
     caf_cfg.set("middleman.connection-timeout", caf::timespan{cfg.cluster->timeout});
   }
-  auto metrics_registry = std::make_shared<metrics>();
   std::shared_ptr<const domain::clock> clock = std::make_shared<domain::system_clock>();
   if (cfg.test_clock_start) {
     log::warn("herald.test_clock", {{"starts_at", domain::format_rfc3339(*cfg.test_clock_start)},

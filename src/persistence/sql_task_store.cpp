@@ -846,7 +846,8 @@ const std::vector<json_column> escalation_check_columns = {text{"task_id"}, {"ch
 // their events, and give back what they used of their caps; the SENDING change then finds them
 // moved on. PostgreSQL: the message's tasks are locked first, so a READ commits either before
 // the check (which sees it: nothing is sent) or after the mark (the send stands).
-void sql_task_store::run_escalation_checks(const std::vector<state_change>& changes) {
+std::vector<std::string>
+sql_task_store::run_escalation_checks(const std::vector<state_change>& changes) {
   json_batch rows(dialect_, escalation_check_columns);
   for (const auto& c : changes)
     if (c.escalation && c.to == domain::task_state::sending && c.attempts == 0 &&
@@ -855,7 +856,7 @@ void sql_task_store::run_escalation_checks(const std::vector<state_change>& chan
       rows.text(c.task_id).number(domain::to_unix_micros(c.at));
     }
   if (rows.empty())
-    return;
+    return {};
   const auto rows_json = rows.finish();
   // A message's tasks share its business key: the unique key's index finds them.
   const auto same_message = [](const std::string& a, const std::string& b) {
@@ -880,14 +881,16 @@ void sql_task_store::run_escalation_checks(const std::vector<state_change>& chan
       state_text(domain::task_state::retry_wait) + "') AND EXISTS (SELECT 1 FROM tasks o WHERE " +
       same_message("o", "tasks") + " AND o.status IN ('" + state_text(domain::task_state::read) +
       "', '" + state_text(domain::task_state::clicked) +
-      "')) RETURNING id, updated_at, tenant, user_id, counted_json";
+      "')) RETURNING id, updated_at, tenant, user_id, counted_json, channel";
   std::vector<store_detail::entered_state> suppressed;
+  std::vector<std::string> channels;
   // (tenant, user, counter, window start) -> places given back; one row each, as an UPDATE
   // changes a row once however many source rows match it.
   std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, std::int64_t> unused;
-  for (const auto& row : statements_->fetch(suppress, {rows_json}, 5)) {
+  for (const auto& row : statements_->fetch(suppress, {rows_json}, 6)) {
     suppressed.push_back({text_of(row[0]), domain::task_state::suppressed,
                           domain::from_unix_micros(to_int(row[1]))});
+    channels.push_back(text_of(row[5]));
     boost::system::error_code ec;
     const auto counted = boost::json::parse(text_of(row[4]), ec);
     if (ec || !counted.is_array())
@@ -913,6 +916,7 @@ void sql_task_store::run_escalation_checks(const std::vector<state_change>& chan
                              "r.counter AND frequency_counts.window_start = r.window_start",
                          {given_back.finish()});
   run_events(suppressed);
+  return channels;
 }
 
 std::vector<std::unordered_set<std::string>> sql_task_store::run_changes(const apply_batch& batch) {
@@ -1126,8 +1130,9 @@ std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& 
   if (changes.empty() && attempts.empty())
     return {};
   const apply_batch batch(dialect_, changes, attempts);
+  std::vector<std::string> suppressed_in; // channels; the last (committed) try's
   auto applied = in_transaction("apply", [&] {
-    run_escalation_checks(changes);
+    suppressed_in = run_escalation_checks(changes);
     auto applied_in = run_changes(batch);
     run_attempts(batch);
     if (!options_.event_states.empty()) {
@@ -1153,6 +1158,9 @@ std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& 
     }
     return applied_in;
   });
+  if (options_.suppressed)
+    for (const auto& channel : suppressed_in)
+      options_.suppressed(channel, domain::policy_reason::read_before_escalation);
   std::vector<std::string> ids;
   for (std::size_t i = 0; i < changes.size(); ++i)
     if (applied[batch.round_of[i]].count(changes[i].task_id) != 0)

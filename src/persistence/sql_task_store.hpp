@@ -101,7 +101,8 @@ private:
   /// Locks the plans' capped users and reads their profiles and cap counters.
   store_detail::policy_state read_policy_state(const std::vector<domain::message_plan>& plans);
   /// Suppresses the escalation steps about to be marked SENDING whose message was read.
-  void run_escalation_checks(const std::vector<state_change>& changes);
+  /// Answers the channels of the steps it suppressed, one entry per task.
+  std::vector<std::string> run_escalation_checks(const std::vector<state_change>& changes);
   std::vector<std::unordered_set<std::string>> run_changes(const store_detail::apply_batch& batch);
   void run_attempts(const store_detail::apply_batch& batch);
   std::unordered_set<std::string> run_moves(const store_detail::receipt_moves& moves,

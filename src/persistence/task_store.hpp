@@ -8,6 +8,7 @@
 #include "domain/time.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -326,6 +327,10 @@ struct store_options {
   /// What claims apply to the tasks they create (docs/policy.md); none: every task is sent as
   /// asked (no user look-up at all).
   std::shared_ptr<const claim_policy> policy;
+  /// Told, after the commit, of each task a state change suppressed in the store itself (an
+  /// escalation step whose message was READ first): the metrics count it with the tasks policy
+  /// suppressed at claim time. Empty: nobody is told.
+  std::function<void(const std::string& channel, domain::policy_reason)> suppressed;
 
   /// Options writing the events of `states` and nothing else beyond the defaults.
   static store_options writing_events(std::vector<domain::task_state> states) {

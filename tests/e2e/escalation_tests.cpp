@@ -130,6 +130,8 @@ BOOST_AUTO_TEST_CASE(read_before_the_delay_the_sms_is_never_sent) {
   const auto stats = json::parse(herald.get("/v1/stats").body);
   BOOST_TEST(
       stats.at("total").at("policy").at("suppressed").at("read_before_escalation").as_int64() == 1);
+  BOOST_TEST(metric_sum(herald.metrics(), "herald_tasks_suppressed_total",
+                        {"channel=\"sms\"", "reason=\"read_before_escalation\""}) == 1.0);
 }
 
 // Killed before the step is due, restarted: the step is in the database, not in the dead
