@@ -10,7 +10,12 @@ packages=(
   libspdlog-dev prometheus-cpp-dev
   libcurl4-openssl-dev libssl-dev libnghttp2-dev libjemalloc-dev
   postgresql curl python3 tzdata
+  # the OpenAPI and console tests run on Node.js, the console in Chromium
+  chromium fonts-dejavu-core
 )
+# The web tests (OpenAPI validator, the console in headless Chromium) run on Node.js; a machine
+# without npm gets Debian's.
+command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for package in "${packages[@]}"; do

@@ -7,4 +7,5 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -Wno-dev >/dev/null
 cmake --build build -j "$(nproc)"
+npm ci --prefix tests/web --no-audit --no-fund --loglevel=error >/dev/null
 scripts/with-postgres.sh ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"

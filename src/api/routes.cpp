@@ -1,5 +1,6 @@
 #include "api/routes.hpp"
 
+#include "api/embedded_files.hpp"
 #include "api/template_codec.hpp"
 #include "api/trace_context.hpp"
 #include "domain/user_validation.hpp"
@@ -22,6 +23,8 @@
 
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
 
 namespace herald::api {
 namespace http = boost::beast::http;
@@ -43,6 +46,10 @@ constexpr std::string_view read_suffix = "/read";
 constexpr std::string_view clicked_suffix = "/clicked";
 constexpr std::string_view templates_prefix = "/v1/templates/";
 constexpr std::string_view preview_suffix = "/preview";
+constexpr std::string_view channels_path = "/v1/channels";
+constexpr std::string_view openapi_path = "/v1/openapi.yaml";
+constexpr std::string_view console_path = "/console";
+constexpr std::string_view console_prefix = "/console/";
 constexpr std::size_t default_inbox_page = 20;
 constexpr std::size_t max_inbox_page = 100;
 constexpr std::size_t max_dead_letter_page = 1000;
@@ -235,6 +242,28 @@ std::optional<std::string_view> query_value(std::string_view query, std::string_
   return std::nullopt;
 }
 
+/// `text` with %XX escapes decoded ("+" stays: RFC 3339 offsets use it); nullopt when an
+/// escape is malformed. Times arrive encoded from URLSearchParams and urlencode ("%3A").
+std::optional<std::string> percent_decoded(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out.push_back(text[i]);
+      continue;
+    }
+    unsigned value = 0;
+    if (i + 2 >= text.size())
+      return std::nullopt;
+    auto [end, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16);
+    if (ec != std::errc{} || end != text.data() + i + 3)
+      return std::nullopt;
+    out.push_back(static_cast<char>(value));
+    i += 2;
+  }
+  return out;
+}
+
 /// The first key a query string names twice, if any: a proxy may act on one value, herald
 /// would on another, so neither is chosen.
 std::optional<std::string_view> repeated_query_key(std::string_view query) {
@@ -316,6 +345,7 @@ namespace {
 /// The resources of API v1, each with the one method it answers.
 enum class route_kind {
   submit_message,
+  find_message_by_key,
   submit_batch,
   get_message,
   list_dead_letters,
@@ -323,6 +353,7 @@ enum class route_kind {
   record_receipt,
   stats,
   cluster,
+  channels,
   list_inbox,
   get_user,
   replace_user,
@@ -335,6 +366,7 @@ enum class route_kind {
   put_template,
   delete_template,
   preview_template,
+  embedded_file,
   healthz,
   readyz,
   metrics
@@ -380,7 +412,10 @@ std::optional<std::string_view> segment_between(std::string_view path, std::stri
 
 std::optional<matched_route> match_route(std::string_view path, http::verb method) {
   if (path == messages_path)
-    return matched_route{route_kind::submit_message, http::verb::post, {}, domain::scope::submit};
+    return choose_method(method, {},
+                         {{http::verb::post, route_kind::submit_message, domain::scope::submit},
+                          {http::verb::get, route_kind::find_message_by_key, domain::scope::read}},
+                         "GET, POST");
   // Before the look-up: "batch" can never be a message id (those are msg_ + hex).
   if (path == batch_path)
     return matched_route{route_kind::submit_batch, http::verb::post, {}, domain::scope::submit};
@@ -406,6 +441,17 @@ std::optional<matched_route> match_route(std::string_view path, http::verb metho
     return matched_route{route_kind::stats, http::verb::get, {}, domain::scope::read};
   if (path == cluster_path)
     return matched_route{route_kind::cluster, http::verb::get, {}, domain::scope::read};
+  if (path == channels_path)
+    return matched_route{route_kind::channels, http::verb::get, {}, domain::scope::read};
+  // The API's description and the console's files are public: they hold no tenant's data, and
+  // the console asks for a key before it reads any.
+  if (path == openapi_path)
+    return matched_route{route_kind::embedded_file, http::verb::get, "openapi.yaml", std::nullopt};
+  if (path == console_path || path == console_prefix)
+    return matched_route{route_kind::embedded_file, http::verb::get, "console/index.html",
+                         std::nullopt};
+  if (segment_between(path, console_prefix, ""))
+    return matched_route{route_kind::embedded_file, http::verb::get, path.substr(1), std::nullopt};
   // The inbox: reading it and recording what its user did both need `read` (docs/api.md).
   if (auto user = segment_between(path, users_prefix, inbox_suffix))
     return matched_route{route_kind::list_inbox, http::verb::get, *user, domain::scope::read};
@@ -462,10 +508,12 @@ void routes::handle(http_request request, respond_fn respond) {
     if (!route || (route->kind == route_kind::metrics && !options_.metrics_on_api_listener))
       return ex->error(http::status::not_found, "not_found", "no such resource");
     // Providers' own callbacks also come as GET (WeChat's URL handshake).
-    const bool callback_get =
-        route->kind == route_kind::record_receipt && request.method() == http::verb::get;
+    const bool takes_callback_get = route->kind == route_kind::record_receipt &&
+                                    options_.callback_adapters.count(std::string(route->id)) != 0;
+    const bool callback_get = takes_callback_get && request.method() == http::verb::get;
     if (request.method() != route->method && !callback_get)
       return ex->method_not_allowed(!route->allow.empty()               ? route->allow
+                                    : takes_callback_get                ? "GET, POST"
                                     : route->method == http::verb::post ? "POST"
                                                                         : "GET");
     std::optional<caller> who;
@@ -486,6 +534,8 @@ void routes::handle(http_request request, respond_fn respond) {
       return submit_batch(request, *who, ex);
     case route_kind::get_message:
       return get_message(route->id, *who, ex);
+    case route_kind::find_message_by_key:
+      return find_message_by_key(query, *who, ex);
     case route_kind::list_dead_letters:
       return list_dead_letters(query, *who, ex);
     case route_kind::replay_dead_letter:
@@ -496,6 +546,10 @@ void routes::handle(http_request request, respond_fn respond) {
       return stats(query, *who, ex);
     case route_kind::cluster:
       return cluster(ex);
+    case route_kind::channels:
+      return channels(ex);
+    case route_kind::embedded_file:
+      return serve_embedded(route->id, ex);
     case route_kind::list_inbox:
       return list_inbox(route->id, query, *who, ex);
     case route_kind::get_user:
@@ -661,8 +715,47 @@ void routes::submit_batch(const http_request& request, const caller& who, const 
 void routes::get_message(std::string_view id, const caller& who, const exchange_ptr& ex) {
   if (!is_plausible_message_id(id))
     return ex->error(http::status::not_found, "not_found", "no such message");
+  answer_message(who, std::string(id), ex);
+}
+
+void routes::find_message_by_key(std::string_view query, const caller& who,
+                                 const exchange_ptr& ex) {
+  query = query.substr(0, query.find('#'));
+  if (auto key = repeated_query_key(query))
+    return ex->error(http::status::bad_request, "invalid_request",
+                     "query parameter '" + std::string(*key) + "' given twice", std::string(*key));
+  // A key's tenant is the only one it reads; without keys (auth none) the query names it, or
+  // it is the tenant a submission gets when it names none.
+  domain::message_key key{
+      who.tenant.empty() ? domain::message_request{}.tenant : who.tenant, {}, {}, {}};
+  const std::pair<std::string_view, std::string*> fields[] = {
+      {"biz_type", &key.biz_type}, {"biz_id", &key.biz_id}, {"user_id", &key.user_id}};
+  for (auto [name, field] : fields) {
+    auto text = query_value(query, name);
+    if (!text || text->empty())
+      return ex->error(http::status::bad_request, "invalid_request",
+                       "query parameter '" + std::string(name) +
+                           "' is required (or find the message by its id)",
+                       name);
+    auto decoded = percent_decoded(*text);
+    if (!decoded)
+      return ex->error(http::status::bad_request, "invalid_request",
+                       "query parameter '" + std::string(name) + "' has a malformed %-escape",
+                       name);
+    *field = std::move(*decoded);
+  }
+  if (auto tenant = query_value(query, "tenant")) {
+    if (!who.tenant.empty() && *tenant != who.tenant)
+      return ex->error(http::status::forbidden, "forbidden",
+                       "tenant is not the tenant of this API key", "tenant");
+    key.tenant = std::string(*tenant);
+  }
+  answer_message(who, domain::message_id_for(key, service_.id_secret()), ex);
+}
+
+void routes::answer_message(const caller& who, std::string message_id, const exchange_ptr& ex) {
   service_.find_message(
-      who.tenant, std::string(id),
+      who.tenant, std::move(message_id),
       guarded(ex,
               [](const exchange_ptr& exchange,
                  std::variant<std::optional<persistence::message_view>, service_error>& result) {
@@ -748,8 +841,6 @@ void routes::record_receipt(std::string_view channel, const http_request& reques
   if (auto adapter = options_.callback_adapters.find(std::string(channel));
       adapter != options_.callback_adapters.end())
     return read_provider_callback(adapter->first, *adapter->second, request, ex);
-  if (request.method() != http::verb::post)
-    return ex->method_not_allowed("POST");
   auto key = options_.receipt_keys.find(std::string(channel));
   // Unknown names are not counted: a metric label per name a caller invents would grow without
   // bound.
@@ -860,32 +951,6 @@ void routes::record_reading(const std::string& channel, providers::callback_read
         exchange->json(http::status::ok, encode_receipt_outcome(outcome));
       }));
 }
-
-namespace {
-
-/// `text` with %XX escapes decoded ("+" stays: RFC 3339 offsets use it); nullopt when an
-/// escape is malformed. Times arrive encoded from URLSearchParams and urlencode ("%3A").
-std::optional<std::string> percent_decoded(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out.push_back(text[i]);
-      continue;
-    }
-    unsigned value = 0;
-    if (i + 2 >= text.size())
-      return std::nullopt;
-    auto [end, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16);
-    if (ec != std::errc{} || end != text.data() + i + 3)
-      return std::nullopt;
-    out.push_back(static_cast<char>(value));
-    i += 2;
-  }
-  return out;
-}
-
-} // namespace
 
 void routes::cluster(const exchange_ptr& ex) {
   service_.cluster(guarded(ex, [](const exchange_ptr& exchange, domain::cluster_view& view) {
@@ -1220,6 +1285,109 @@ void routes::readyz(const exchange_ptr& ex) {
                      log::level::info);
     })(std::move(reason));
   });
+}
+
+namespace {
+
+/// "closed", "open" or "half_open" for a herald_circuit_state value (metrics::circuit_state).
+std::string_view circuit_name(double state) {
+  return state == 1 ? "open" : state == 2 ? "half_open" : "closed";
+}
+
+/// GET /v1/channels from this process's metrics: each channel's circuit (every channel sets it
+/// when it starts, so all are listed) and its provider calls by outcome, and the retry queue.
+std::string encode_channels(const std::vector<prometheus::MetricFamily>& families) {
+  boost::json::object channels_by_name;
+  auto channel_of = [&](const prometheus::ClientMetric& metric) -> boost::json::object* {
+    for (const auto& label : metric.label)
+      if (label.name == "channel") {
+        auto& entry = channels_by_name[label.value];
+        if (!entry.is_object()) {
+          boost::json::object calls;
+          for (auto outcome :
+               {call_outcome::success, call_outcome::retryable, call_outcome::permanent,
+                call_outcome::timeout, call_outcome::throttled})
+            calls[to_string(outcome)] = 0;
+          entry = {{"channel", label.value}, {"circuit", "closed"}, {"provider_calls", calls}};
+        }
+        return &entry.as_object();
+      }
+    return nullptr;
+  };
+  double retry_queue_depth = 0;
+  for (const auto& family : families) {
+    for (const auto& metric : family.metric) {
+      if (family.name == "herald_retry_queue_depth") {
+        retry_queue_depth = metric.gauge.value;
+      } else if (family.name == "herald_circuit_state") {
+        if (auto* channel = channel_of(metric))
+          (*channel)["circuit"] = circuit_name(metric.gauge.value);
+      } else if (family.name == "herald_provider_calls_total") {
+        auto* channel = channel_of(metric);
+        for (const auto& label : metric.label)
+          if (channel && label.name == "outcome")
+            channel->at("provider_calls").as_object()[label.value] =
+                static_cast<std::uint64_t>(metric.counter.value);
+      }
+    }
+  }
+  boost::json::array list;
+  for (auto& [name, channel] : channels_by_name)
+    list.push_back(std::move(channel));
+  std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
+    return a.at("channel").as_string() < b.at("channel").as_string();
+  });
+  return boost::json::serialize(boost::json::object{
+      {"retry_queue_depth", static_cast<std::uint64_t>(retry_queue_depth)}, {"channels", list}});
+}
+
+/// The media type of an embedded file, by its extension.
+std::string_view content_type_of(std::string_view name) {
+  auto ends_with = [&](std::string_view suffix) {
+    return name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
+  };
+  if (ends_with(".html"))
+    return "text/html; charset=utf-8";
+  if (ends_with(".css"))
+    return "text/css; charset=utf-8";
+  if (ends_with(".js"))
+    return "text/javascript; charset=utf-8";
+  if (ends_with(".yaml"))
+    return "application/yaml";
+  if (ends_with(".svg"))
+    return "image/svg+xml";
+  if (ends_with(".png"))
+    return "image/png";
+  return "application/octet-stream";
+}
+
+/// What the console's pages may load and run: only their own files and the API of their own
+/// origin, so a message body shown on a page can never run as script.
+constexpr std::string_view console_security_policy =
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+} // namespace
+
+void routes::channels(const exchange_ptr& ex) {
+  ex->json(http::status::ok, encode_channels(metrics_.registry().Collect()));
+}
+
+void routes::serve_embedded(std::string_view name, const exchange_ptr& ex) {
+  const auto& files = embedded_files();
+  auto file = std::find_if(files.begin(), files.end(),
+                           [&](const embedded_file& candidate) { return candidate.name == name; });
+  if (file == files.end())
+    return ex->error(http::status::not_found, "not_found", "no such resource");
+  http_response response{http::status::ok, 11};
+  response.set(http::field::content_type, content_type_of(name));
+  // Built into the binary: a new version comes with a restart, so browsers revalidate.
+  response.set(http::field::cache_control, "no-cache");
+  response.set("X-Content-Type-Options", "nosniff");
+  response.set("Content-Security-Policy", console_security_policy);
+  response.set("Referrer-Policy", "no-referrer");
+  response.body() = std::string(file->bytes);
+  ex->send(std::move(response));
 }
 
 void routes::serve_metrics(const exchange_ptr& ex) {

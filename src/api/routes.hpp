@@ -47,8 +47,8 @@ struct routes_options {
 /// the only 500 (internal_error), and is logged. Every /v1 route needs a caller the
 /// authenticator accepts (else 401) holding the route's scope (else 403), and sees only the
 /// caller's tenant — except /v1/receipts/{channel}, which a provider calls and proves by the
-/// channel's signature (Standard Webhooks, or the provider's own scheme); /healthz and /readyz
-/// are open.
+/// channel's signature (Standard Webhooks, or the provider's own scheme); /healthz, /readyz,
+/// GET /v1/openapi.yaml and the console's files are open.
 class routes {
 public:
   /// All references must outlive the routes and every request still in flight.
@@ -72,6 +72,9 @@ private:
   /// POST /v1/messages/batch: every valid item claimed in one group commit, one answer each.
   void submit_batch(const http_request& request, const caller& who, const exchange_ptr& ex);
   void get_message(std::string_view id, const caller& who, const exchange_ptr& ex);
+  /// GET /v1/messages?biz_type=&biz_id=&user_id=: the message of a business key.
+  void find_message_by_key(std::string_view query, const caller& who, const exchange_ptr& ex);
+  void answer_message(const caller& who, std::string message_id, const exchange_ptr& ex);
   void list_dead_letters(std::string_view query, const caller& who, const exchange_ptr& ex);
   void replay_dead_letter(std::string_view id, const caller& who, const exchange_ptr& ex);
   void record_receipt(std::string_view channel, const http_request& request,
@@ -85,6 +88,10 @@ private:
   void stats(std::string_view query, const caller& who, const exchange_ptr& ex);
   /// GET /v1/cluster: this node's view of its cluster.
   void cluster(const exchange_ptr& ex);
+  /// GET /v1/channels: this node's channels (circuit, provider calls) and retry queue.
+  void channels(const exchange_ptr& ex);
+  /// GET /v1/openapi.yaml and the console's files (api/embedded_files.hpp).
+  void serve_embedded(std::string_view name, const exchange_ptr& ex);
   void list_inbox(std::string_view user, std::string_view query, const caller& who,
                   const exchange_ptr& ex);
   /// Records the inbox's READ or CLICKED receipt for an item of the caller's tenant.

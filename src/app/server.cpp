@@ -14,6 +14,7 @@
 #include "api/routes.hpp"
 #include "app/actor_service.hpp"
 #include "app/api_access.hpp"
+#include "app/service_manager.hpp"
 #include "app/stop_signals.hpp"
 #include "domain/keys.hpp"
 #include "domain/shifted_clock.hpp"
@@ -544,8 +545,10 @@ int serve(const config& cfg) {
                  {"auth", cfg.auth.mode == auth_config::auth_mode::api_keys ? "api_keys" : "none"},
                  {"metrics_listen", metrics_server ? cfg.metrics_listen : "api"},
                  {"channels", std::to_string(cfg.channels.size())}});
+      notify_service_manager("READY=1");
       auto signal = wait_for_stop_signal();
       log::info("herald.stopping", {{"signal", std::to_string(signal)}});
+      notify_service_manager("STOPPING=1");
       drain(n, sys, server, cfg.drain_timeout);
     } catch (const std::system_error& e) {
       log::error("herald.listen_failed", {{"error", e.what()}});

@@ -2,14 +2,21 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
+
+#include <unistd.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/json.hpp>
 
 namespace herald::test {
 namespace asio = boost::asio;
@@ -23,6 +30,34 @@ std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return text;
+}
+
+/// With HERALD_E2E_RESPONSE_LOG naming a directory, each exchange of http_connection::request
+/// is appended there as one JSON line to <pid>.jsonl: tests/web/openapi_responses.mjs checks
+/// every response against docs/openapi.yaml. Bodies over 256 KiB are cut (and said so).
+void record_exchange(const http::request<http::string_body>& sent, const http_response& got) {
+  static const char* const directory = std::getenv("HERALD_E2E_RESPONSE_LOG");
+  if (directory == nullptr || *directory == '\0')
+    return;
+  constexpr std::size_t max_body = 256 * 1024;
+  boost::json::object line{{"host", std::string(sent[http::field::host])},
+                           {"method", std::string(sent.method_string())},
+                           {"target", std::string(sent.target())},
+                           {"request_content_type", std::string(sent[http::field::content_type])},
+                           {"status", got.status}};
+  for (const char* name : {"content-type", "allow", "www-authenticate", "retry-after"})
+    if (auto it = got.headers.find(name); it != got.headers.end())
+      line[name] = it->second;
+  line["body"] = got.body.substr(0, max_body);
+  if (got.body.size() > max_body)
+    line["body_truncated"] = true;
+  static std::mutex mutex;
+  const std::lock_guard<std::mutex> lock(mutex);
+  std::error_code ignored;
+  std::filesystem::create_directories(directory, ignored);
+  std::ofstream out(std::filesystem::path(directory) / (std::to_string(::getpid()) + ".jsonl"),
+                    std::ios::app | std::ios::binary);
+  out << boost::json::serialize(line) << '\n';
 }
 
 } // namespace
@@ -117,7 +152,9 @@ http_response http_connection::request(const std::string& method, const std::str
   http::async_write(impl_->stream, message,
                     [this](beast::error_code ec, std::size_t) { impl_->error = ec; });
   impl_->run("write request to");
-  return impl_->read_response();
+  auto response = impl_->read_response();
+  record_exchange(message, response);
+  return response;
 }
 
 void http_connection::send(const std::string& bytes) {
