@@ -272,6 +272,8 @@ struct http_server::core {
   /// Closes the connection that has waited longest for a request; false when none waits.
   bool make_room();
   void refuse(tcp::socket socket);
+  /// Reports an answer the server gave by itself (http_options::on_refusal).
+  void refused(http::status status) const;
   void track(const std::shared_ptr<session>& s);
   void close_sessions();
 
@@ -535,6 +537,7 @@ private:
 
   /// Answers a request the server refuses by itself and closes the connection afterwards.
   void send_error(http::status status, std::string_view code, const std::string& message) {
+    core_.refused(status);
     response_ = json_error_response(status, code, message, trace_id_);
     write(true);
   }
@@ -545,6 +548,7 @@ private:
       log::warn("http_overloaded",
                 {{"trace_id", trace_id_},
                  {"max_in_flight", std::to_string(core_.options.max_in_flight)}});
+      core_.refused(http::status::service_unavailable);
       response_ = json_error_response(http::status::service_unavailable, "overloaded",
                                       "too many requests in flight; retry later", trace_id_);
       response_.set(http::field::retry_after, "1");
@@ -714,7 +718,13 @@ bool http_server::core::make_room() {
   return true;
 }
 
+void http_server::core::refused(http::status status) const {
+  if (options.on_refusal)
+    options.on_refusal(static_cast<unsigned>(status));
+}
+
 void http_server::core::refuse(tcp::socket socket) {
+  refused(http::status::service_unavailable);
   // Best effort and never blocking: the point is to free the descriptor at once.
   beast::error_code ignored;
   socket.non_blocking(true, ignored);

@@ -39,6 +39,10 @@ struct http_options {
   std::size_t max_connections = 10000;
   std::chrono::seconds idle_timeout{30}; ///< also before a connection's first byte
   std::size_t max_header_bytes = 16384;
+  /// Told the status of every answer the server gives by itself (a malformed or oversized
+  /// request, too many requests in flight or connections open), on an IO thread: the request
+  /// handler sees the others. Empty: nobody is told.
+  std::function<void(unsigned status)> on_refusal;
 };
 
 /// Asynchronous HTTP/1.1 server (Boost.Beast) with keep-alive, one strand per connection and

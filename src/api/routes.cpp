@@ -89,14 +89,15 @@ http::status error_status(int status) {
 
 } // namespace
 
-/// One request's way back: builds the response, adds the trace id, logs the outcome and, for
-/// POST /v1/messages, records the ingest latency. Sends at most once.
+/// One request's way back: builds the response, adds the trace id, logs the outcome, counts it
+/// by route and status and, for a submission, records the ingest latency. Sends at most once.
 class exchange {
 public:
+  /// `route` names the resource in herald_http_responses_total: a string literal.
   exchange(respond_fn respond, std::string trace_id, std::string method, std::string path,
-           metrics* latency_metrics)
+           metrics& metrics, std::string_view route, bool ingest)
       : respond_(std::move(respond)), trace_id_(std::move(trace_id)), method_(std::move(method)),
-        path_(std::move(path)), latency_metrics_(latency_metrics),
+        path_(std::move(path)), metrics_(metrics), route_(route), ingest_(ingest),
         started_(std::chrono::steady_clock::now()) {
     if (path_.size() > max_logged_path)
       path_.resize(max_logged_path);
@@ -182,8 +183,9 @@ public:
     response.set("X-Trace-Id", trace_id_);
     auto status = response.result_int();
     auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_);
-    if (latency_metrics_)
-      latency_metrics_->ingest_latency(elapsed.count());
+    metrics_.http_response(route_, status);
+    if (ingest_)
+      metrics_.ingest_latency(elapsed.count());
     if (log_outcome) {
       auto micros = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
       std::initializer_list<log::field> fields{{"trace_id", trace_id_},
@@ -206,7 +208,9 @@ private:
   std::string trace_id_;
   std::string method_;
   std::string path_;
-  metrics* latency_metrics_;
+  metrics& metrics_;
+  std::string_view route_;
+  bool ingest_;
   std::chrono::steady_clock::time_point started_;
   std::atomic<bool> sent_{false};
 };
@@ -264,6 +268,14 @@ std::optional<std::string> percent_decoded(std::string_view text) {
   return out;
 }
 
+/// A query value in form encoding, as URLSearchParams, urlencode and Java's URLEncoder send it:
+/// "+" is a space, then %XX escapes (so "%2B" is a plus).
+std::optional<std::string> form_decoded(std::string_view text) {
+  std::string spaced(text);
+  std::replace(spaced.begin(), spaced.end(), '+', ' ');
+  return percent_decoded(spaced);
+}
+
 /// The first key a query string names twice, if any: a proxy may act on one value, herald
 /// would on another, so neither is chosen.
 std::optional<std::string_view> repeated_query_key(std::string_view query) {
@@ -277,6 +289,25 @@ std::optional<std::string_view> repeated_query_key(std::string_view query) {
     seen.push_back(key);
   }
   return std::nullopt;
+}
+
+/// The tenant a tenant-scoped resource request (users, templates) acts for: a key's tenant is
+/// the tenant; without keys (auth mode none) the `tenant` query parameter names it (default
+/// "default"). `query` without its fragment.
+std::variant<std::string, domain::validation_error> tenant_of(std::string_view query,
+                                                              const caller& who) {
+  if (auto key = repeated_query_key(query))
+    return domain::validation_error{400, "invalid_request",
+                                    "query parameter '" + std::string(*key) + "' given twice",
+                                    std::string(*key)};
+  auto tenant = query_value(query, "tenant");
+  if (tenant && !is_plausible_message_id(*tenant))
+    return domain::validation_error{400, "invalid_request", "tenant must be a plain name",
+                                    "tenant"};
+  if (!who.tenant.empty() && tenant && *tenant != who.tenant)
+    return domain::validation_error{403, "forbidden", "tenant is not the tenant of this API key",
+                                    "tenant"};
+  return !who.tenant.empty() ? who.tenant : std::string(tenant.value_or("default"));
 }
 
 std::string status_body(std::string_view status) {
@@ -316,10 +347,10 @@ std::string_view path_of(std::string_view target) {
 }
 
 exchange_ptr start_exchange(const http_request& request, respond_fn respond, std::string_view path,
-                            metrics* latency_metrics) {
+                            metrics& metrics, std::string_view route, bool ingest = false) {
   return std::make_shared<exchange>(
       std::move(respond), choose_trace_id(request["traceparent"], request["X-Request-Id"]),
-      std::string(request.method_string()), std::string(path), latency_metrics);
+      std::string(request.method_string()), std::string(path), metrics, route, ingest);
 }
 
 } // namespace
@@ -327,7 +358,7 @@ exchange_ptr start_exchange(const http_request& request, respond_fn respond, std
 request_handler routes::metrics_handler() {
   return [this](http_request request, respond_fn respond) {
     auto path = path_of(request.target());
-    auto ex = start_exchange(request, std::move(respond), path, nullptr);
+    auto ex = start_exchange(request, std::move(respond), path, metrics_, "metrics");
     if (path != "/metrics")
       return ex->error(http::status::not_found, "not_found", "no such resource");
     if (request.method() != http::verb::get)
@@ -371,6 +402,65 @@ enum class route_kind {
   readyz,
   metrics
 };
+
+/// A route's label in herald_http_responses_total.
+std::string_view route_name(route_kind kind) {
+  switch (kind) {
+  case route_kind::submit_message:
+    return "submit_message";
+  case route_kind::find_message_by_key:
+    return "find_message_by_key";
+  case route_kind::submit_batch:
+    return "submit_batch";
+  case route_kind::get_message:
+    return "get_message";
+  case route_kind::list_dead_letters:
+    return "list_dead_letters";
+  case route_kind::replay_dead_letter:
+    return "replay_dead_letter";
+  case route_kind::record_receipt:
+    return "record_receipt";
+  case route_kind::stats:
+    return "stats";
+  case route_kind::cluster:
+    return "cluster";
+  case route_kind::channels:
+    return "channels";
+  case route_kind::list_inbox:
+    return "list_inbox";
+  case route_kind::get_user:
+    return "get_user";
+  case route_kind::replace_user:
+    return "replace_user";
+  case route_kind::patch_user:
+    return "patch_user";
+  case route_kind::set_dnd:
+    return "set_dnd";
+  case route_kind::lift_dnd:
+    return "lift_dnd";
+  case route_kind::mark_read:
+    return "mark_read";
+  case route_kind::mark_clicked:
+    return "mark_clicked";
+  case route_kind::get_template:
+    return "get_template";
+  case route_kind::put_template:
+    return "put_template";
+  case route_kind::delete_template:
+    return "delete_template";
+  case route_kind::preview_template:
+    return "preview_template";
+  case route_kind::embedded_file:
+    return "embedded_file";
+  case route_kind::healthz:
+    return "healthz";
+  case route_kind::readyz:
+    return "readyz";
+  case route_kind::metrics:
+    return "metrics";
+  }
+  return "unmatched";
+}
 
 struct matched_route {
   route_kind kind;
@@ -504,7 +594,8 @@ void routes::handle(http_request request, respond_fn respond) {
         route &&
         (route->kind == route_kind::submit_message || route->kind == route_kind::submit_batch) &&
         request.method() == http::verb::post;
-    ex = start_exchange(request, respond, path, ingest ? &metrics_ : nullptr);
+    ex = start_exchange(request, respond, path, metrics_,
+                        route ? route_name(route->kind) : "unmatched", ingest);
     if (!route || (route->kind == route_kind::metrics && !options_.metrics_on_api_listener))
       return ex->error(http::status::not_found, "not_found", "no such resource");
     // Providers' own callbacks also come as GET (WeChat's URL handshake).
@@ -721,13 +812,10 @@ void routes::get_message(std::string_view id, const caller& who, const exchange_
 void routes::find_message_by_key(std::string_view query, const caller& who,
                                  const exchange_ptr& ex) {
   query = query.substr(0, query.find('#'));
-  if (auto key = repeated_query_key(query))
-    return ex->error(http::status::bad_request, "invalid_request",
-                     "query parameter '" + std::string(*key) + "' given twice", std::string(*key));
-  // A key's tenant is the only one it reads; without keys (auth none) the query names it, or
-  // it is the tenant a submission gets when it names none.
-  domain::message_key key{
-      who.tenant.empty() ? domain::message_request{}.tenant : who.tenant, {}, {}, {}};
+  auto tenant = tenant_of(query, who);
+  if (auto* failure = std::get_if<domain::validation_error>(&tenant))
+    return ex->error(*failure);
+  domain::message_key key{std::move(std::get<std::string>(tenant)), {}, {}, {}};
   const std::pair<std::string_view, std::string*> fields[] = {
       {"biz_type", &key.biz_type}, {"biz_id", &key.biz_id}, {"user_id", &key.user_id}};
   for (auto [name, field] : fields) {
@@ -737,18 +825,12 @@ void routes::find_message_by_key(std::string_view query, const caller& who,
                        "query parameter '" + std::string(name) +
                            "' is required (or find the message by its id)",
                        name);
-    auto decoded = percent_decoded(*text);
+    auto decoded = form_decoded(*text);
     if (!decoded)
       return ex->error(http::status::bad_request, "invalid_request",
                        "query parameter '" + std::string(name) + "' has a malformed %-escape",
                        name);
     *field = std::move(*decoded);
-  }
-  if (auto tenant = query_value(query, "tenant")) {
-    if (!who.tenant.empty() && *tenant != who.tenant)
-      return ex->error(http::status::forbidden, "forbidden",
-                       "tenant is not the tenant of this API key", "tenant");
-    key.tenant = std::string(*tenant);
   }
   answer_message(who, domain::message_id_for(key, service_.id_secret()), ex);
 }
@@ -1015,25 +1097,6 @@ struct user_key {
   std::string user_id;
 };
 
-/// The tenant a tenant-scoped resource request (users, templates) acts for: a key's tenant is
-/// the tenant; without keys (auth mode none) the `tenant` query parameter names it (default
-/// "default"). `query` without its fragment.
-std::variant<std::string, domain::validation_error> tenant_of(std::string_view query,
-                                                              const caller& who) {
-  if (auto key = repeated_query_key(query))
-    return domain::validation_error{400, "invalid_request",
-                                    "query parameter '" + std::string(*key) + "' given twice",
-                                    std::string(*key)};
-  auto tenant = query_value(query, "tenant");
-  if (tenant && !is_plausible_message_id(*tenant))
-    return domain::validation_error{400, "invalid_request", "tenant must be a plain name",
-                                    "tenant"};
-  if (!who.tenant.empty() && tenant && *tenant != who.tenant)
-    return domain::validation_error{403, "forbidden", "tenant is not the tenant of this API key",
-                                    "tenant"};
-  return !who.tenant.empty() ? who.tenant : std::string(tenant.value_or("default"));
-}
-
 /// The user a /v1/users/{user_id}/... request names, and the tenant it acts for (tenant_of).
 std::variant<user_key, domain::validation_error>
 user_key_of(std::string_view segment, std::string_view query, const caller& who) {
@@ -1298,7 +1361,9 @@ std::string_view circuit_name(double state) {
 /// when it starts, so all are listed) and its provider calls by outcome, and the retry queue.
 std::string encode_channels(const std::vector<prometheus::MetricFamily>& families) {
   boost::json::object channels_by_name;
-  auto channel_of = [&](const prometheus::ClientMetric& metric) -> boost::json::object* {
+  // The channel a metric is labelled with, its entry made on first sight with every outcome at
+  // 0; nullptr for a metric without a channel label.
+  auto entry_for = [&](const prometheus::ClientMetric& metric) -> boost::json::object* {
     for (const auto& label : metric.label)
       if (label.name == "channel") {
         auto& entry = channels_by_name[label.value];
@@ -1320,10 +1385,10 @@ std::string encode_channels(const std::vector<prometheus::MetricFamily>& familie
       if (family.name == "herald_retry_queue_depth") {
         retry_queue_depth = metric.gauge.value;
       } else if (family.name == "herald_circuit_state") {
-        if (auto* channel = channel_of(metric))
+        if (auto* channel = entry_for(metric))
           (*channel)["circuit"] = circuit_name(metric.gauge.value);
       } else if (family.name == "herald_provider_calls_total") {
-        auto* channel = channel_of(metric);
+        auto* channel = entry_for(metric);
         for (const auto& label : metric.label)
           if (channel && label.name == "outcome")
             channel->at("provider_calls").as_object()[label.value] =
@@ -1354,10 +1419,6 @@ std::string_view content_type_of(std::string_view name) {
     return "text/javascript; charset=utf-8";
   if (ends_with(".yaml"))
     return "application/yaml";
-  if (ends_with(".svg"))
-    return "image/svg+xml";
-  if (ends_with(".png"))
-    return "image/png";
   return "application/octet-stream";
 }
 

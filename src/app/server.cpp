@@ -516,7 +516,11 @@ int serve(const config& cfg) {
                           {n.cluster, n.share, name}};
     api::routes routes{service, *metrics_registry, *clock, access->authenticator(),
                        std::move(options)};
-    api::http_server server{cfg.http, routes.handler()};
+    auto http = cfg.http;
+    http.on_refusal = [&counted = *metrics_registry](unsigned status) {
+      counted.http_response("server", status);
+    };
+    api::http_server server{std::move(http), routes.handler()};
     std::unique_ptr<api::http_server> metrics_server;
     if (!cfg.metrics_listen.empty()) {
       api::http_options metrics_http;

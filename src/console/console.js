@@ -70,11 +70,10 @@
 
   // ---- HTTP ----
   class ApiError extends Error {
-    constructor(status, code, message, field) {
+    constructor(status, code, message) {
       super(message);
       this.status = status;
       this.code = code;
-      this.field = field;
     }
   }
 
@@ -108,7 +107,7 @@
     } else {
       shown = message + ' (' + response.status + (error.code ? ' ' + error.code : '') + ')';
     }
-    throw new ApiError(response.status, error.code || 'http_' + response.status, shown, error.field);
+    throw new ApiError(response.status, error.code || 'http_' + response.status, shown);
   }
 
   // ---- pages (hash routes: #overview, #messages?id=…, #dead-letters) ----
@@ -123,6 +122,10 @@
   }
 
   let deadLoaded = false;
+  // Why nothing loads by itself, if so: 'refused' (the overview's last refresh was answered 401
+  // or 403: polling cannot change that, a key can) or 'forgotten' (Forget: nothing is loaded
+  // until a key is used or the user asks for a page). null: loads and auto-refresh as usual.
+  let paused = null;
 
   function route() {
     const { page, params } = parseHash();
@@ -134,11 +137,11 @@
     }
     document.body.dataset.page = page;
     if (page === 'overview') {
-      refreshOverview();
+      if (paused !== 'forgotten') refreshOverview();
     } else {
       stopRefresh();
     }
-    if (page === 'messages') {
+    if (page === 'messages') { // a link to a message is asked for: it loads even after Forget
       if (params.get('id')) {
         $('search-message-id').value = params.get('id');
         findMessage({ id: params.get('id') });
@@ -149,7 +152,7 @@
         findMessage({ biz_type: params.get('biz_type'), biz_id: params.get('biz_id'), user_id: params.get('user_id') });
       }
     }
-    if (page === 'dead-letters' && !deadLoaded) loadDeadLetters(null, []);
+    if (page === 'dead-letters' && !deadLoaded && paused !== 'forgotten') loadDeadLetters(null, []);
   }
 
   // ---- overview ----
@@ -157,16 +160,21 @@
   let refreshTimer = null;
   let refreshing = false;
   let refreshAgain = false; // asked for while a refresh was in flight (a new key, say)
+  let overviewGeneration = 0; // bumped by Forget: an answer to an older refresh is dropped
 
+  // body[data-refresh] says whether an auto-refresh is scheduled ("scheduled" / "stopped").
   function stopRefresh() {
     clearTimeout(refreshTimer);
     refreshTimer = null;
+    document.body.dataset.refresh = 'stopped';
   }
 
   function scheduleRefresh() {
     stopRefresh();
-    if ($('auto-refresh').checked && parseHash().page === 'overview')
+    if ($('auto-refresh').checked && parseHash().page === 'overview' && !paused) {
       refreshTimer = setTimeout(refreshOverview, REFRESH_MS);
+      document.body.dataset.refresh = 'scheduled';
+    }
   }
 
   async function refreshOverview() {
@@ -177,14 +185,25 @@
     refreshing = true;
     refreshAgain = false;
     stopRefresh();
+    const generation = overviewGeneration;
     const errors = [];
     let shown = 0;
+    let answers = null;
     try {
       const from = new Date(Date.now() - 3600 * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
-      const [stats, channels] = await Promise.allSettled([
+      answers = await Promise.allSettled([
         api('GET', '/v1/stats?from=' + encodeURIComponent(from)),
         api('GET', '/v1/channels'),
       ]);
+    } finally {
+      refreshing = false;
+    }
+    if (generation !== overviewGeneration) { // Forget came meanwhile: this answer is not shown
+      if (refreshAgain && !paused && parseHash().page === 'overview') refreshOverview();
+      return;
+    }
+    const [stats, channels] = answers;
+    try {
       if (stats.status === 'fulfilled') {
         renderStats(stats.value.body);
         shown++;
@@ -200,8 +219,18 @@
       }
     } catch (e) {
       errors.push('Cannot show the answer: ' + e.message);
-    } finally {
-      refreshing = false;
+    }
+    // A refused key stays refused: polling again would only repeat the 401 (or 403), so
+    // auto-refresh stops until a key is used or Refresh is pressed. (With refreshAgain set, a
+    // new key came meanwhile: the refresh that follows decides.)
+    const refused = answers.some((r) => r.status === 'rejected' && (r.reason.status === 401 || r.reason.status === 403));
+    if (!refreshAgain) {
+      if (refused) {
+        paused = 'refused';
+        if ($('auto-refresh').checked) errors.push('Auto-refresh stopped until a key is used or Refresh is pressed.');
+      } else if (paused === 'refused') {
+        paused = null;
+      }
     }
     showError($('overview-error'), errors.join(' '));
     if (shown > 0) {
@@ -512,6 +541,53 @@
       el('td', { class: 'replay-cell' }, button, result));
   }
 
+  // ---- Forget: the views' data goes with the key ----
+  function resume() {
+    paused = null;
+    showBanner('');
+  }
+
+  function showBanner(message) {
+    const banner = $('banner');
+    banner.classList.toggle('info', Boolean(message));
+    showError(banner, message);
+  }
+
+  // Clears what the pages show (answers still in flight are dropped), stops auto-refresh, and
+  // loads nothing by itself until a key is used or the user asks (Refresh, Find, Show).
+  function forgetViews() {
+    paused = 'forgotten';
+    overviewGeneration++;
+    stopRefresh();
+    samples.clear();
+    for (const id of ['total-accepted', 'total-sent', 'total-failed-dead', 'retry-queue-depth', 'open-circuits', 'updated-at']) {
+      $(id).textContent = '—';
+      $(id).classList.remove('bad');
+    }
+    $('updated-at').removeAttribute('datetime');
+    $('total-sent-note').textContent = 'taken by the provider';
+    for (const id of ['channels-body', 'state-chart', 'states-head', 'states-body']) $(id).replaceChildren();
+    showError($('overview-error'), '');
+
+    messageSearch++;
+    for (const id of ['search-message-id', 'search-biz-type', 'search-biz-id', 'search-user-id']) $(id).value = '';
+    $('message-result').replaceChildren();
+    showError($('message-error'), '');
+
+    deadLoad++;
+    deadLoaded = false;
+    deadPage = { after: null, previous: [], next: null };
+    $('dead-body').replaceChildren();
+    $('dead-page-info').textContent = '';
+    showError($('dead-error'), '');
+    $('dead-next').disabled = true;
+    $('dead-first').disabled = true;
+
+    const { page } = parseHash();
+    if (location.hash.includes('?')) history.replaceState(null, '', '#' + page); // a search's key
+    showBanner('Key forgotten: the pages were cleared and nothing is loaded or refreshed until a key is used (or Refresh, Find or Show is pressed).');
+  }
+
   // ---- wiring ----
   function init() {
     describeKey();
@@ -522,6 +598,7 @@
       else sessionStorage.removeItem(KEY_STORAGE);
       $('key-input').value = '';
       describeKey();
+      resume();
       deadLoaded = false;
       route();
     });
@@ -529,8 +606,12 @@
       sessionStorage.removeItem(KEY_STORAGE);
       $('key-input').value = '';
       describeKey();
+      forgetViews();
     });
-    $('refresh-now').addEventListener('click', refreshOverview);
+    $('refresh-now').addEventListener('click', () => {
+      resume();
+      refreshOverview();
+    });
     $('auto-refresh').addEventListener('change', scheduleRefresh);
     $('search-id-form').addEventListener('submit', (e) => {
       e.preventDefault();
@@ -540,6 +621,9 @@
     });
     $('search-key-form').addEventListener('submit', (e) => {
       e.preventDefault();
+      // biz_type cannot hold a space (A-Z a-z 0-9 _ . : -), so a pasted one is trimmed; biz_id
+      // and user_id may begin or end with spaces (any text without control characters), and
+      // the business key is matched exactly, so they are sent as typed.
       const query = { biz_type: $('search-biz-type').value.trim(), biz_id: $('search-biz-id').value, user_id: $('search-user-id').value };
       history.replaceState(null, '', '#messages?' + new URLSearchParams(query));
       findMessage(query);
@@ -554,7 +638,7 @@
     });
     window.addEventListener('hashchange', route);
     document.addEventListener('visibilitychange', () => {
-      if (document.visibilityState === 'visible' && parseHash().page === 'overview') refreshOverview();
+      if (document.visibilityState === 'visible' && parseHash().page === 'overview' && !paused) refreshOverview();
     });
     route();
   }

@@ -96,6 +96,10 @@ struct metrics::families {
                               .Name("herald_retry_queue_depth")
                               .Help("Tasks waiting for their next attempt")
                               .Register(r)),
+        http_responses(prometheus::BuildCounter()
+                           .Name("herald_http_responses_total")
+                           .Help("HTTP answers by route and status code")
+                           .Register(r)),
         ingest_latency(prometheus::BuildHistogram()
                            .Name("herald_ingest_latency_seconds")
                            .Help("Time from request to committed reply")
@@ -171,6 +175,7 @@ struct metrics::families {
   prometheus::Family<prometheus::Counter>& failovers;
   prometheus::Family<prometheus::Gauge>& circuit_state;
   prometheus::Family<prometheus::Gauge>& retry_queue_depth;
+  prometheus::Family<prometheus::Counter>& http_responses;
   prometheus::Family<prometheus::Histogram>& ingest_latency;
   prometheus::Family<prometheus::Histogram>& delivery_latency;
   prometheus::Family<prometheus::Counter>& receipts;
@@ -263,6 +268,11 @@ void metrics::partitions_owned(double count) {
 
 void metrics::partition_moves(std::size_t count) {
   families_->partition_moves_total.Increment(static_cast<double>(count));
+}
+
+void metrics::http_response(std::string_view route, unsigned status) {
+  families_->http_responses.Add({{"route", std::string(route)}, {"code", std::to_string(status)}})
+      .Increment();
 }
 
 void metrics::retry_queue_depth(double depth) {

@@ -41,6 +41,9 @@ public:
   void circuit_state(const std::string& channel, int state);
   void retry_queue_depth(double depth);
   void ingest_latency(double seconds);
+  /// An HTTP answer: `route` names the resource (routes.cpp's route names, "unmatched", or
+  /// "server" for what the HTTP server refuses by itself), `status` its code.
+  void http_response(std::string_view route, unsigned status);
   void delivery_latency(const std::string& channel, double seconds);
   /// A receipt recorded (status: delivered, read, clicked, undelivered).
   void receipt(const std::string& channel, std::string_view status);

@@ -123,6 +123,16 @@ BOOST_AUTO_TEST_CASE(a_message_is_found_by_its_business_key) {
   BOOST_TEST(task_ids(found.body).size() == 3u);
   BOOST_TEST(task_ids(found.body) == task_ids(herald.get("/v1/messages/" + message_id).body));
 
+  // Form encoding: "+" is a space, "%2B" a plus.
+  auto form_encoded =
+      herald.get("/v1/messages?biz_type=ORDER_SHIPPED&biz_id=order+7%2F1&user_id=u-order+7/1");
+  BOOST_TEST(json::parse(form_encoded.body).at("message_id").as_string() == message_id);
+  auto plus_id = submit_event(herald, "a+b");
+  auto plus = herald.get("/v1/messages?biz_type=ORDER_SHIPPED&biz_id=a%2Bb&user_id=u-a%2Bb");
+  BOOST_TEST(json::parse(plus.body).at("message_id").as_string() == plus_id);
+  BOOST_TEST(herald.get("/v1/messages?biz_type=ORDER_SHIPPED&biz_id=a+b&user_id=u-a+b").status ==
+             404);
+
   auto unknown = herald.get("/v1/messages?biz_type=ORDER_SHIPPED&biz_id=other&user_id=u-1");
   BOOST_TEST(unknown.status == 404);
   BOOST_TEST(error_code(unknown) == "not_found");
@@ -137,6 +147,26 @@ BOOST_AUTO_TEST_CASE(a_message_is_found_by_its_business_key) {
   auto wrong_method = request(host, herald.port(), "DELETE", "/v1/messages");
   BOOST_TEST(wrong_method.status == 405);
   BOOST_TEST(wrong_method.header("allow") == "GET, POST");
+}
+
+BOOST_AUTO_TEST_CASE(every_answer_is_counted_by_route_and_code) {
+  running_herald herald("");
+  auto count = [&](const std::string& route, const std::string& code) {
+    return metric_sum(herald.metrics(), "herald_http_responses_total",
+                      {"route=\"" + route + "\"", "code=\"" + code + "\""});
+  };
+  BOOST_TEST(herald.get("/nowhere").status == 404);
+  BOOST_TEST(herald.get("/v1/openapi.yaml").status == 200);
+  BOOST_TEST(herald.get("/v1/messages?biz_type=X").status == 400);
+  // A request the HTTP server refuses before any route sees it.
+  http_connection connection(host, herald.port());
+  BOOST_TEST(connection.raw("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n").status ==
+             400);
+
+  BOOST_TEST(count("unmatched", "404") == 1);
+  BOOST_TEST(count("embedded_file", "200") == 1);
+  BOOST_TEST(count("find_message_by_key", "400") == 1);
+  BOOST_TEST(count("server", "400") == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -43,7 +43,6 @@ void record_exchange(const http::request<http::string_body>& sent, const http_re
   boost::json::object line{{"host", std::string(sent[http::field::host])},
                            {"method", std::string(sent.method_string())},
                            {"target", std::string(sent.target())},
-                           {"request_content_type", std::string(sent[http::field::content_type])},
                            {"status", got.status}};
   for (const char* name : {"content-type", "allow", "www-authenticate", "retry-after"})
     if (auto it = got.headers.find(name); it != got.headers.end())

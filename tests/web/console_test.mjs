@@ -3,11 +3,14 @@
 //
 // Starts the built herald ($HERALD_BINARY, default build/herald) on a free port with a
 // throwaway SQLite database, API keys, and simulated channels that fail some tasks (sms: busy,
-// retries exhausted -> DEAD; email: recipient rejected -> FAILED, 2 s per call), submits
-// messages over HTTP, then drives the console: the overview's numbers against GET /v1/stats and
-// GET /v1/channels, a message found by business key with its task timelines, the dead letters
-// with filter, paging and a replay (202, then 409), and a key without the admin scope (403).
-// No console errors, page errors or CSP violations may be reported.
+// retries exhausted -> DEAD; email: recipient rejected -> FAILED; pager: every call rejected,
+// and one call per 1000 s), submits messages over HTTP, then drives the console: the overview's
+// numbers against GET /v1/stats and GET /v1/channels, a message found by business key with its
+// task timelines, the dead letters with filter and paging, replays (an email task: 202 and sent
+// once more; the pager task: 202, then 409 as its call waits for the rate limit), a key without
+// the admin scope (403), and Forget (the views cleared, nothing loaded or polled after it).
+// No console errors, page errors or CSP violations may be reported, and the browser may meet
+// exactly the error answers the test provokes.
 //
 //   node tests/web/console_test.mjs [SCREENSHOT_DIR] [--update-docs]
 //
@@ -17,10 +20,11 @@
 import { chromium } from 'playwright-core';
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { freePort, send, sleep, until } from './support.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const binary = process.env.HERALD_BINARY || path.join(repo, 'build', 'herald');
@@ -33,7 +37,9 @@ fs.mkdirSync(shotDir, { recursive: true });
 
 const WAVES = 4;
 const PER_WAVE = 10;
-const CHANNELS = ['app', 'email', 'sms'];
+const ROUTED = ['app', 'email', 'sms']; // the channels of ORDER_SHIPPED
+const CHANNELS = ROUTED.concat(['pager']);
+const REFRESH_MS = 5000; // the overview's auto-refresh period (console.js)
 const STATES = ['pending', 'sending', 'retry_wait', 'sent', 'delivered', 'read', 'clicked',
   'undelivered', 'unconfirmed', 'failed', 'dead', 'expired', 'suppressed'];
 const OUTCOMES = ['success', 'retryable', 'permanent', 'timeout', 'throttled'];
@@ -59,33 +65,6 @@ function fail(message) {
   throw new Error(message);
 }
 
-// A bounded poll: calls `probe` until it returns a truthy value, at most `timeoutMs`.
-async function until(what, probe, timeoutMs, intervalMs = 100) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      last = await probe();
-      if (last) return last;
-    } catch (e) {
-      last = e.message;
-    }
-    if (Date.now() > deadline) fail('timed out after ' + timeoutMs + ' ms waiting for ' + what + ' (last: ' + JSON.stringify(last) + ')');
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 // ---- herald ----
 const port = await freePort();
 const base = 'http://127.0.0.1:' + port;
@@ -101,10 +80,13 @@ fs.writeFileSync(configPath, JSON.stringify({
     // Busy 30 % of the time, two calls at most: some tasks end DEAD.
     { name: 'sms', type: 'simulated', retryable_failure_rate: 0.3, seed: 7,
       retry: { schedule_ms: [50], jitter: 0, max_attempts: 2 }, circuit: { failure_threshold: 1000 } },
-    // A quarter of the recipients rejected: FAILED. Each call takes 2 s, so a replayed task
-    // stays PENDING/SENDING long enough for the second replay to meet 409.
-    { name: 'email', type: 'simulated', permanent_failure_rate: 0.25, latency_ms: 2000, seed: 11 },
+    // A quarter of the recipients rejected: FAILED.
+    { name: 'email', type: 'simulated', permanent_failure_rate: 0.25, latency_ms: 20, seed: 11 },
     { name: 'app', type: 'simulated', latency_ms: 5 },
+    // One task, rejected: FAILED at its first call, which takes the bucket's only token. Tokens
+    // come back at 0.001/s, so once replayed the task waits PENDING for ~1000 s, whatever the
+    // machine's speed, and a second replay meets 409 not_replayable.
+    { name: 'pager', type: 'simulated', permanent_failure_rate: 1, rate_per_sec: 0.001, burst: 1 },
   ],
   routes: { ORDER_SHIPPED: ['sms', 'email', 'app'] },
   default_route: ['app'],
@@ -116,15 +98,9 @@ function createKey(scopes) {
     '--config', configPath, '--db', dbUrl], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
 }
 
-async function call(method, urlPath, { key, body } = {}) {
-  const headers = {};
-  if (key) headers.Authorization = 'Bearer ' + key;
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const response = await fetch(base + urlPath, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await response.text();
-  let json = null;
-  try { json = text ? JSON.parse(text) : null; } catch { json = null; }
-  return { status: response.status, headers: response.headers, json, text };
+// {status, headers, body (text), json}
+function call(method, urlPath, { key, body } = {}) {
+  return send(port, method, urlPath, { headers: key ? { Authorization: 'Bearer ' + key } : {}, body });
 }
 
 async function stopHerald() {
@@ -138,6 +114,8 @@ async function stopHerald() {
 
 async function main() {
   check(fs.existsSync(binary), 'herald binary exists at ' + binary);
+  const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
+  if (!fs.existsSync(chromiumPath)) fail('could not find executable ' + chromiumPath + ' (Chromium; set CHROMIUM)');
   const fullKey = createKey('submit,read,admin');
   const readKey = createKey('read');
   check(/^hk_/.test(fullKey) && /^hk_/.test(readKey), 'herald keys create printed two keys');
@@ -149,31 +127,45 @@ async function main() {
 
   // The console's files, as served.
   const index = await call('GET', '/console');
-  check(index.status === 200 && /text\/html/.test(index.headers.get('content-type')), 'GET /console is HTML', index.status);
-  const csp = index.headers.get('content-security-policy') || '';
+  check(index.status === 200 && /text\/html/.test(index.headers['content-type']), 'GET /console is HTML', index.status);
+  const csp = index.headers['content-security-policy'] || '';
   check(/script-src 'self'/.test(csp) && /style-src 'self'/.test(csp) && !/unsafe-inline/.test(csp), 'the console has a strict CSP', csp);
   const js = await call('GET', '/console/console.js');
-  check(js.status === 200 && /javascript/.test(js.headers.get('content-type')), 'GET /console/console.js is JavaScript');
+  check(js.status === 200 && /javascript/.test(js.headers['content-type']), 'GET /console/console.js is JavaScript');
   const css = await call('GET', '/console/console.css');
-  check(css.status === 200 && /text\/css/.test(css.headers.get('content-type')), 'GET /console/console.css is CSS');
-  check(!/<script>|<style>|\sstyle=/.test(index.text.replace(/<script src="[^"]+" defer><\/script>/, '')), 'index.html has no inline script or style');
+  check(css.status === 200 && /text\/css/.test(css.headers['content-type']), 'GET /console/console.css is CSS');
+  check(!/<script>|<style>|\sstyle=/.test(index.body.replace(/<script src="[^"]+" defer><\/script>/, '')), 'index.html has no inline script or style');
 
   // ---- the browser ----
   browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    executablePath: chromiumPath,
+    // /dev/shm is small in containers; Chromium's shared memory goes to /tmp instead.
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic',
+      '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
   const consoleProblems = [];
-  const expectedStatuses = []; // answers the test provokes on purpose (401, 403, 404, 409)
+  // The browser logs every error answer ("Failed to load resource: the server responded with a
+  // status of 404"); those statuses are compared with the error answers the page received, which
+  // must be exactly the ones the test provokes (checked at the end).
+  const loggedStatuses = [];
   page.on('console', (message) => {
     if (message.type() !== 'error' && message.type() !== 'warning') return;
     const text = message.text();
-    const status = /the server responded with a status of (\d+)/.exec(text);
-    if (status && ['401', '403', '404', '409'].includes(status[1])) expectedStatuses.push(Number(status[1]));
+    const status = /^Failed to load resource: the server responded with a status of (\d+)/.exec(text);
+    if (status) loggedStatuses.push(Number(status[1]));
     else consoleProblems.push(message.type() + ': ' + text);
+  });
+  const errorAnswers = []; // "STATUS METHOD /path" of every answer >= 400 the page received
+  page.on('response', (response) => {
+    if (response.status() >= 400)
+      errorAnswers.push(response.status() + ' ' + response.request().method() + ' ' + new URL(response.url()).pathname);
+  });
+  const apiRequests = []; // every /v1 request the page made, in order
+  page.on('request', (request) => {
+    const url = new URL(request.url());
+    if (url.pathname.startsWith('/v1/')) apiRequests.push(request.method() + ' ' + url.pathname);
   });
   page.on('pageerror', (error) => consoleProblems.push('pageerror: ' + error.message));
   // CSP violations are also reported as console errors; this catches any the console misses.
@@ -195,13 +187,15 @@ async function main() {
   // Without a key: the API answers 401 and the console says so.
   await page.goto(base + '/console');
   await page.waitForSelector('#overview-error:not([hidden])', { timeout: 10000 });
-  check(/401/.test(await page.textContent('#overview-error')), 'without a key the overview shows the 401', await page.textContent('#overview-error'));
+  const noKey = await page.evaluate(() => ({ error: document.getElementById('overview-error').textContent, refresh: document.body.dataset.refresh }));
+  check(/401/.test(noKey.error), 'without a key the overview shows the 401', noKey.error);
+  check(noKey.refresh === 'stopped' && /Auto-refresh stopped/.test(noKey.error), 'after a 401 the overview stops polling and says so', noKey);
 
   // The key: typed into the form, kept in sessionStorage only.
   await page.fill('#key-input', fullKey);
   await page.click('#key-save');
   await page.waitForFunction(() => Number(document.body.dataset.overviewLoaded || 0) >= 1 &&
-    document.getElementById('overview-error').hidden, null, { timeout: 10000 });
+    document.getElementById('overview-error').hidden && document.body.dataset.refresh === 'scheduled', null, { timeout: 10000 });
   const stored = await page.evaluate(() => ({ session: Object.values(sessionStorage), local: Object.keys(localStorage).length, cookie: document.cookie }));
   check(stored.session.includes(fullKey) && stored.local === 0 && stored.cookie === '', 'the key is kept in sessionStorage only');
   check(await page.inputValue('#key-input') === '', 'the key field is cleared after use');
@@ -228,7 +222,11 @@ async function main() {
     biz_type: 'SUPPORT_REPLY', biz_id: 'ticket-<b>7</b>', user_id: 'u-<i>evil</i>', channels: ['app'],
     to: { app: 'device-token-evil' }, content: { title: XSS_TITLE, body: XSS_BODY } } });
   check(evil.status === 202, 'a message with markup in its text is accepted', evil.status);
-  const expectedTasks = WAVES * PER_WAVE * CHANNELS.length + 1;
+  const paged = await call('POST', '/v1/messages', { key: fullKey, body: {
+    biz_type: 'MAINTENANCE', biz_id: 'window-2026-12', user_id: 'u-oncall', channels: ['pager'],
+    to: { pager: 'pager-0001' }, content: { title: 'Maintenance tonight', body: 'From 01:00 to 02:00 UTC.' } } });
+  check(paged.status === 202, 'a message to the pager channel is accepted', paged.status);
+  const expectedTasks = WAVES * PER_WAVE * ROUTED.length + 2;
 
   // Everything settles: nothing pending, sending or waiting for a retry.
   const since = new Date(Date.now() - 3600 * 1000).toISOString();
@@ -272,6 +270,8 @@ async function main() {
   check(statMismatches.length === 0, 'overview: accepted and every state, per channel and in total, equal GET /v1/stats', statMismatches);
   check(number(shown.accepted) === statsNow.total.accepted && statsNow.total.accepted === expectedTasks, 'overview: tasks accepted = ' + expectedTasks, shown.accepted);
   check(statsNow.total.dead > 0 && statsNow.total.failed > 0, 'the run made DEAD and FAILED tasks', statsNow.total);
+  const pagerStats = statsNow.channels.find((c) => c.channel === 'pager');
+  check(pagerStats && pagerStats.accepted === 1 && pagerStats.failed === 1, 'the pager task ended FAILED', pagerStats);
   const callMismatches = [];
   for (const channel of CHANNELS) {
     const api = channelsNow.channels.find((c) => c.channel === channel);
@@ -344,8 +344,16 @@ async function main() {
   // By id, and a key that finds nothing.
   await page.fill('#search-message-id', message.message_id);
   await page.click('[data-testid="search-id-submit"]');
-  await page.waitForFunction((id) => document.querySelector('[data-testid="message-id"]')?.textContent === id, message.message_id, { timeout: 10000 });
-  check(true, 'messages: the message id finds the message');
+  const byId = await (await page.waitForFunction(() => {
+    const text = (testid) => document.querySelector('[data-testid="' + testid + '"]')?.textContent;
+    // Shown once the previous message (the one with markup) is replaced.
+    return text('message-biz-id') && text('message-biz-id') !== 'ticket-<b>7</b>'
+      ? { id: text('message-id'), bizType: text('message-biz-type'), bizId: text('message-biz-id'), userId: text('message-user-id'),
+        tasks: document.querySelectorAll('[data-testid="tasks"] > article').length }
+      : null;
+  }, null, { timeout: 10000 })).jsonValue();
+  check(byId.id === message.message_id && byId.bizType === message.biz_type && byId.bizId === message.biz_id &&
+    byId.userId === message.user_id && byId.tasks === message.tasks.length, 'messages: the message id finds the message, with its business key and tasks', byId);
   await page.fill('#search-biz-id', 'no-such-order');
   await page.click('[data-testid="search-key-submit"]');
   await page.waitForSelector('#message-error:not([hidden])', { timeout: 10000 });
@@ -380,43 +388,103 @@ async function main() {
   }, apiEmail.length, { timeout: 10000 });
   check(JSON.stringify(await rowIds()) === JSON.stringify(apiEmail.map((t) => t.task_id)), 'dead letters: the channel filter shows the email dead letters only (' + apiEmail.length + ')');
 
-  const victim = apiEmail.find((t) => t.status === 'FAILED');
-  if (!victim) fail('no FAILED email task to replay');
-  const row = page.locator('[data-testid="dead-row"][data-task-id="' + victim.task_id + '"]');
-  await row.locator('[data-testid="replay-button"]').click();
-  await row.locator('[data-testid="replay-result"][data-status]').waitFor({ timeout: 10000 });
-  const first = await row.locator('[data-testid="replay-result"]').evaluate((n) => ({ status: n.dataset.status, text: n.textContent }));
-  check(first.status === '202' && /replayed/.test(first.text), 'dead letters: Replay answers 202 in the row', first);
-  const afterReplay = (await call('GET', '/v1/messages/' + victim.message_id, { key: fullKey })).json.tasks.find((t) => t.task_id === victim.task_id);
-  check(['PENDING', 'SENDING'].includes(afterReplay.status), 'the API shows the replayed task left FAILED (' + afterReplay.status + ')', afterReplay.status);
+  // All channels on one page: the email task and the pager task to replay are both in it.
+  await page.selectOption('#dead-channel', '');
+  await page.selectOption('#dead-limit', '50');
+  await page.click('[data-testid="dead-apply"]');
+  const apiAll = (await call('GET', '/v1/dead-letters?limit=50', { key: fullKey })).json;
+  if (apiAll.next_after) fail('more than 50 dead letters: the replays are looked for on one page');
+  await page.waitForFunction((n) => {
+    const rows = Array.from(document.querySelectorAll('[data-testid="dead-row"]'));
+    return rows.length === n && rows.some((r) => r.dataset.channel !== 'email');
+  }, apiAll.dead_letters.length, { timeout: 10000 });
+  check(JSON.stringify(await rowIds()) === JSON.stringify(apiAll.dead_letters.map((t) => t.task_id)), 'dead letters: all channels again (' + apiAll.dead_letters.length + ')');
+  const taskOf = async (t) => (await call('GET', '/v1/messages/' + t.message_id, { key: fullKey })).json.tasks.find((x) => x.task_id === t.task_id);
+  const replay = async (t) => {
+    const row = page.locator('[data-testid="dead-row"][data-task-id="' + t.task_id + '"]');
+    const result = row.locator('[data-testid="replay-result"]');
+    await row.locator('[data-testid="replay-button"]').click();
+    // The click clears data-status at once; it is set again by the answer.
+    await row.locator('[data-testid="replay-result"][data-status]').waitFor({ timeout: 10000 });
+    return result.evaluate((n) => ({ status: n.dataset.status, text: n.textContent }));
+  };
 
-  await row.locator('[data-testid="replay-button"]').click();
-  await row.locator('[data-testid="replay-result"][data-status="409"]').waitFor({ timeout: 10000 });
-  const second = await row.locator('[data-testid="replay-result"]').textContent();
-  check(/not replayable/i.test(second), 'dead letters: a second Replay shows the 409 not_replayable message', second);
-  await shot('dead-letters');
-
-  const resent = await until('the replayed task to be sent again', async () => {
-    const task = (await call('GET', '/v1/messages/' + victim.message_id, { key: fullKey })).json.tasks.find((t) => t.task_id === victim.task_id);
-    return ['SENT', 'FAILED'].includes(task.status) && task.attempts === victim.attempts + 1 ? task : null;
+  // An email task: replayed, and sent once more.
+  const emailVictim = apiEmail.find((t) => t.status === 'FAILED');
+  if (!emailVictim) fail('no FAILED email task to replay');
+  const emailReplay = await replay(emailVictim);
+  check(emailReplay.status === '202' && /202: replayed, now PENDING/.test(emailReplay.text), 'dead letters: Replay answers 202 in the row', emailReplay);
+  const resent = await until('the replayed email task to be called again', async () => {
+    const task = await taskOf(emailVictim);
+    return ['SENT', 'FAILED'].includes(task.status) && task.attempts === emailVictim.attempts + 1 ? task : null;
   }, 20000, 200);
-  check(resent.attempt_log.length === victim.attempts + 1, 'the replayed task was called once more (' + resent.status + ', attempt ' + resent.attempts + ')');
+  check(resent.attempt_log.length === emailVictim.attempts + 1, 'the replayed task was called once more (' + resent.status + ', attempt ' + resent.attempts + ')');
+
+  // The pager task: replayed, then waiting for its channel's next token (~1000 s), so it is
+  // PENDING when replayed again: 409.
+  const pagerVictim = apiAll.dead_letters.find((t) => t.channel === 'pager');
+  if (!pagerVictim || pagerVictim.status !== 'FAILED' || pagerVictim.attempts !== 1) fail('the pager task is not a FAILED dead letter with one attempt: ' + JSON.stringify(pagerVictim));
+  const pagerFirst = await replay(pagerVictim);
+  check(pagerFirst.status === '202' && /202: replayed, now PENDING/.test(pagerFirst.text), 'dead letters: the pager task is replayed (202)', pagerFirst);
+  const waiting = await taskOf(pagerVictim);
+  check(waiting.status === 'PENDING' && waiting.attempts === 1, 'the API shows the replayed pager task PENDING, not yet called again', { status: waiting.status, attempts: waiting.attempts });
+  const pagerSecond = await replay(pagerVictim);
+  check(pagerSecond.status === '409' && /409: not replayable: .*PENDING/i.test(pagerSecond.text),
+    'dead letters: a second Replay shows the 409 not_replayable message', pagerSecond);
+  await shot('dead-letters');
 
   // ---- a key without the admin scope ----
   await page.fill('#key-input', readKey);
   await page.click('#key-save');
   await page.waitForSelector('[data-testid="dead-row"]', { timeout: 10000 });
   const other = page.locator('[data-testid="dead-row"]').first();
+  const otherId = await other.getAttribute('data-task-id');
   await other.locator('[data-testid="replay-button"]').click();
   await other.locator('[data-testid="replay-result"][data-status="403"]').waitFor({ timeout: 10000 });
   const refused = await other.locator('[data-testid="replay-result"]').textContent();
   check(/lacks the 'admin' scope/.test(refused), 'dead letters: a read-only key is told it lacks the admin scope', refused);
 
+  // ---- Forget: the views are cleared and nothing is loaded or polled any more ----
+  const loadsBefore = await overviewLoads();
+  await page.click('#tab-overview');
+  await page.waitForFunction((n) => Number(document.body.dataset.overviewLoaded || 0) > n && document.body.dataset.refresh === 'scheduled',
+    loadsBefore, { timeout: 10000 });
+  await page.click('#key-forget');
+  const requestsAtForget = apiRequests.length;
+  const forgotten = await page.evaluate(() => ({
+    session: sessionStorage.length,
+    refresh: document.body.dataset.refresh,
+    banner: document.getElementById('banner').hidden ? null : document.getElementById('banner').textContent,
+    accepted: document.getElementById('total-accepted').textContent,
+    channels: document.querySelectorAll('#channels-body tr').length,
+    states: document.querySelectorAll('#states-body tr').length,
+    deadRows: document.querySelectorAll('#dead-body tr').length,
+    message: document.getElementById('message-result').childElementCount + document.getElementById('search-message-id').value.length,
+  }));
+  check(forgotten.session === 0 && forgotten.refresh === 'stopped' && /forgotten/i.test(forgotten.banner || '') &&
+    forgotten.accepted === '—' && forgotten.channels === 0 && forgotten.states === 0 && forgotten.deadRows === 0 && forgotten.message === 0,
+  'Forget removes the key, clears every page and stops auto-refresh', forgotten);
+  // Visiting the pages loads nothing, and no refresh comes (a bounded wait longer than the period).
+  await page.click('#tab-dead-letters');
+  await page.click('#tab-messages');
+  await page.click('#tab-overview');
+  await sleep(REFRESH_MS + 1500);
+  const after = await page.evaluate(() => ({ refresh: document.body.dataset.refresh, deadRows: document.querySelectorAll('#dead-body tr').length }));
+  check(apiRequests.length === requestsAtForget && after.refresh === 'stopped' && after.deadRows === 0,
+    'after Forget no request is made for ' + (REFRESH_MS + 1500) + ' ms, on any page', { requests: apiRequests.slice(requestsAtForget), after });
+
   // ---- nothing went wrong in the page ----
   const csp2 = await page.evaluate(() => window.__csp);
   check(csp2.length === 0, 'no CSP violations', csp2);
   check(consoleProblems.length === 0, 'no console errors or page errors', consoleProblems);
-  check(expectedStatuses.every((s) => [401, 403, 404, 409].includes(s)), 'only the provoked 401/403/404/409 answers were logged by the browser', expectedStatuses);
+  // Exactly the provoked error answers: the overview's two requests without a key (401, once:
+  // it stops polling then), the unknown business key (404), the pager task's second replay
+  // (409) and the read-only key's replay (403).
+  const provoked = ['401 GET /v1/stats', '401 GET /v1/channels', '404 GET /v1/messages',
+    '409 POST /v1/dead-letters/' + pagerVictim.task_id + '/replay', '403 POST /v1/dead-letters/' + otherId + '/replay'];
+  check(JSON.stringify([...errorAnswers].sort()) === JSON.stringify([...provoked].sort()), 'the page met exactly the provoked error answers', errorAnswers);
+  const provokedStatuses = provoked.map((a) => Number(a.split(' ')[0])).sort();
+  check(JSON.stringify([...loggedStatuses].sort()) === JSON.stringify(provokedStatuses), 'the browser logged exactly those statuses', loggedStatuses);
 }
 
 try {

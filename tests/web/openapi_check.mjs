@@ -10,8 +10,6 @@
 // Usage: node tests/web/openapi_check.mjs [--document FILE] [--binary FILE] [--skip-server]
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -26,6 +24,7 @@ import {
   root,
   schemaValidator,
 } from './openapi_common.mjs';
+import { freePort, send, sleep } from './support.mjs';
 
 const args = process.argv.slice(2);
 const option = (name) => {
@@ -137,36 +136,6 @@ function checkRoutesDocumented(document) {
 }
 
 // ---- 3. the server answers every documented path and method, and 405s the rest ----
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function send(port, method, target) {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      { host: '127.0.0.1', port, method, path: target, agent: false, timeout: 10000 },
-      (response) => {
-        let body = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk) => (body += chunk));
-        response.on('end', () => resolve({ status: response.statusCode, headers: response.headers, body }));
-      },
-    );
-    request.on('timeout', () => request.destroy(new Error(`${method} ${target}: no answer within 10 s`)));
-    request.on('error', reject);
-    request.end();
-  });
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /// A configuration with a wechat_template channel, the one kind that also answers GET on
 /// /v1/receipts/{channel}; its provider is never called.

@@ -49,6 +49,45 @@ const validatorOf = (schema) => {
   return validators.get(schema);
 };
 
+// ---- every response object schema is closed ----
+// An open object schema accepts any member, so a field the server sends that the document
+// omits would pass unseen. Every object a response body may hold must say what else it takes:
+// additionalProperties (false, or a schema for a map such as `contacts`) or
+// unevaluatedProperties (false, where allOf composes it); an object schema composed into a
+// closing one (allOf/anyOf/oneOf under unevaluatedProperties) needs nothing itself. A branch of
+// allOf beside a closed object only narrows it (the error codes of `BadRequestError`): it adds
+// no member and is not checked, nor is anything inside it.
+const openSchemas = new Map(); // open object schema → where it was first met
+function checkClosed(schema, where, closedAbove, seen) {
+  if (!schema || typeof schema !== 'object' || seen.has(schema)) return;
+  seen.add(schema);
+  const types = [schema.type].flat();
+  const isObject = types.includes('object') || (schema.type === undefined && schema.properties);
+  const closesHere = schema.unevaluatedProperties !== undefined;
+  if (isObject && schema.additionalProperties === undefined && !closesHere && !closedAbove &&
+      !openSchemas.has(schema))
+    openSchemas.set(schema, where);
+  const closed = (s) =>
+    s && (s.additionalProperties === false || s.unevaluatedProperties === false);
+  for (const keyword of ['allOf', 'anyOf', 'oneOf'])
+    (schema[keyword] ?? []).forEach((branch, i) => {
+      // An allOf branch beside a closed object schema narrows it; it is not an object of its own.
+      if (keyword === 'allOf' && !closed(branch) && schema.allOf.some(closed)) return;
+      checkClosed(branch, `${where}/${keyword}[${i}]`, closedAbove || closesHere, new Set(seen));
+    });
+  for (const [name, property] of Object.entries(schema.properties ?? {}))
+    checkClosed(property, `${where}.${name}`, false, new Set(seen));
+  if (schema.items) checkClosed(schema.items, `${where}[]`, false, new Set(seen));
+  if (typeof schema.additionalProperties === 'object')
+    checkClosed(schema.additionalProperties, `${where}{}`, false, new Set(seen));
+}
+for (const entry of paths)
+  for (const [method, operation] of entry.operations)
+    for (const [status, response] of Object.entries(operation.responses ?? {}))
+      for (const [type, media] of Object.entries(response.content ?? {}))
+        if (media.schema)
+          checkClosed(media.schema, `${label(method, entry.path)} ${status} ${type}: (body)`, false, new Set());
+
 // The answers a method a path does not document may get: 405, or the server's own refusals
 // before any route is chosen.
 const otherMethodResponses = Object.fromEntries(
@@ -74,6 +113,10 @@ const fail = (where, exchange, message) => {
     console.log(`FAIL ${where}: ${message}\n     ${exchange.method} ${exchange.target} -> ${exchange.status} ${exchange['content-type'] ?? ''} ${body}`);
   }
 };
+for (const where of openSchemas.values()) {
+  failures.push(`open schema ${where}`);
+  console.log(`FAIL ${where}: an object schema without additionalProperties or unevaluatedProperties, so a member the document omits would pass`);
+}
 
 /// Checks one exchange against a response object of the document; false when it failed.
 function checkResponse(where, exchange, response, allow) {
