@@ -10,8 +10,9 @@ packages=(
   libspdlog-dev prometheus-cpp-dev
   libcurl4-openssl-dev libssl-dev libnghttp2-dev libjemalloc-dev
   postgresql curl python3 tzdata
-  # the OpenAPI and console tests run on Node.js, the console in Chromium
-  chromium fonts-dejavu-core
+  # the operations tests: promtool, the console in Chromium, the .deb and its systemd unit
+  prometheus chromium fonts-dejavu-core systemd
+  dpkg-dev file strace adduser binutils iproute2 procps
 )
 # The web tests (OpenAPI validator, the console in headless Chromium) run on Node.js; a machine
 # without npm gets Debian's.

@@ -7,5 +7,9 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -Wno-dev >/dev/null
 cmake --build build -j "$(nproc)"
-npm ci --prefix tests/web --no-audit --no-fund --loglevel=error >/dev/null
+# The web tests' Node.js tools, as pinned by their lockfile; again only when it changed.
+if ! cmp -s tests/web/package-lock.json tests/web/node_modules/.herald-installed-lock; then
+  npm ci --prefix tests/web --no-audit --no-fund --loglevel=error >/dev/null
+  cp tests/web/package-lock.json tests/web/node_modules/.herald-installed-lock
+fi
 scripts/with-postgres.sh ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"
