@@ -24,13 +24,10 @@ import {
   root,
   schemaValidator,
 } from './openapi_common.mjs';
-import { freePort, send, sleep } from './support.mjs';
+import { freePort, send, sleep, takeOption } from './support.mjs';
 
 const args = process.argv.slice(2);
-const option = (name) => {
-  const at = args.indexOf(name);
-  return at >= 0 ? args[at + 1] : undefined;
-};
+const option = (name) => takeOption(args, name);
 const documentPath = option('--document') ?? defaultDocument;
 const binary = option('--binary') ?? process.env.HERALD_BINARY ?? path.join(root, 'build', 'herald');
 

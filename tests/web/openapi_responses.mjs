@@ -23,15 +23,10 @@ import {
   root,
   schemaValidator,
 } from './openapi_common.mjs';
+import { takeOption } from './support.mjs';
 
 const args = process.argv.slice(2);
-const option = (name) => {
-  const at = args.indexOf(name);
-  if (at < 0) return undefined;
-  const value = args[at + 1];
-  args.splice(at, 2);
-  return value;
-};
+const option = (name) => takeOption(args, name);
 const documentPath = option('--document') ?? defaultDocument;
 const minimumOption = option('--min');
 const directory = args[0] ?? process.env.HERALD_E2E_RESPONSE_LOG;

@@ -1,5 +1,5 @@
-// What the Node tests that start a herald of their own share (openapi_check.mjs,
-// console_test.mjs): a free port, plain HTTP requests to it, waiting.
+// What the Node tests share (openapi_check.mjs, openapi_responses.mjs,
+// console_test.mjs): options, a free port, plain HTTP requests to it, waiting.
 import http from 'node:http';
 import net from 'node:net';
 
@@ -13,6 +13,15 @@ export function freePort() {
       server.close(() => resolve(port));
     });
   });
+}
+
+/// The value of `--name value` among command-line `args`, taken out of them (so what is left
+/// are the positional arguments and flags); undefined when absent.
+export function takeOption(args, name) {
+  const at = args.indexOf(name);
+  if (at < 0) return undefined;
+  const [, value] = args.splice(at, 2);
+  return value;
 }
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
