@@ -268,6 +268,13 @@ std::optional<std::string> percent_decoded(std::string_view text) {
   return out;
 }
 
+/// A user id or tenant as POST /v1/messages accepts them (with the default limits): 1-128 bytes
+/// of UTF-8 without control characters.
+bool is_acceptable_id(std::string_view id) {
+  return !id.empty() && id.size() <= 128 && domain::is_valid_utf8(id) &&
+         !domain::has_control_chars(id);
+}
+
 /// A query value in form encoding, as URLSearchParams, urlencode and Java's URLEncoder send it:
 /// "+" is a space, then %XX escapes (so "%2B" is a plus).
 std::optional<std::string> form_decoded(std::string_view text) {
@@ -276,17 +283,25 @@ std::optional<std::string> form_decoded(std::string_view text) {
   return percent_decoded(spaced);
 }
 
-/// The first key a query string names twice, if any: a proxy may act on one value, herald
-/// would on another, so neither is chosen.
-std::optional<std::string_view> repeated_query_key(std::string_view query) {
+/// The `400` for a query string that names a key twice, if it does: a proxy may act on one
+/// value, herald would on another, so neither is chosen. The key is named as sent unless it is
+/// not UTF-8, which a JSON answer cannot carry.
+std::optional<domain::validation_error> repeated_query_key_error(std::string_view query) {
   std::vector<std::string_view> seen;
   while (!query.empty()) {
     auto pair = query.substr(0, query.find('&'));
     query.remove_prefix(std::min(query.size(), pair.size() + 1));
     auto key = pair.substr(0, pair.find('='));
-    if (std::find(seen.begin(), seen.end(), key) != seen.end())
-      return key;
-    seen.push_back(key);
+    if (std::find(seen.begin(), seen.end(), key) == seen.end()) {
+      seen.push_back(key);
+      continue;
+    }
+    if (!domain::is_valid_utf8(key))
+      return domain::validation_error{400, "invalid_request",
+                                      "a query parameter (its name not UTF-8) is given twice", ""};
+    return domain::validation_error{400, "invalid_request",
+                                    "query parameter '" + std::string(key) + "' given twice",
+                                    std::string(key)};
   }
   return std::nullopt;
 }
@@ -296,18 +311,20 @@ std::optional<std::string_view> repeated_query_key(std::string_view query) {
 /// "default"). `query` without its fragment.
 std::variant<std::string, domain::validation_error> tenant_of(std::string_view query,
                                                               const caller& who) {
-  if (auto key = repeated_query_key(query))
-    return domain::validation_error{400, "invalid_request",
-                                    "query parameter '" + std::string(*key) + "' given twice",
-                                    std::string(*key)};
-  auto tenant = query_value(query, "tenant");
-  if (tenant && !is_plausible_message_id(*tenant))
-    return domain::validation_error{400, "invalid_request", "tenant must be a plain name",
-                                    "tenant"};
+  if (auto repeated = repeated_query_key_error(query))
+    return *repeated;
+  std::optional<std::string> tenant;
+  if (auto text = query_value(query, "tenant")) {
+    tenant = form_decoded(*text);
+    if (!tenant || !is_acceptable_id(*tenant))
+      return domain::validation_error{
+          400, "invalid_request",
+          "tenant must be 1-128 bytes of UTF-8 without control characters, form-encoded", "tenant"};
+  }
   if (!who.tenant.empty() && tenant && *tenant != who.tenant)
     return domain::validation_error{403, "forbidden", "tenant is not the tenant of this API key",
                                     "tenant"};
-  return !who.tenant.empty() ? who.tenant : std::string(tenant.value_or("default"));
+  return !who.tenant.empty() ? who.tenant : tenant.value_or("default");
 }
 
 std::string status_body(std::string_view status) {
@@ -531,8 +548,10 @@ std::optional<matched_route> match_route(std::string_view path, http::verb metho
     return matched_route{route_kind::stats, http::verb::get, {}, domain::scope::read};
   if (path == cluster_path)
     return matched_route{route_kind::cluster, http::verb::get, {}, domain::scope::read};
+  // Node-wide, not one tenant's: provider calls and circuits are for the operator (the
+  // `/metrics` data, which `metrics_listen` may keep off the API listener).
   if (path == channels_path)
-    return matched_route{route_kind::channels, http::verb::get, {}, domain::scope::read};
+    return matched_route{route_kind::channels, http::verb::get, {}, domain::scope::admin};
   // The API's description and the console's files are public: they hold no tenant's data, and
   // the console asks for a key before it reads any.
   if (path == openapi_path)
@@ -851,9 +870,8 @@ void routes::answer_message(const caller& who, std::string message_id, const exc
 }
 
 void routes::list_dead_letters(std::string_view query, const caller& who, const exchange_ptr& ex) {
-  if (auto key = repeated_query_key(query))
-    return ex->error(http::status::bad_request, "invalid_request",
-                     "query parameter '" + std::string(*key) + "' given twice", std::string(*key));
+  if (auto repeated = repeated_query_key_error(query))
+    return ex->error(*repeated);
   auto channel = query_value(query, "channel").value_or("");
   auto after = query_value(query, "after").value_or("");
   std::size_t limit = 100;
@@ -1042,9 +1060,8 @@ void routes::cluster(const exchange_ptr& ex) {
 
 void routes::stats(std::string_view query, const caller& who, const exchange_ptr& ex) {
   query = query.substr(0, query.find('#'));
-  if (auto key = repeated_query_key(query))
-    return ex->error(http::status::bad_request, "invalid_request",
-                     "query parameter '" + std::string(*key) + "' given twice", std::string(*key));
+  if (auto repeated = repeated_query_key_error(query))
+    return ex->error(*repeated);
   persistence::stats_query which;
   which.tenant = who.tenant;
   which.channel = std::string(query_value(query, "channel").value_or(""));
@@ -1084,9 +1101,7 @@ namespace {
 /// as POST /v1/messages accepts them.
 std::optional<std::string> user_id_of(std::string_view segment) {
   auto user = percent_decoded(segment);
-  if (!user || user->empty() || user->size() > 128 || !domain::is_valid_utf8(*user) ||
-      std::any_of(user->begin(), user->end(),
-                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+  if (!user || !is_acceptable_id(*user))
     return std::nullopt;
   return user;
 }

@@ -214,6 +214,8 @@
         recordSamples(channels.value.body);
         renderChannels(channels.value.body);
         shown++;
+      } else if (channels.reason.status === 403) {
+        renderChannelsWithheld();
       } else {
         errors.push('Channels: ' + channels.reason.message);
       }
@@ -222,8 +224,10 @@
     }
     // A refused key stays refused: polling again would only repeat the 401 (or 403), so
     // auto-refresh stops until a key is used or Refresh is pressed. (With refreshAgain set, a
-    // new key came meanwhile: the refresh that follows decides.)
-    const refused = answers.some((r) => r.status === 'rejected' && (r.reason.status === 401 || r.reason.status === 403));
+    // new key came meanwhile: the refresh that follows decides.) A key without `admin` still
+    // reads the task counts: only the channels are withheld, and polling goes on.
+    const refused = [stats, channels].some((r, i) => r.status === 'rejected' &&
+      (r.reason.status === 401 || (r.reason.status === 403 && i === 0)));
     if (!refreshAgain) {
       if (refused) {
         paused = 'refused';
@@ -315,6 +319,17 @@
     });
     if (!rows.length) rows.push(el('tr', {}, el('td', { class: 'empty', colspan: 9 }, 'No channels configured.')));
     $('channels-body').replaceChildren(...rows);
+  }
+
+  // GET /v1/channels needs the admin scope: node-wide figures, not one tenant's.
+  function renderChannelsWithheld() {
+    samples.clear();
+    for (const id of ['retry-queue-depth', 'open-circuits']) {
+      $(id).textContent = '—';
+      $(id).classList.remove('bad');
+    }
+    $('channels-body').replaceChildren(el('tr', {}, el('td', { class: 'empty', colspan: 9, 'data-testid': 'channels-withheld' },
+      'Circuits, provider calls and the retry queue are shown to a key with the admin scope.')));
   }
 
   function stateChart(total) {

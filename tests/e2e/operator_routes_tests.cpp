@@ -144,6 +144,20 @@ BOOST_AUTO_TEST_CASE(a_message_is_found_by_its_business_key) {
   BOOST_TEST(malformed.status == 400);
   BOOST_TEST(json::parse(malformed.body).at("error").at("field").as_string() == "biz_id");
 
+  // Without keys the tenant is named, form-encoded: any tenant a submission may carry.
+  auto event = three_channel_event("spaced");
+  event["tenant"] = "acme corp";
+  auto spaced = herald.post(json::serialize(event));
+  BOOST_REQUIRE(spaced.status == 202);
+  auto in_tenant = herald.get(
+      "/v1/messages?tenant=acme+corp&biz_type=ORDER_SHIPPED&biz_id=spaced&user_id=u-spaced");
+  BOOST_TEST(in_tenant.status == 200);
+  BOOST_TEST(json::parse(in_tenant.body).at("message_id") ==
+             json::parse(spaced.body).at("message_id"));
+  BOOST_TEST(
+      herald.get("/v1/messages?biz_type=ORDER_SHIPPED&biz_id=spaced&user_id=u-spaced").status ==
+      404); // the default tenant's key is another message
+
   auto wrong_method = request(host, herald.port(), "DELETE", "/v1/messages");
   BOOST_TEST(wrong_method.status == 405);
   BOOST_TEST(wrong_method.header("allow") == "GET, POST");

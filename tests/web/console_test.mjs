@@ -449,6 +449,17 @@ async function main() {
   await page.click('#tab-overview');
   await page.waitForFunction((n) => Number(document.body.dataset.overviewLoaded || 0) > n && document.body.dataset.refresh === 'scheduled',
     loadsBefore, { timeout: 10000 });
+  // GET /v1/channels needs admin: the read-only key sees the task counts, the channels withheld.
+  const readOnly = await page.evaluate(() => ({
+    accepted: document.getElementById('total-accepted').textContent,
+    withheld: document.querySelectorAll('[data-testid="channels-withheld"]').length,
+    rows: document.querySelectorAll('[data-testid="channel-row"]').length,
+    retryQueue: document.getElementById('retry-queue-depth').textContent,
+    error: document.getElementById('overview-error').textContent,
+  }));
+  check(number(readOnly.accepted) === statsNow.total.accepted && readOnly.withheld === 1 && readOnly.rows === 0 &&
+    readOnly.retryQueue === '—' && readOnly.error === '',
+  'overview with a read-only key: the task counts, the channels withheld without an error, polling on', readOnly);
   await page.click('#key-forget');
   const requestsAtForget = apiRequests.length;
   const forgotten = await page.evaluate(() => ({
@@ -479,9 +490,13 @@ async function main() {
   check(consoleProblems.length === 0, 'no console errors or page errors', consoleProblems);
   // Exactly the provoked error answers: the overview's two requests without a key (401, once:
   // it stops polling then), the unknown business key (404), the pager task's second replay
-  // (409) and the read-only key's replay (403).
+  // (409), the read-only key's replay (403) and its overview's channels (403, once per refresh
+  // it made before Forget).
+  const withheld = errorAnswers.filter((a) => a === '403 GET /v1/channels').length;
+  check(withheld >= 1, 'the read-only key was refused GET /v1/channels', errorAnswers);
   const provoked = ['401 GET /v1/stats', '401 GET /v1/channels', '404 GET /v1/messages',
-    '409 POST /v1/dead-letters/' + pagerVictim.task_id + '/replay', '403 POST /v1/dead-letters/' + otherId + '/replay'];
+    '409 POST /v1/dead-letters/' + pagerVictim.task_id + '/replay', '403 POST /v1/dead-letters/' + otherId + '/replay']
+    .concat(Array(withheld).fill('403 GET /v1/channels'));
   check(JSON.stringify([...errorAnswers].sort()) === JSON.stringify([...provoked].sort()), 'the page met exactly the provoked error answers', errorAnswers);
   const provokedStatuses = provoked.map((a) => Number(a.split(' ')[0])).sort();
   check(JSON.stringify([...loggedStatuses].sort()) === JSON.stringify(provokedStatuses), 'the browser logged exactly those statuses', loggedStatuses);

@@ -886,6 +886,20 @@ BOOST_FIXTURE_TEST_CASE(a_bad_dead_letter_query_is_refused, server_fixture) {
   BOOST_TEST(request("POST", "/v1/dead-letters", "", {}).status == 405);
 }
 
+BOOST_FIXTURE_TEST_CASE(a_query_key_given_twice_is_named_only_when_it_is_utf8, server_fixture) {
+  auto named = get("/v1/dead-letters?limit=1&\xc3\xbc=1&\xc3\xbc=2");
+  BOOST_TEST(named.status == 400);
+  BOOST_TEST(text(error_of(named).at("field")) == "\xc3\xbc");
+  // A JSON body cannot carry the bytes of a name that is not UTF-8 (the parser would refuse it).
+  for (auto target : {"/v1/dead-letters?k\xff=1&k\xff=2", "/v1/stats?\xc0\xaf&\xc0\xaf"}) {
+    auto unnamed = get(target);
+    BOOST_TEST(unnamed.status == 400);
+    const auto error = error_of(unnamed);
+    BOOST_TEST(text(error.at("code")) == "invalid_request");
+    BOOST_TEST(!error.contains("field"));
+  }
+}
+
 BOOST_FIXTURE_TEST_CASE(a_dead_letter_is_replayed_once, server_fixture) {
   auto first = request("POST", "/v1/dead-letters/tsk_dead/replay", "", {});
   BOOST_TEST(first.status == 202);
@@ -1250,6 +1264,8 @@ BOOST_FIXTURE_TEST_CASE(each_route_needs_its_scope, keyed_fixture) {
   BOOST_TEST(http.request("POST", "/v1/dead-letters/tsk_dead/replay", "", bearer(reader)).status ==
              403);
   BOOST_TEST(http.get("/v1/dead-letters", bearer(reader)).status == 200);
+  // Every tenant's provider calls: the operator's figures.
+  BOOST_TEST(http.get("/v1/channels", bearer(reader)).status == 403);
   BOOST_TEST(http.request("POST", "/v1/dead-letters/tsk_dead/replay", "", bearer(acme)).status ==
              202);
   // Replayed already and not failed again: nothing to replay.
@@ -1552,12 +1568,19 @@ BOOST_AUTO_TEST_CASE(a_bad_inbox_query_is_400_naming_the_field) {
         std::pair{"/v1/users/u-1/inbox?limit=1&limit=2", "limit"},
         std::pair{"/v1/users/u%00x/inbox", "user_id"}, std::pair{"/v1/users/%ff/inbox", "user_id"},
         std::pair{"/v1/users/u%2/inbox", "user_id"},
-        std::pair{"/v1/users/u-1/inbox?tenant=a%20b", "tenant"}}) {
+        std::pair{"/v1/users/u-1/inbox?tenant=a%00b", "tenant"},
+        std::pair{"/v1/users/u-1/inbox?tenant=%ff", "tenant"},
+        std::pair{"/v1/users/u-1/inbox?tenant=a%2", "tenant"},
+        std::pair{"/v1/users/u-1/inbox?tenant=", "tenant"}}) {
     auto response = f.get(target);
     BOOST_TEST(response.status == 400, target);
     BOOST_TEST(text(error_of(response).at("field")) == field, target);
   }
   BOOST_TEST(f.service.inbox_asked.empty());
+  // A tenant is any name a submission may carry, form-encoded like the other parameters.
+  BOOST_TEST(f.get("/v1/users/u-1/inbox?tenant=acme+corp%2B").status == 200);
+  BOOST_REQUIRE(f.service.inbox_asked.size() == 1u);
+  BOOST_TEST(f.service.inbox_asked.back().tenant == "acme corp+");
   BOOST_TEST(f.get("/v1/users/u-1/inbox/stream").status == 404);
   BOOST_TEST(f.request("POST", "/v1/users/u-1/inbox", "", {}).status == 405);
 }
