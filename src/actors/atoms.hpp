@@ -98,9 +98,9 @@ using task_ids = std::vector<std::string>;
 using maybe_message_view = std::optional<persistence::message_view>;
 using state_counts = std::vector<persistence::state_count>;
 using dead_letters = std::vector<persistence::dead_letter>;
-using stats_list = std::vector<persistence::channel_stats>;
+using stats_report = persistence::stats_report;
 /// Answer to a stats read.
-using stats_callback = std::function<void(std::variant<stats_list, api::service_error>)>;
+using stats_callback = std::function<void(std::variant<stats_report, api::service_error>)>;
 using receipt_inputs = std::vector<persistence::receipt_input>;
 using receipt_outcomes = std::vector<persistence::receipt_outcome>;
 /// Answer to a provider's receipt callback.
@@ -175,7 +175,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::unfinished_filter)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::receipt_inputs)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::receipt_input)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::stats_query)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::stats_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::stats_report)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::stats_callback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::receipt_outcomes)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::receipt_callback)

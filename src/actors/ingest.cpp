@@ -158,7 +158,7 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
       [self](stats_atom, persistence::stats_query& which, stats_callback& done) {
         self->request(self->state.reader, self->state.config.claim_timeout, stats_atom_v,
                       std::move(which))
-            .then([done](stats_list& stats) { done(std::move(stats)); },
+            .then([done](stats_report& stats) { done(std::move(stats)); },
                   [done](caf::error& err) {
                     log::warn("ingest.stats_failed", {{"error", describe(err)}});
                     done(to_service_error(err));

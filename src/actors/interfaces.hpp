@@ -79,7 +79,7 @@ using store_reader_actor = caf::typed_actor<
     caf::replies_to<letters_atom, std::string, std::string, std::string,
                     std::uint64_t>::with<dead_letters>,
     /// Task counts per channel and state (GET /v1/stats).
-    caf::replies_to<stats_atom, persistence::stats_query>::with<stats_list>,
+    caf::replies_to<stats_atom, persistence::stats_query>::with<stats_report>,
     /// A page of one user's inbox and their unread count.
     caf::replies_to<inbox_atom, persistence::inbox_query>::with<persistence::inbox_page>,
     /// A tenant's (empty: any tenant's) inbox item by task id, or none.

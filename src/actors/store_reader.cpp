@@ -58,7 +58,7 @@ store_reader(store_reader_actor::stateful_pointer<store_reader_state> self,
         return guarded<state_counts>([&] { return self->state.store->count_by_state(); });
       },
       [self](stats_atom, const persistence::stats_query& which) {
-        return guarded<stats_list>([&] { return self->state.store->stats(which); });
+        return guarded<stats_report>([&] { return self->state.store->stats(which); });
       },
       [self](inbox_atom, const persistence::inbox_query& which) {
         return guarded<persistence::inbox_page>(

@@ -653,8 +653,9 @@ std::string encode_cluster(const domain::cluster_view& view) {
                                       {"peers", std::move(peers)}});
 }
 
-std::string encode_stats(const std::vector<persistence::channel_stats>& stats,
+std::string encode_stats(const persistence::stats_report& report,
                          const persistence::stats_query& which) {
+  const auto& stats = report.channels;
   json::array channels;
   std::map<domain::task_state, std::uint64_t> total;
   persistence::channel_stats total_policy;
@@ -686,6 +687,7 @@ std::string encode_stats(const std::vector<persistence::channel_stats>& stats,
   body["channels"] = std::move(channels);
   body["total"] = encode_counts(total_counts);
   body["total"].as_object()["policy"] = encode_policy_counts(total_policy);
+  body["total"].as_object()["messages"] = report.messages;
   return json::serialize(body);
 }
 

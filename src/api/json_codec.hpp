@@ -91,7 +91,7 @@ std::string encode_receipt_outcome(const persistence::receipt_outcome& outcome);
 /// GET /v1/cluster's body (docs/cluster.md).
 std::string encode_cluster(const domain::cluster_view& view);
 
-std::string encode_stats(const std::vector<persistence::channel_stats>& stats,
+std::string encode_stats(const persistence::stats_report& report,
                          const persistence::stats_query& which);
 
 /// The HTTP status of a claim's answer: 202 when it created a task, 200 when all existed.

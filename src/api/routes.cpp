@@ -1082,17 +1082,13 @@ void routes::stats(std::string_view query, const caller& who, const exchange_ptr
   if (which.from && which.to && *which.to < *which.from)
     return ex->error(http::status::bad_request, "invalid_request", "to is before from", "to");
   service_.stats(
-      which,
-      guarded(
-          ex,
-          [which](const exchange_ptr& exchange,
-                  std::variant<std::vector<persistence::channel_stats>, service_error>& result) {
-            if (auto* failure = std::get_if<service_error>(&result))
-              return exchange->error(*failure);
-            exchange->json(
-                http::status::ok,
-                encode_stats(std::get<std::vector<persistence::channel_stats>>(result), which));
-          }));
+      which, guarded(ex, [which](const exchange_ptr& exchange,
+                                 std::variant<persistence::stats_report, service_error>& result) {
+        if (auto* failure = std::get_if<service_error>(&result))
+          return exchange->error(*failure);
+        exchange->json(http::status::ok,
+                       encode_stats(std::get<persistence::stats_report>(result), which));
+      }));
 }
 
 namespace {

@@ -76,8 +76,7 @@ public:
   /// Task counts per channel and state of the tasks `which` selects.
   virtual void
   stats(persistence::stats_query which,
-        std::function<void(std::variant<std::vector<persistence::channel_stats>, service_error>)>
-            done) = 0;
+        std::function<void(std::variant<persistence::stats_report, service_error>)> done) = 0;
 
   /// A page of one user's inbox (the query names the tenant) and their unread count.
   virtual void

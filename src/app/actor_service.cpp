@@ -79,8 +79,7 @@ void actor_service::record_receipt(
 
 void actor_service::stats(
     persistence::stats_query which,
-    std::function<void(std::variant<std::vector<persistence::channel_stats>, api::service_error>)>
-        done) {
+    std::function<void(std::variant<persistence::stats_report, api::service_error>)> done) {
   caf::anon_send(ingest_, actors::stats_atom_v, std::move(which),
                  actors::stats_callback{std::move(done)});
 }

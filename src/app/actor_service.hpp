@@ -66,10 +66,9 @@ public:
                  std::function<void(std::variant<persistence::receipt_outcome, api::service_error>)>
                      done) override;
 
-  void stats(
-      persistence::stats_query which,
-      std::function<void(std::variant<std::vector<persistence::channel_stats>, api::service_error>)>
-          done) override;
+  void stats(persistence::stats_query which,
+             std::function<void(std::variant<persistence::stats_report, api::service_error>)> done)
+      override;
 
   void list_inbox(
       persistence::inbox_query which,

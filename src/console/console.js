@@ -376,6 +376,7 @@
   function renderStats(body) {
     const total = body.total || {};
     const channels = body.channels || [];
+    $('total-messages').textContent = fmtInt(total.messages);
     $('total-accepted').textContent = fmtInt(total.accepted);
     const sent = ['sent', 'delivered', 'read', 'clicked', 'undelivered', 'unconfirmed'].reduce((n, st) => n + (total[st] || 0), 0);
     $('total-sent').textContent = fmtInt(sent);
@@ -575,7 +576,7 @@
     overviewGeneration++;
     stopRefresh();
     samples.clear();
-    for (const id of ['total-accepted', 'total-sent', 'total-failed-dead', 'retry-queue-depth', 'open-circuits', 'updated-at']) {
+    for (const id of ['total-messages', 'total-accepted', 'total-sent', 'total-failed-dead', 'retry-queue-depth', 'open-circuits', 'updated-at']) {
       $(id).textContent = '—';
       $(id).classList.remove('bad');
     }

@@ -157,7 +157,7 @@ std::vector<state_count> faulty_task_store::count_by_state() {
   return real_->count_by_state();
 }
 
-std::vector<channel_stats> faulty_task_store::stats(const stats_query& which) {
+stats_report faulty_task_store::stats(const stats_query& which) {
   return real_->stats(which);
 }
 

@@ -2007,22 +2007,35 @@ std::vector<state_count> sql_task_store::count_by_state() {
   });
 }
 
-std::vector<channel_stats> sql_task_store::stats(const stats_query& which) {
+stats_report sql_task_store::stats(const stats_query& which) {
   constexpr std::int64_t open_end = std::numeric_limits<std::int64_t>::max();
-  const auto from = which.from ? domain::to_unix_micros(*which.from) : 0;
-  const auto to = which.to ? domain::to_unix_micros(*which.to) : open_end;
+  const auto from = std::to_string(which.from ? domain::to_unix_micros(*which.from) : 0);
+  const auto to = std::to_string(which.to ? domain::to_unix_micros(*which.to) : open_end);
+  // The tasks `which` selects; parameters named apart by `suffix` (SQLite binds a name once).
+  const auto selected = [](const std::string& suffix) {
+    return " FROM tasks t WHERE t.created_at >= :from" + suffix + " AND t.created_at < :to" +
+           suffix + " AND (CAST(:channel" + suffix + " AS TEXT) = '' OR t.channel = :same_channel" +
+           suffix + ")" + of_tenant("t.", suffix);
+  };
+  // One statement, one snapshot: the counts per channel, state and policy reason, and a row
+  // of channel '' (no channel's name; first in both databases' order) with the messages.
+  const std::string query = "SELECT t.channel, t.status, t.policy_reason, count(*)" + selected("") +
+                            " GROUP BY t.channel, t.status, t.policy_reason UNION ALL SELECT '', "
+                            "'', '', count(DISTINCT t.message_id)" +
+                            selected("_m") + " ORDER BY 1, 2";
   return outside_transaction("stats", [&] {
-    std::vector<channel_stats> out;
-    for (const auto& row : statements_->fetch(
-             "SELECT t.channel, t.status, t.policy_reason, count(*) FROM tasks t WHERE "
-             "t.created_at >= :from AND t.created_at < :to AND (CAST(:channel AS TEXT) = '' OR "
-             "t.channel = :same_channel)" +
-                 of_tenant("t.") +
-                 " GROUP BY t.channel, t.status, t.policy_reason ORDER BY t.channel, t.status",
-             {std::to_string(from), std::to_string(to), which.channel, which.channel, which.tenant,
-              which.tenant},
-             4)) {
+    stats_report report;
+    auto& out = report.channels;
+    for (const auto& row :
+         statements_->fetch(query,
+                            {from, to, which.channel, which.channel, which.tenant, which.tenant,
+                             from, to, which.channel, which.channel, which.tenant, which.tenant},
+                            4)) {
       auto channel = text_of(row[0]);
+      if (channel.empty()) {
+        report.messages = static_cast<std::uint64_t>(to_int(row[3]));
+        continue;
+      }
       if (out.empty() || out.back().channel != channel)
         out.push_back({channel, {}, {}, {}});
       auto& stats = out.back();
@@ -2035,7 +2048,7 @@ std::vector<channel_stats> sql_task_store::stats(const stats_query& which) {
         (state == domain::task_state::suppressed ? stats.suppressed_by_policy
                                                  : stats.deferred_by_policy)[reason] += count;
     }
-    return out;
+    return report;
   });
 }
 

@@ -77,7 +77,7 @@ public:
   replay_result replay(const std::string& tenant, const std::string& task_id,
                        domain::timestamp now) override;
   std::vector<state_count> count_by_state() override;
-  std::vector<channel_stats> stats(const stats_query& which) override;
+  stats_report stats(const stats_query& which) override;
   std::size_t release_leases(const std::string& node_name, domain::timestamp now) override;
   std::vector<status_event> load_due_events(domain::timestamp now, std::size_t limit) override;
   void settle_events(const std::vector<event_outcome>& outcomes) override;

@@ -241,6 +241,12 @@ struct channel_stats {
   std::map<std::string, std::uint64_t> deferred_by_policy;
 };
 
+/// What GET /v1/stats counts: the tasks per channel, and the messages they belong to.
+struct stats_report {
+  std::vector<channel_stats> channels; ///< by name; channels with at least one task
+  std::uint64_t messages = 0;          ///< distinct messages among the counted tasks
+};
+
 /// A status event from the outbox (docs/events.md), with what it reports about its task.
 struct status_event {
   std::int64_t seq = 0;          ///< orders a task's events
@@ -453,8 +459,9 @@ public:
   /// Task counts per state.
   virtual std::vector<state_count> count_by_state() = 0;
 
-  /// Task counts per channel and state, in one read (a consistent snapshot), channels by name.
-  virtual std::vector<channel_stats> stats(const stats_query& which) = 0;
+  /// Task counts per channel and state and the messages they belong to, in one read (a
+  /// consistent snapshot), channels by name.
+  virtual stats_report stats(const stats_query& which) = 0;
 
   /// Ends every lease held on a SENDING task by node `node_name` — lease owner `node_name` or
   /// `node_name/<incarnation>` (lease_incarnation_length characters) — as of `now`: a node

@@ -125,7 +125,7 @@ public:
     return real_->record_receipts(receipts_in, failover, now);
   }
 
-  std::vector<persistence::channel_stats> stats(const persistence::stats_query& which) override {
+  persistence::stats_report stats(const persistence::stats_query& which) override {
     return real_->stats(which);
   }
 

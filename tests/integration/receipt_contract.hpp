@@ -275,33 +275,38 @@ inline void stats_count_by_channel_state_and_window(store_backend& backend) {
   store->record_receipts({receipt(sms, receipt_status::read)}, no_fallbacks(), micros(t_receipt));
   store->claim({b});
   auto all = store->stats({});
-  BOOST_TEST_REQUIRE(all.size() == 2u);
-  BOOST_TEST(all[0].channel == "app");
-  BOOST_TEST(all[1].channel == "sms");
+  BOOST_TEST_REQUIRE(all.channels.size() == 2u);
+  BOOST_TEST(all.channels[0].channel == "app");
+  BOOST_TEST(all.channels[1].channel == "sms");
+  BOOST_TEST(all.messages == 2u); // three tasks of two messages
   std::uint64_t sms_total = 0;
-  for (const auto& count : all[1].states)
+  for (const auto& count : all.channels[1].states)
     sms_total += count.count;
   BOOST_TEST(sms_total == 2u);
   persistence::stats_query acme;
   acme.tenant = "acme";
   auto only_acme = store->stats(acme);
-  BOOST_TEST_REQUIRE(only_acme.size() == 1u);
-  BOOST_TEST(only_acme[0].states.size() == 1u);
-  BOOST_TEST(only_acme[0].states[0].state == task_state::pending);
+  BOOST_TEST_REQUIRE(only_acme.channels.size() == 1u);
+  BOOST_TEST(only_acme.channels[0].states.size() == 1u);
+  BOOST_TEST(only_acme.channels[0].states[0].state == task_state::pending);
+  BOOST_TEST(only_acme.messages == 1u);
   persistence::stats_query one_channel;
   one_channel.channel = "sms";
   one_channel.tenant = "default";
   auto sms_only = store->stats(one_channel);
-  BOOST_TEST_REQUIRE(sms_only.size() == 1u);
-  BOOST_TEST(sms_only[0].states.size() == 1u);
-  BOOST_TEST(sms_only[0].states[0].state == task_state::read);
+  BOOST_TEST_REQUIRE(sms_only.channels.size() == 1u);
+  BOOST_TEST(sms_only.channels[0].states.size() == 1u);
+  BOOST_TEST(sms_only.channels[0].states[0].state == task_state::read);
+  BOOST_TEST(sms_only.messages == 1u);
   persistence::stats_query later;
   later.from = a.message.created_at + std::chrono::seconds(1);
-  BOOST_TEST(store->stats(later).empty());
+  const auto none = store->stats(later);
+  BOOST_TEST(none.channels.empty());
+  BOOST_TEST(none.messages == 0u);
   persistence::stats_query window;
   window.from = a.message.created_at;
   window.to = a.message.created_at + std::chrono::microseconds(1);
-  BOOST_TEST(store->stats(window).size() == 2u);
+  BOOST_TEST(store->stats(window).channels.size() == 2u);
 }
 
 // The outbox posts a task's events in the order they happened: an early receipt applied by the

@@ -227,6 +227,7 @@ async function main() {
     to: { pager: 'pager-0001' }, content: { title: 'Maintenance tonight', body: 'From 01:00 to 02:00 UTC.' } } });
   check(paged.status === 202, 'a message to the pager channel is accepted', paged.status);
   const expectedTasks = WAVES * PER_WAVE * ROUTED.length + 2;
+  const expectedMessages = WAVES * PER_WAVE + 2;
 
   // Everything settles: nothing pending, sending or waiting for a retry.
   const since = new Date(Date.now() - 3600 * 1000).toISOString();
@@ -246,7 +247,7 @@ async function main() {
       const node = document.querySelector('[data-testid="' + testid + '"]');
       return node ? node.textContent.trim() : null;
     };
-    const out = { stats: {}, calls: {}, circuit: {}, retryQueue: text('retry-queue-depth'), accepted: text('total-accepted'), updatedAt: text('updated-at') };
+    const out = { stats: {}, calls: {}, circuit: {}, retryQueue: text('retry-queue-depth'), accepted: text('total-accepted'), messages: text('total-messages'), updatedAt: text('updated-at') };
     for (const column of ['total'].concat(channels)) {
       out.stats[column] = {};
       for (const state of ['accepted'].concat(states)) out.stats[column][state] = text('stat-' + column + '-' + state);
@@ -269,6 +270,7 @@ async function main() {
   }
   check(statMismatches.length === 0, 'overview: accepted and every state, per channel and in total, equal GET /v1/stats', statMismatches);
   check(number(shown.accepted) === statsNow.total.accepted && statsNow.total.accepted === expectedTasks, 'overview: tasks accepted = ' + expectedTasks, shown.accepted);
+  check(number(shown.messages) === statsNow.total.messages && statsNow.total.messages === expectedMessages, 'overview: messages accepted = ' + expectedMessages, shown.messages);
   check(statsNow.total.dead > 0 && statsNow.total.failed > 0, 'the run made DEAD and FAILED tasks', statsNow.total);
   const pagerStats = statsNow.channels.find((c) => c.channel === 'pager');
   check(pagerStats && pagerStats.accepted === 1 && pagerStats.failed === 1, 'the pager task ended FAILED', pagerStats);

@@ -181,18 +181,18 @@ public:
         false);
   }
 
-  void stats(
-      persistence::stats_query which,
-      std::function<void(std::variant<std::vector<persistence::channel_stats>, api::service_error>)>
-          done) override {
+  void stats(persistence::stats_query which,
+             std::function<void(std::variant<persistence::stats_report, api::service_error>)> done)
+      override {
     enqueue(
         [this, which = std::move(which), done = std::move(done)] {
           stats_asked.push_back(which);
-          done(std::vector<persistence::channel_stats>{
-              {"sms",
-               {{domain::task_state::sent, 3}, {domain::task_state::delivered, 1}},
-               {},
-               {}}});
+          done(persistence::stats_report{
+              {{"sms",
+                {{domain::task_state::sent, 3}, {domain::task_state::delivered, 1}},
+                {},
+                {}}},
+              4});
         },
         false);
   }
@@ -1477,6 +1477,8 @@ BOOST_AUTO_TEST_CASE(stats_add_up_and_give_the_delivery_rate) {
   BOOST_TEST(sms.at("pending").to_number<int>() == 0);
   BOOST_TEST(sms.at("delivery_rate").to_number<double>() == 0.25);
   BOOST_TEST(body.at("total").at("accepted").to_number<int>() == 4);
+  BOOST_TEST(body.at("total").at("messages").to_number<int>() == 4); // the store's count
+  BOOST_TEST(!sms.as_object().contains("messages"));
   BOOST_TEST(body.at("from").as_string() == "2026-12-01T00:00:00.000000Z");
   BOOST_REQUIRE(f.service.stats_asked.size() == 1u);
   BOOST_TEST(f.service.stats_asked.front().channel == "sms");
