@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -283,19 +284,24 @@ std::optional<std::string> form_decoded(std::string_view text) {
   return percent_decoded(spaced);
 }
 
-/// The `400` for a query string that names a key twice, if it does: a proxy may act on one
-/// value, herald would on another, so neither is chosen. The key is named as sent unless it is
-/// not UTF-8, which a JSON answer cannot carry.
-std::optional<domain::validation_error> repeated_query_key_error(std::string_view query) {
-  std::vector<std::string_view> seen;
+/// The `400` for a query string whose keys a proxy could read otherwise than herald, if it has
+/// one: a key given twice (a proxy may act on one value, herald would on another, so neither
+/// is chosen) or an escaped key (`te%6Eant` is `tenant` to a proxy that decodes keys; herald
+/// matches keys as sent). The key is named as sent unless it is not UTF-8, which a JSON answer
+/// cannot carry.
+std::optional<domain::validation_error> query_keys_error(std::string_view query) {
+  std::unordered_set<std::string_view> seen; // a target of 16 KiB may hold thousands of keys
   while (!query.empty()) {
     auto pair = query.substr(0, query.find('&'));
     query.remove_prefix(std::min(query.size(), pair.size() + 1));
-    auto key = pair.substr(0, pair.find('='));
-    if (std::find(seen.begin(), seen.end(), key) == seen.end()) {
-      seen.push_back(key);
+    if (pair.empty()) // "a=1&&b=2": nothing named, as URLSearchParams reads it
       continue;
-    }
+    auto key = pair.substr(0, pair.find('='));
+    if (key.find_first_of("%+") != std::string_view::npos)
+      return domain::validation_error{400, "invalid_request",
+                                      "query parameter names are not escaped (no % or +)", ""};
+    if (seen.insert(key).second)
+      continue;
     if (!domain::is_valid_utf8(key))
       return domain::validation_error{400, "invalid_request",
                                       "a query parameter (its name not UTF-8) is given twice", ""};
@@ -311,8 +317,8 @@ std::optional<domain::validation_error> repeated_query_key_error(std::string_vie
 /// "default"). `query` without its fragment.
 std::variant<std::string, domain::validation_error> tenant_of(std::string_view query,
                                                               const caller& who) {
-  if (auto repeated = repeated_query_key_error(query))
-    return *repeated;
+  if (auto refused = query_keys_error(query))
+    return *refused;
   std::optional<std::string> tenant;
   if (auto text = query_value(query, "tenant")) {
     tenant = form_decoded(*text);
@@ -361,6 +367,14 @@ namespace {
 /// A request target without its query and fragment.
 std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find_first_of("?#"));
+}
+
+/// A request target's query without the fragment: clients send none (RFC 9112's targets have
+/// none), but one that comes is not read as the query, nor as part of it.
+std::string_view query_of(std::string_view target) {
+  target = target.substr(0, target.find('#'));
+  const auto mark = target.find('?');
+  return mark == std::string_view::npos ? std::string_view{} : target.substr(mark + 1);
 }
 
 exchange_ptr start_exchange(const http_request& request, respond_fn respond, std::string_view path,
@@ -546,12 +560,12 @@ std::optional<matched_route> match_route(std::string_view path, http::verb metho
                          path.substr(receipts_prefix.size()), std::nullopt};
   if (path == stats_path)
     return matched_route{route_kind::stats, http::verb::get, {}, domain::scope::read};
+  // Node-wide, not one tenant's: the cluster's members, and every tenant's provider calls and
+  // circuits (the `/metrics` data, which `metrics_listen` may keep off the API listener).
   if (path == cluster_path)
-    return matched_route{route_kind::cluster, http::verb::get, {}, domain::scope::read};
-  // Node-wide, not one tenant's: provider calls and circuits are for the operator (the
-  // `/metrics` data, which `metrics_listen` may keep off the API listener).
+    return matched_route{route_kind::cluster, http::verb::get, {}, domain::scope::ops};
   if (path == channels_path)
-    return matched_route{route_kind::channels, http::verb::get, {}, domain::scope::admin};
+    return matched_route{route_kind::channels, http::verb::get, {}, domain::scope::ops};
   // The API's description and the console's files are public: they hold no tenant's data, and
   // the console asks for a key before it reads any.
   if (path == openapi_path)
@@ -636,7 +650,7 @@ void routes::handle(http_request request, respond_fn respond) {
                          "this key lacks the '" + std::string(domain::to_string(*route->needs)) +
                              "' scope");
     }
-    const auto query = target.size() > path.size() ? target.substr(path.size() + 1) : "";
+    const auto query = query_of(target);
     switch (route->kind) {
     case route_kind::submit_message:
       return submit_message(request, *who, ex);
@@ -830,7 +844,6 @@ void routes::get_message(std::string_view id, const caller& who, const exchange_
 
 void routes::find_message_by_key(std::string_view query, const caller& who,
                                  const exchange_ptr& ex) {
-  query = query.substr(0, query.find('#'));
   auto tenant = tenant_of(query, who);
   if (auto* failure = std::get_if<domain::validation_error>(&tenant))
     return ex->error(*failure);
@@ -870,8 +883,8 @@ void routes::answer_message(const caller& who, std::string message_id, const exc
 }
 
 void routes::list_dead_letters(std::string_view query, const caller& who, const exchange_ptr& ex) {
-  if (auto repeated = repeated_query_key_error(query))
-    return ex->error(*repeated);
+  if (auto refused = query_keys_error(query))
+    return ex->error(*refused);
   auto channel = query_value(query, "channel").value_or("");
   auto after = query_value(query, "after").value_or("");
   std::size_t limit = 100;
@@ -1059,9 +1072,8 @@ void routes::cluster(const exchange_ptr& ex) {
 }
 
 void routes::stats(std::string_view query, const caller& who, const exchange_ptr& ex) {
-  query = query.substr(0, query.find('#'));
-  if (auto repeated = repeated_query_key_error(query))
-    return ex->error(*repeated);
+  if (auto refused = query_keys_error(query))
+    return ex->error(*refused);
   persistence::stats_query which;
   which.tenant = who.tenant;
   which.channel = std::string(query_value(query, "channel").value_or(""));
@@ -1165,7 +1177,7 @@ template <class Decoded, class Decode>
 std::optional<std::pair<template_key, Decoded>>
 template_request(std::string_view code, std::string_view query, const http_request& request,
                  const caller& who, const exchange_ptr& ex, Decode decode) {
-  auto key = template_key_of(code, query.substr(0, query.find('#')), who);
+  auto key = template_key_of(code, query, who);
   if (auto* failure = std::get_if<domain::validation_error>(&key)) {
     ex->error(*failure);
     return std::nullopt;
@@ -1189,7 +1201,6 @@ domain::validation_error unknown_template(const std::string& code) {
 
 void routes::list_inbox(std::string_view user, std::string_view query, const caller& who,
                         const exchange_ptr& ex) {
-  query = query.substr(0, query.find('#'));
   auto key = user_key_of(user, query, who);
   if (auto* failure = std::get_if<domain::validation_error>(&key))
     return ex->error(*failure);
@@ -1233,7 +1244,7 @@ void routes::list_inbox(std::string_view user, std::string_view query, const cal
 
 void routes::get_user(std::string_view user, std::string_view query, const caller& who,
                       const exchange_ptr& ex) {
-  auto key = user_key_of(user, query.substr(0, query.find('#')), who);
+  auto key = user_key_of(user, query, who);
   if (auto* failure = std::get_if<domain::validation_error>(&key))
     return ex->error(*failure);
   auto& [tenant, user_id] = std::get<user_key>(key);
@@ -1254,7 +1265,7 @@ void routes::get_user(std::string_view user, std::string_view query, const calle
 void routes::update_profile(std::string_view user, std::string_view query, profile_change change,
                             const http_request& request, const caller& who,
                             const exchange_ptr& ex) {
-  auto key = user_key_of(user, query.substr(0, query.find('#')), who);
+  auto key = user_key_of(user, query, who);
   if (auto* failure = std::get_if<domain::validation_error>(&key))
     return ex->error(*failure);
   if (refuse_unless_json(request, ex))
@@ -1268,7 +1279,7 @@ void routes::update_profile(std::string_view user, std::string_view query, profi
 
 void routes::set_dnd(std::string_view user, std::string_view query, const http_request& request,
                      const caller& who, const exchange_ptr& ex) {
-  auto key = user_key_of(user, query.substr(0, query.find('#')), who);
+  auto key = user_key_of(user, query, who);
   if (auto* failure = std::get_if<domain::validation_error>(&key))
     return ex->error(*failure);
   // No body is `{}`: do not disturb until lifted.
@@ -1283,7 +1294,7 @@ void routes::set_dnd(std::string_view user, std::string_view query, const http_r
 
 void routes::lift_dnd(std::string_view user, std::string_view query, const caller& who,
                       const exchange_ptr& ex) {
-  auto key = user_key_of(user, query.substr(0, query.find('#')), who);
+  auto key = user_key_of(user, query, who);
   if (auto* failure = std::get_if<domain::validation_error>(&key))
     return ex->error(*failure);
   domain::user_patch lift;
@@ -1471,7 +1482,6 @@ void routes::serve_metrics(const exchange_ptr& ex) {
 
 void routes::get_template(std::string_view code, std::string_view query, const caller& who,
                           const exchange_ptr& ex) {
-  query = query.substr(0, query.find('#'));
   auto key = template_key_of(code, query, who);
   if (auto* failure = std::get_if<domain::validation_error>(&key))
     return ex->error(*failure);
@@ -1520,7 +1530,7 @@ void routes::put_template(std::string_view code, std::string_view query,
 
 void routes::delete_template(std::string_view code, std::string_view query, const caller& who,
                              const exchange_ptr& ex) {
-  auto key = template_key_of(code, query.substr(0, query.find('#')), who);
+  auto key = template_key_of(code, query, who);
   if (auto* failure = std::get_if<domain::validation_error>(&key))
     return ex->error(*failure);
   auto& [tenant, name] = std::get<template_key>(key);

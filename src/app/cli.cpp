@@ -9,7 +9,7 @@ usage:
   herald serve   [--config FILE] [--listen HOST:PORT] [--db URL] [--log-level LEVEL]
                  [--test-clock TIME]
   herald migrate [--config FILE] [--db URL]
-  herald keys create --tenant T --scopes submit,read,admin [--config FILE] [--db URL]
+  herald keys create --tenant T --scopes submit,read,admin,ops [--config FILE] [--db URL]
                                                      prints a new API key, once
   herald keys list   [--config FILE] [--db URL]      id, tenant, scopes, created, revoked
   herald keys revoke ID [--config FILE] [--db URL]   refused within auth.key_refresh_ms

@@ -21,7 +21,7 @@ struct command_line {
   verb what = verb::help;
   keys_action keys = keys_action::list;
   std::optional<std::string> tenant;  ///< keys create
-  std::optional<std::string> scopes;  ///< keys create: "submit,read,admin"
+  std::optional<std::string> scopes;  ///< keys create: "submit,read,admin,ops"
   std::string key_id;                 ///< keys revoke
   std::vector<std::string> tool_args; ///< for sim-provider and load: everything after the verb
   std::optional<std::string> config_file;

@@ -28,7 +28,7 @@ int create_key(persistence::api_key_store& keys, const command_line& cmd, domain
   }
   auto scopes = domain::parse_scopes(*cmd.scopes);
   if (!scopes) {
-    std::cerr << "herald: --scopes must list submit, read and/or admin, comma-separated, "
+    std::cerr << "herald: --scopes must list submit, read, admin and/or ops, comma-separated, "
                  "each once\n";
     return 2;
   }

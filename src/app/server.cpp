@@ -549,6 +549,13 @@ int serve(const config& cfg) {
                  {"auth", cfg.auth.mode == auth_config::auth_mode::api_keys ? "api_keys" : "none"},
                  {"metrics_listen", metrics_server ? cfg.metrics_listen : "api"},
                  {"channels", std::to_string(cfg.channels.size())}});
+      // Keys keep tenants apart, but /metrics needs none: on the API listener it shows any
+      // caller every tenant's provider calls (the figures GET /v1/channels keeps to `ops`).
+      if (cfg.auth.mode == auth_config::auth_mode::api_keys && !metrics_server)
+        log::warn("herald.metrics_open",
+                  {{"reason", "metrics_listen is not set: /metrics answers on the API listener "
+                              "without a key; set metrics_listen to serve it on an address of "
+                              "its own (docs/security.md)"}});
       notify_service_manager("READY=1");
       auto signal = wait_for_stop_signal();
       log::info("herald.stopping", {{"signal", std::to_string(signal)}});

@@ -161,6 +161,9 @@
   let refreshing = false;
   let refreshAgain = false; // asked for while a refresh was in flight (a new key, say)
   let overviewGeneration = 0; // bumped by Forget: an answer to an older refresh is dropped
+  // The key was refused GET /v1/channels (it lacks `ops`): not asked again, and so not a 403
+  // in herald's log every 5 s, until a key is used or Refresh is pressed.
+  let channelsWithheld = false;
 
   // body[data-refresh] says whether an auto-refresh is scheduled ("scheduled" / "stopped").
   function stopRefresh() {
@@ -193,7 +196,7 @@
       const from = new Date(Date.now() - 3600 * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
       answers = await Promise.allSettled([
         api('GET', '/v1/stats?from=' + encodeURIComponent(from)),
-        api('GET', '/v1/channels'),
+        channelsWithheld ? Promise.resolve(null) : api('GET', '/v1/channels'),
       ]);
     } finally {
       refreshing = false;
@@ -210,11 +213,14 @@
       } else {
         errors.push('Task counts: ' + stats.reason.message);
       }
-      if (channels.status === 'fulfilled') {
+      if (channels.status === 'fulfilled' && channels.value === null) {
+        renderChannelsWithheld();
+      } else if (channels.status === 'fulfilled') {
         recordSamples(channels.value.body);
         renderChannels(channels.value.body);
         shown++;
       } else if (channels.reason.status === 403) {
+        if (!refreshAgain) channelsWithheld = true; // else the answer is an older key's
         renderChannelsWithheld();
       } else {
         errors.push('Channels: ' + channels.reason.message);
@@ -225,7 +231,7 @@
     // A refused key stays refused: polling again would only repeat the 401 (or 403), so
     // auto-refresh stops until a key is used or Refresh is pressed. (With refreshAgain set, a
     // new key came meanwhile: the refresh that follows decides.) A key without `admin` still
-    // reads the task counts: only the channels are withheld, and polling goes on.
+    // reads the task counts: only the channels are withheld (`ops`), and polling goes on.
     const refused = [stats, channels].some((r, i) => r.status === 'rejected' &&
       (r.reason.status === 401 || (r.reason.status === 403 && i === 0)));
     if (!refreshAgain) {
@@ -321,7 +327,7 @@
     $('channels-body').replaceChildren(...rows);
   }
 
-  // GET /v1/channels needs the admin scope: node-wide figures, not one tenant's.
+  // GET /v1/channels needs the ops scope: node-wide figures, every tenant's.
   function renderChannelsWithheld() {
     samples.clear();
     for (const id of ['retry-queue-depth', 'open-circuits']) {
@@ -329,7 +335,7 @@
       $(id).classList.remove('bad');
     }
     $('channels-body').replaceChildren(el('tr', {}, el('td', { class: 'empty', colspan: 9, 'data-testid': 'channels-withheld' },
-      'Circuits, provider calls and the retry queue are shown to a key with the admin scope.')));
+      'Circuits, provider calls and the retry queue are shown to a key with the ops scope.')));
   }
 
   function stateChart(total) {
@@ -560,6 +566,7 @@
   // ---- Forget: the views' data goes with the key ----
   function resume() {
     paused = null;
+    channelsWithheld = false;
     showBanner('');
   }
 

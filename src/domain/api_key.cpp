@@ -13,7 +13,7 @@ namespace {
 constexpr std::string_view key_prefix = "hk_";
 constexpr std::size_t key_id_digits = 16;
 constexpr std::size_t key_secret_digits = 64;
-constexpr std::array<scope, 3> every_scope{scope::submit, scope::read, scope::admin};
+constexpr std::array<scope, 4> every_scope{scope::submit, scope::read, scope::admin, scope::ops};
 
 bool is_lower_hex(std::string_view text) {
   return std::all_of(text.begin(), text.end(),
@@ -30,6 +30,8 @@ std::string_view to_string(scope s) {
     return "read";
   case scope::admin:
     return "admin";
+  case scope::ops:
+    return "ops";
   }
   return "";
 }

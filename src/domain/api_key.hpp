@@ -10,14 +10,15 @@
 namespace herald::domain {
 
 /// What an API key may do: submit (POST /v1/messages), read (look up messages, list dead
-/// letters), admin (replay dead letters). Scopes do not imply each other.
-enum class scope : std::uint8_t { submit = 1, read = 2, admin = 4 };
+/// letters), admin (replay dead letters, change templates), ops (the node-wide figures of
+/// every tenant: channels, cluster). Scopes do not imply each other.
+enum class scope : std::uint8_t { submit = 1, read = 2, admin = 4, ops = 8 };
 
 /// A set of scopes.
 class scope_set {
 public:
   constexpr scope_set() = default;
-  static constexpr scope_set all() { return scope_set{7}; }
+  static constexpr scope_set all() { return scope_set{15}; }
 
   bool contains(scope s) const { return (bits_ & static_cast<std::uint8_t>(s)) != 0; }
   bool empty() const { return bits_ == 0; }
@@ -30,11 +31,11 @@ private:
   std::uint8_t bits_ = 0;
 };
 
-/// "submit,read,admin" (any order, no blanks) into a set; nullopt when empty, when a name is
+/// "submit,read,admin,ops" (any order, no blanks) into a set; nullopt when empty, when a name is
 /// unknown or named twice.
 std::optional<scope_set> parse_scopes(std::string_view text);
 
-/// The set as "submit,read,admin" (that order; only those it holds).
+/// The set as "submit,read,admin,ops" (that order; only those it holds).
 std::string to_string(scope_set scopes);
 
 /// The name of one scope, as parse_scopes reads it.

@@ -2011,40 +2011,36 @@ stats_report sql_task_store::stats(const stats_query& which) {
   constexpr std::int64_t open_end = std::numeric_limits<std::int64_t>::max();
   const auto from = std::to_string(which.from ? domain::to_unix_micros(*which.from) : 0);
   const auto to = std::to_string(which.to ? domain::to_unix_micros(*which.to) : open_end);
-  // The tasks `which` selects; parameters named apart by `suffix` (SQLite binds a name once).
-  const auto selected = [](const std::string& suffix) {
-    return " FROM tasks t WHERE t.created_at >= :from" + suffix + " AND t.created_at < :to" +
-           suffix + " AND (CAST(:channel" + suffix + " AS TEXT) = '' OR t.channel = :same_channel" +
-           suffix + ")" + of_tenant("t.", suffix);
-  };
-  // One statement, one snapshot: the counts per channel, state and policy reason, and a row
-  // of channel '' (no channel's name; first in both databases' order) with the messages.
-  const std::string query = "SELECT t.channel, t.status, t.policy_reason, count(*)" + selected("") +
-                            " GROUP BY t.channel, t.status, t.policy_reason UNION ALL SELECT '', "
-                            "'', '', count(DISTINCT t.message_id)" +
-                            selected("_m") + " ORDER BY 1, 2";
+  // One statement, one snapshot and one pass over the selected tasks (a CTE named twice is
+  // computed once by both databases): kind 0 rows count them per channel, state and policy
+  // reason; the kind 1 row, the messages they belong to.
+  const std::string query =
+      "WITH s AS (SELECT t.channel, t.status, t.policy_reason, t.message_id FROM tasks t WHERE "
+      "t.created_at >= :from AND t.created_at < :to AND (CAST(:channel AS TEXT) = '' OR "
+      "t.channel = :same_channel)" +
+      of_tenant("t.") +
+      ") SELECT 0, channel, status, policy_reason, count(*) FROM s GROUP BY channel, status, "
+      "policy_reason UNION ALL SELECT 1, '', '', '', count(DISTINCT message_id) FROM s "
+      "ORDER BY 1, 2, 3";
   return outside_transaction("stats", [&] {
     stats_report report;
     auto& out = report.channels;
-    for (const auto& row :
-         statements_->fetch(query,
-                            {from, to, which.channel, which.channel, which.tenant, which.tenant,
-                             from, to, which.channel, which.channel, which.tenant, which.tenant},
-                            4)) {
-      auto channel = text_of(row[0]);
-      if (channel.empty()) {
-        report.messages = static_cast<std::uint64_t>(to_int(row[3]));
+    for (const auto& row : statements_->fetch(
+             query, {from, to, which.channel, which.channel, which.tenant, which.tenant}, 5)) {
+      const auto count = static_cast<std::uint64_t>(to_int(row[4]));
+      if (to_int(row[0]) == 1) {
+        report.messages = count;
         continue;
       }
+      auto channel = text_of(row[1]);
       if (out.empty() || out.back().channel != channel)
         out.push_back({channel, {}, {}, {}});
       auto& stats = out.back();
-      const auto state = state_of(row[1]);
-      const auto count = static_cast<std::uint64_t>(to_int(row[3]));
+      const auto state = state_of(row[2]);
       if (stats.states.empty() || stats.states.back().state != state)
         stats.states.push_back({state, 0});
       stats.states.back().count += count;
-      if (const auto reason = text_of(row[2]); !reason.empty())
+      if (const auto reason = text_of(row[3]); !reason.empty())
         (state == domain::task_state::suppressed ? stats.suppressed_by_policy
                                                  : stats.deferred_by_policy)[reason] += count;
     }

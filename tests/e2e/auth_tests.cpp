@@ -92,6 +92,30 @@ std::string length_prefixed(const std::string& field) {
   return std::to_string(field.size()) + ":" + field;
 }
 
+/// Whether GET `target` with `key` answers `status` within 10 s (asked every 20 ms): a key
+/// created or revoked takes effect within auth.key_refresh_ms.
+bool answers_soon(running_herald& herald, const std::string& target, const std::string& key,
+                  int status) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (call(herald, "GET", target, key).status != status) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20)); // polling a condition, bounded
+  }
+  return true;
+}
+
+/// Whether herald's log holds `text` within 10 s (polled every 20 ms).
+bool logged_soon(running_herald& herald, const std::string& text) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (herald.process().log().find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20)); // polling a condition, bounded
+  }
+  return true;
+}
+
 /// Polls GET /v1/messages/{id} every 20 ms until its first task is in `state`; bounded.
 bool wait_for_state(running_herald& herald, const std::string& key, const std::string& message_id,
                     const std::string& state) {
@@ -240,11 +264,7 @@ BOOST_AUTO_TEST_CASE(ids_are_keyed_without_api_keys_too) {
 BOOST_FIXTURE_TEST_CASE(scopes_are_enforced_and_revocation_counts_within_the_bound, two_tenants) {
   auto reader = create_key(database, tenant_a, "read");
   // Created after start: usable once the table is refreshed (auth.key_refresh_ms = 100).
-  auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (call(herald, "GET", "/v1/dead-letters", reader).status != 200 &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(20ms); // polling a condition, bounded
-  BOOST_REQUIRE_EQUAL(call(herald, "GET", "/v1/dead-letters", reader).status, 200);
+  BOOST_REQUIRE(answers_soon(herald, "/v1/dead-letters", reader, 200));
   auto refused = call(herald, "POST", "/v1/messages", reader, message("reset-4"));
   BOOST_TEST(refused.status == 403);
   BOOST_TEST(error_code(refused) == "forbidden");
@@ -258,11 +278,7 @@ BOOST_FIXTURE_TEST_CASE(scopes_are_enforced_and_revocation_counts_within_the_bou
              listed.out);
 
   BOOST_REQUIRE_EQUAL(run_herald({"keys", "revoke", reader_id, "--db", database}).exit_code, 0);
-  deadline = std::chrono::steady_clock::now() + 10s;
-  while (call(herald, "GET", "/v1/dead-letters", reader).status != 401 &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(20ms); // polling a condition, bounded
-  BOOST_TEST(call(herald, "GET", "/v1/dead-letters", reader).status == 401);
+  BOOST_TEST(answers_soon(herald, "/v1/dead-letters", reader, 401));
   BOOST_TEST(run_herald({"keys", "revoke", reader_id, "--db", database}).exit_code == 1);
 }
 
@@ -276,13 +292,30 @@ BOOST_AUTO_TEST_CASE(bad_key_arguments_exit_two) {
   BOOST_TEST(run_herald({"keys", "frobnicate"}).exit_code == 2);
 }
 
+BOOST_FIXTURE_TEST_CASE(node_wide_figures_need_ops_and_open_metrics_are_logged, two_tenants) {
+  // A tenant's admin key is still one tenant's: every tenant's provider calls need `ops`.
+  for (const std::string target : {"/v1/channels", "/v1/cluster"}) {
+    BOOST_TEST(call(herald, "GET", target, key_a).status == 403, target);
+  }
+  const auto operations = create_key(database, tenant_a, "ops");
+  BOOST_REQUIRE(answers_soon(herald, "/v1/channels", operations, 200));
+  BOOST_TEST(call(herald, "GET", "/v1/cluster", operations).status == 200);
+  BOOST_TEST(call(herald, "GET", "/v1/stats", operations).status == 403);
+  // Keys, and /metrics on the API listener without one: said at start.
+  BOOST_TEST(logged_soon(herald, "herald.metrics_open"));
+}
+
 BOOST_AUTO_TEST_CASE(metrics_can_have_their_own_listener) {
   auto metrics_port = free_port();
-  running_herald herald({}, R"({"metrics_listen": "127.0.0.1:)" + std::to_string(metrics_port) +
-                                R"(", "channels": [{"name": "sms", "type": "simulated"}]})");
+  running_herald herald({}, keyed_config(R"("metrics_listen": "127.0.0.1:)" +
+                                         std::to_string(metrics_port) + R"(",)"));
   BOOST_TEST(herald.get("/metrics").status == 404);
   auto scraped = request(host, metrics_port, "GET", "/metrics");
   BOOST_TEST(scraped.status == 200);
+  // With keys and metrics on a listener of their own, nothing to warn of (the warning would
+  // come right after herald.started).
+  BOOST_REQUIRE(logged_soon(herald, "herald.started"));
+  BOOST_TEST(herald.process().log().find("herald.metrics_open") == std::string::npos);
   BOOST_TEST(scraped.body.find("herald_messages_received_total") != std::string::npos);
   BOOST_TEST(request(host, metrics_port, "GET", "/v1/dead-letters").status == 404);
 }

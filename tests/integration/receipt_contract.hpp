@@ -298,6 +298,9 @@ inline void stats_count_by_channel_state_and_window(store_backend& backend) {
   BOOST_TEST(sms_only.channels[0].states.size() == 1u);
   BOOST_TEST(sms_only.channels[0].states[0].state == task_state::read);
   BOOST_TEST(sms_only.messages == 1u);
+  persistence::stats_query app_only; // every tenant: two messages, one with an app task
+  app_only.channel = "app";
+  BOOST_TEST(store->stats(app_only).messages == 1u);
   persistence::stats_query later;
   later.from = a.message.created_at + std::chrono::seconds(1);
   const auto none = store->stats(later);
@@ -306,7 +309,9 @@ inline void stats_count_by_channel_state_and_window(store_backend& backend) {
   persistence::stats_query window;
   window.from = a.message.created_at;
   window.to = a.message.created_at + std::chrono::microseconds(1);
-  BOOST_TEST(store->stats(window).channels.size() == 2u);
+  const auto in_window = store->stats(window);
+  BOOST_TEST(in_window.channels.size() == 2u);
+  BOOST_TEST(in_window.messages == 2u);
 }
 
 // The outbox posts a task's events in the order they happened: an early receipt applied by the

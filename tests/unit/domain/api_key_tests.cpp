@@ -9,21 +9,25 @@ using namespace herald::domain;
 BOOST_AUTO_TEST_SUITE(api_key_tests)
 
 BOOST_AUTO_TEST_CASE(scopes_parse_and_print) {
-  auto all = parse_scopes("admin,submit,read");
+  auto all = parse_scopes("ops,admin,submit,read");
   BOOST_REQUIRE(all);
-  BOOST_TEST(to_string(*all) == "submit,read,admin");
+  BOOST_TEST(to_string(*all) == "submit,read,admin,ops");
   BOOST_TEST((*all == scope_set::all()));
+  BOOST_TEST(!(*parse_scopes("admin,submit,read") == scope_set::all()));
   auto read = parse_scopes("read");
   BOOST_REQUIRE(read);
   BOOST_TEST(read->contains(scope::read));
   BOOST_TEST(!read->contains(scope::admin));
   BOOST_TEST(!read->contains(scope::submit));
-  // admin implies nothing else.
+  // admin implies nothing else; nor does ops.
   BOOST_TEST(!parse_scopes("admin")->contains(scope::read));
+  BOOST_TEST(!parse_scopes("admin")->contains(scope::ops));
+  BOOST_TEST(!parse_scopes("ops")->contains(scope::read));
 }
 
 BOOST_AUTO_TEST_CASE(bad_scope_lists_are_refused) {
-  for (const char* text : {"", ",", "read,", "read,read", "Read", "write", "read, admin"})
+  for (const char* text :
+       {"", ",", "read,", "read,read", "Read", "write", "read, admin", "ops,ops", "operator"})
     BOOST_TEST(!parse_scopes(text), text);
 }
 
