@@ -73,7 +73,7 @@ public:
   /// This node's view of its cluster (a single node: itself, owning every partition).
   virtual void cluster(std::function<void(domain::cluster_view)> done) = 0;
 
-  /// Task counts per channel and state of the tasks `which` selects.
+  /// Task counts per channel and state of the tasks `which` selects, and their messages.
   virtual void
   stats(persistence::stats_query which,
         std::function<void(std::variant<persistence::stats_report, service_error>)> done) = 0;

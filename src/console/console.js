@@ -230,10 +230,10 @@
     }
     // A refused key stays refused: polling again would only repeat the 401 (or 403), so
     // auto-refresh stops until a key is used or Refresh is pressed. (With refreshAgain set, a
-    // new key came meanwhile: the refresh that follows decides.) A key without `admin` still
-    // reads the task counts: only the channels are withheld (`ops`), and polling goes on.
-    const refused = [stats, channels].some((r, i) => r.status === 'rejected' &&
-      (r.reason.status === 401 || (r.reason.status === 403 && i === 0)));
+    // new key came meanwhile: the refresh that follows decides.) A key without `ops` still
+    // reads the task counts: only the channels are withheld, and polling goes on.
+    const rejected = (answer, status) => answer.status === 'rejected' && answer.reason.status === status;
+    const refused = rejected(stats, 401) || rejected(channels, 401) || rejected(stats, 403);
     if (!refreshAgain) {
       if (refused) {
         paused = 'refused';

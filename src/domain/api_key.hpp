@@ -18,7 +18,7 @@ enum class scope : std::uint8_t { submit = 1, read = 2, admin = 4, ops = 8 };
 class scope_set {
 public:
   constexpr scope_set() = default;
-  static constexpr scope_set all() { return scope_set{15}; }
+  static constexpr scope_set all() { return scope_set{0b1111}; } ///< each scope's bit
 
   bool contains(scope s) const { return (bits_ & static_cast<std::uint8_t>(s)) != 0; }
   bool empty() const { return bits_ == 0; }
