@@ -388,7 +388,8 @@ logged() { cat "${logs[@]}" | grep "\"event\":\"$1\"" | grep -c "$2" || true; } 
 member_lost_closed=$(logged cluster.member_lost '"connection closed"')
 member_lost_silent=$(logged cluster.member_lost '"silent"')
 
-# Tasks possibly in flight at one kill: every channel's window full (on the one node killed).
+# Tasks possibly in flight at one kill: every channel's window full (on the one node killed);
+# a task holds its place in the window until its result is committed.
 # A task whose SENDING mark committed after its lease ran out was not called; whoever takes it
 # next finds it SENDING and counts an ambiguous resend too.
 outage_kills=$(( outage_s == 0 ? 0 : nodes ))

@@ -112,22 +112,6 @@ void rewrite_later(self_pointer self, std::function<void()> write, const caf::er
 
 void pump(self_pointer self);
 
-// A write answered (applied or not): if it had failed before, one fewer is failing; when none
-// is, the channel is well again and takes tasks.
-void write_answered(self_pointer self, bool was_failing) {
-  auto& st = self->state;
-  if (!was_failing)
-    return;
-  st.failing -= 1;
-  if (st.failing != 0)
-    return;
-  st.rewrite_delay = std::chrono::milliseconds{0};
-  if (st.health)
-    st.health->clear(component_name(st));
-  log::info("channel.store_writes_recovered", {{"channel", st.settings.name}});
-  pump(self);
-}
-
 void answer_drain_if_idle(channel_state& st) {
   if (!st.draining || !st.calls.empty() || st.marking != 0 || !st.ready.empty() ||
       st.writing != 0 || st.failing != 0)
@@ -135,6 +119,21 @@ void answer_drain_if_idle(channel_state& st) {
   for (auto& waiter : st.drain_waiters)
     waiter.deliver(true);
   st.drain_waiters.clear();
+}
+
+// A write answered (applied or not), its count already taken off: its tasks no longer hold
+// places in the window, so more may be taken. If it had failed before, one fewer is failing;
+// when none is, the channel is well again.
+void write_answered(self_pointer self, bool was_failing) {
+  auto& st = self->state;
+  if (was_failing && --st.failing == 0) {
+    st.rewrite_delay = std::chrono::milliseconds{0};
+    if (st.health)
+      st.health->clear(component_name(st));
+    log::info("channel.store_writes_recovered", {{"channel", st.settings.name}});
+  }
+  answer_drain_if_idle(st);
+  pump(self);
 }
 
 // The half-open probe went no call's way (not sent, or only asked about): another may go.
@@ -261,8 +260,6 @@ void commit_sending(self_pointer self, std::vector<domain::delivery> batch, stat
                                                 {"trace_id", task.trace_id}});
             }
             write_answered(self, was_failing);
-            answer_drain_if_idle(st);
-            pump(self);
           },
           [self, batch, changes, was_failing](caf::error& err) mutable {
             log::warn("channel.mark_sending_failed",
@@ -379,7 +376,6 @@ void record(self_pointer self, domain::delivery task, persistence::state_change 
             if (!applied.empty() && then)
               then();
             write_answered(self, was_failing);
-            answer_drain_if_idle(st);
           },
           [self, task, change, attempts, was_failing, then](caf::error& err) mutable {
             // The outcome is known only here: keep it until it is recorded.
@@ -459,7 +455,6 @@ void fail_over(self_pointer self, domain::delivery task, persistence::state_chan
                 failed_over(self, task, change.to, *result.claim, plan);
             }
             write_answered(self, was_failing);
-            answer_drain_if_idle(st);
           },
           [self, task, change, attempts, plan, was_failing](caf::error& err) mutable {
             auto& st = self->state;
@@ -609,7 +604,9 @@ void pump(self_pointer self) {
   if (st.breaker->is_open(now))
     fail_over_fresh_tasks(self, now);
   std::vector<domain::delivery> to_mark;
-  const auto busy = st.calls.size() + st.marking + st.ready.size();
+  // Every task counted here may be SENDING in the database under this node: the window bounds
+  // what a crash leaves in doubt, so a result holds its place until its commit answers.
+  const auto busy = st.calls.size() + st.marking + st.ready.size() + st.writing;
   for (auto& lane : st.lanes) {
     while (!lane.empty() && busy + to_mark.size() < st.settings.window) {
       auto& task = lane.front();
@@ -800,7 +797,6 @@ void record_query_receipt(self_pointer self, domain::delivery task, domain::rece
               self->send(st.dispatcher, dispatch_atom_v, deliveries{*outcome.fallback});
             }
             write_answered(self, was_failing);
-            answer_drain_if_idle(st);
           },
           [self, task, status, at, was_failing](caf::error& err) mutable {
             auto& st = self->state;

@@ -41,6 +41,8 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/blocking_actor.hpp>
 #include <caf/exit_reason.hpp>
+#include <caf/resumable.hpp>
+#include <caf/scheduled_actor.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
@@ -124,6 +126,20 @@ struct actor_fixture {
 
   /// Lets every actor handle everything in its mailbox, including what that causes.
   std::size_t run() { return sched.run(); }
+
+  /// Lets every actor but `held` handle everything, including what that causes: what `held`
+  /// is sent waits in its mailbox (a database that has not answered yet).
+  template <class Handle> std::size_t run_all_but(const Handle& held) {
+    auto* skipped = dynamic_cast<caf::resumable*>(caf::actor_cast<caf::abstract_actor*>(held));
+    return sched.run_jobs_filtered([skipped](caf::resumable* job) { return job != skipped; });
+  }
+
+  /// Messages waiting in `whom`'s mailbox.
+  template <class Handle> std::size_t waiting_for(const Handle& whom) {
+    auto* actor = dynamic_cast<caf::scheduled_actor*>(caf::actor_cast<caf::abstract_actor*>(whom));
+    BOOST_REQUIRE(actor != nullptr);
+    return actor->mailbox().size();
+  }
 
   /// Moves CAF's clock (delayed messages, request timeouts), then runs.
   void advance(caf::timespan by) {

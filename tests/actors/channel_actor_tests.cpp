@@ -112,6 +112,30 @@ BOOST_AUTO_TEST_CASE(no_more_calls_in_flight_than_the_window) {
   BOOST_TEST(tasks_in(task_state::sent) == 5u);
 }
 
+// A task whose result waits for its commit is still SENDING in the database: were the node to
+// die then, it would be resent. The window bounds those too, so a crash leaves at most `window`
+// tasks of a channel in doubt.
+BOOST_AUTO_TEST_CASE(a_result_holds_its_place_in_the_window_until_it_is_committed) {
+  auto ids = seed_sms(2);
+  provider->hold(true);
+  auto s = settings();
+  s.window = 1;
+  auto channel = spawn_channel(s);
+  dispatch(channel, unfinished());
+  BOOST_REQUIRE_EQUAL(provider->calls.size(), 1u);
+  provider->release(1);
+  run_all_but(writer);
+  BOOST_TEST(waiting_for(writer) == 1u); // the result's commit; the next task is not taken yet
+  BOOST_TEST(state(ids[0]) == "SENDING");
+  BOOST_TEST(state(ids[1]) == "PENDING");
+  run(); // the result commits, which frees the window for the next task
+  BOOST_REQUIRE_EQUAL(provider->calls.size(), 2u);
+  BOOST_TEST(provider->calls[1].task_id == ids[1]);
+  provider->release(1);
+  run();
+  BOOST_TEST(tasks_in(task_state::sent) == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(the_token_bucket_spaces_calls) {
   seed_sms(3);
   auto s = settings();
