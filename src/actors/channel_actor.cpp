@@ -112,6 +112,21 @@ void rewrite_later(self_pointer self, std::function<void()> write, const caf::er
 
 void pump(self_pointer self);
 
+// A write of a task's change goes to the store, or its answer came back. One that settles a call
+// (the change leaves SENDING: until it commits, the task is SENDING under this node, and a crash
+// would leave it in doubt) holds the task's place in the window meanwhile.
+bool settles_call(const persistence::state_change& change) {
+  return change.from == task_state::sending;
+}
+void write_sent(channel_state& st, bool settles) {
+  st.writing += 1;
+  st.settling += settles ? 1 : 0;
+}
+void write_ended(channel_state& st, bool settles) {
+  st.writing -= 1;
+  st.settling -= settles ? 1 : 0;
+}
+
 void answer_drain_if_idle(channel_state& st) {
   if (!st.draining || !st.calls.empty() || st.marking != 0 || !st.ready.empty() ||
       st.writing != 0 || st.failing != 0)
@@ -121,9 +136,8 @@ void answer_drain_if_idle(channel_state& st) {
   st.drain_waiters.clear();
 }
 
-// A write answered (applied or not), its count already taken off: its tasks no longer hold
-// places in the window, so more may be taken. If it had failed before, one fewer is failing;
-// when none is, the channel is well again.
+// A write answered (applied or not), its count already taken off: the window may have room
+// again. If it had failed before, one fewer is failing; when none is, the channel is well again.
 void write_answered(self_pointer self, bool was_failing) {
   auto& st = self->state;
   if (was_failing && --st.failing == 0) {
@@ -362,25 +376,26 @@ void after_recorded(self_pointer self, domain::delivery task, bool applied) {
 // `then` runs once the change applied (e.g. recording a receipt that needs the task SENT).
 void record(self_pointer self, domain::delivery task, persistence::state_change change,
             attempt_records attempts, bool was_failing, std::function<void()> then) {
-  self->state.writing += 1;
+  const bool settles = settles_call(change);
+  write_sent(self->state, settles);
   task.state = change.to;
   task.attempts = change.attempts;
   task.next_attempt_at = change.next_attempt_at;
   self->request(self->state.store, self->state.settings.store_timeout, apply_atom_v,
                 state_changes{change}, attempts)
       .then(
-          [self, task, was_failing, then](task_ids& applied) mutable {
+          [self, task, was_failing, then, settles](task_ids& applied) mutable {
             auto& st = self->state;
-            st.writing -= 1;
+            write_ended(st, settles);
             after_recorded(self, std::move(task), !applied.empty());
             if (!applied.empty() && then)
               then();
             write_answered(self, was_failing);
           },
-          [self, task, change, attempts, was_failing, then](caf::error& err) mutable {
+          [self, task, change, attempts, was_failing, then, settles](caf::error& err) mutable {
             // The outcome is known only here: keep it until it is recorded.
             auto& st = self->state;
-            st.writing -= 1;
+            write_ended(st, settles);
             log::error("channel.record_failed", {{"channel", st.settings.name},
                                                  {"task_id", task.task_id},
                                                  {"trace_id", task.trace_id},
@@ -438,14 +453,14 @@ void failed_over(self_pointer self, const domain::delivery& task, task_state to,
 // is never given up without its fallback, nor sent on both channels.
 void fail_over(self_pointer self, domain::delivery task, persistence::state_change change,
                attempt_records attempts, domain::message_plan plan, bool was_failing = false) {
-  self->state.writing += 1;
+  write_sent(self->state, settles_call(change));
   self->request(self->state.store, self->state.settings.store_timeout, failover_atom_v, change,
                 attempts, plan)
       .then(
           [self, task, change, attempts, plan,
            was_failing](persistence::failover_result& result) mutable {
             auto& st = self->state;
-            st.writing -= 1;
+            write_ended(st, settles_call(change));
             using outcome = persistence::failover_result::outcome;
             if (result.result == outcome::fallback_exists) {
               keep_despite_fallback(self, std::move(task), std::move(change), std::move(attempts));
@@ -458,7 +473,7 @@ void fail_over(self_pointer self, domain::delivery task, persistence::state_chan
           },
           [self, task, change, attempts, plan, was_failing](caf::error& err) mutable {
             auto& st = self->state;
-            st.writing -= 1;
+            write_ended(st, settles_call(change));
             log::error("channel.failover_failed", {{"channel", st.settings.name},
                                                    {"task_id", task.task_id},
                                                    {"trace_id", task.trace_id},
@@ -604,9 +619,9 @@ void pump(self_pointer self) {
   if (st.breaker->is_open(now))
     fail_over_fresh_tasks(self, now);
   std::vector<domain::delivery> to_mark;
-  // Every task counted here may be SENDING in the database under this node: the window bounds
-  // what a crash leaves in doubt, so a result holds its place until its commit answers.
-  const auto busy = st.calls.size() + st.marking + st.ready.size() + st.writing;
+  // The tasks taken and not yet settled: the window bounds what a crash leaves in doubt, so a
+  // call's result holds its place until its commit answers.
+  const auto busy = st.calls.size() + st.marking + st.ready.size() + st.settling;
   for (auto& lane : st.lanes) {
     while (!lane.empty() && busy + to_mark.size() < st.settings.window) {
       auto& task = lane.front();
@@ -776,7 +791,7 @@ void on_result(self_pointer self, const std::string& task_id,
 // an UNDELIVERED one fails over in the same transaction, and the fallback task is dispatched.
 void record_query_receipt(self_pointer self, domain::delivery task, domain::receipt_status status,
                           domain::timestamp at, bool was_failing = false) {
-  self->state.writing += 1;
+  write_sent(self->state, false); // the task is SENT already
   persistence::receipt_input input;
   input.channel = task.channel;
   input.provider_request_id = task.provider_request_id;
@@ -787,7 +802,7 @@ void record_query_receipt(self_pointer self, domain::delivery task, domain::rece
       .then(
           [self, task, was_failing](receipt_outcomes& outcomes) {
             auto& st = self->state;
-            st.writing -= 1;
+            write_ended(st, false);
             for (const auto& outcome : outcomes) {
               if (!outcome.fallback)
                 continue;
@@ -800,7 +815,7 @@ void record_query_receipt(self_pointer self, domain::delivery task, domain::rece
           },
           [self, task, status, at, was_failing](caf::error& err) mutable {
             auto& st = self->state;
-            st.writing -= 1;
+            write_ended(st, false);
             log::error("channel.receipt_failed", {{"channel", st.settings.name},
                                                   {"task_id", task.task_id},
                                                   {"trace_id", task.trace_id},

@@ -116,8 +116,9 @@ struct channel_state {
   std::unordered_map<std::string, call> calls; ///< in flight, by task id
   std::size_t marking = 0;                     ///< waiting for the SENDING commit
   std::deque<ready_call> ready;                ///< committed SENDING, waiting for a token
-  std::size_t writing = 0;                     ///< results waiting for their commit
-  std::string take_prefix;                     ///< unique to this actor: tokens never repeat
+  std::size_t writing = 0;                     ///< changes waiting for their commit
+  std::size_t settling = 0; ///< of those, calls' results: their tasks SENDING until then
+  std::string take_prefix;  ///< unique to this actor: tokens never repeat
   std::uint64_t takes = 0;
   std::vector<std::function<void()>> rewrites; ///< failed writes, to be sent again as they were
   std::size_t failing = 0;                     ///< writes failed and not yet answered since

@@ -131,6 +131,7 @@ struct actor_fixture {
   /// is sent waits in its mailbox (a database that has not answered yet).
   template <class Handle> std::size_t run_all_but(const Handle& held) {
     auto* skipped = dynamic_cast<caf::resumable*>(caf::actor_cast<caf::abstract_actor*>(held));
+    BOOST_REQUIRE(skipped != nullptr);
     return sched.run_jobs_filtered([skipped](caf::resumable* job) { return job != skipped; });
   }
 
