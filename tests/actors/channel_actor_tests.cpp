@@ -92,12 +92,8 @@ BOOST_AUTO_TEST_CASE(exhausted_attempts_make_the_task_dead) {
 }
 
 BOOST_AUTO_TEST_CASE(no_more_calls_in_flight_than_the_window) {
-  auto ids = seed_sms(5);
-  provider->hold(true);
-  auto s = settings();
-  s.window = 2;
-  auto channel = spawn_channel(s);
-  dispatch(channel, unfinished());
+  seed_sms(5);
+  spawn_holding_channel(2);
   BOOST_TEST(provider->calls.size() == 2u);
   BOOST_TEST(tasks_in(task_state::sending) == 2u); // the others were not even marked
   std::size_t expected_calls = 2;
@@ -117,11 +113,7 @@ BOOST_AUTO_TEST_CASE(no_more_calls_in_flight_than_the_window) {
 // tasks of a channel in doubt.
 BOOST_AUTO_TEST_CASE(a_result_holds_its_place_in_the_window_until_it_is_committed) {
   auto ids = seed_sms(2);
-  provider->hold(true);
-  auto s = settings();
-  s.window = 1;
-  auto channel = spawn_channel(s);
-  dispatch(channel, unfinished());
+  spawn_holding_channel(1);
   BOOST_REQUIRE_EQUAL(provider->calls.size(), 1u);
   const auto first = provider->calls[0].task_id;
   const auto second = first == ids[0] ? ids[1] : ids[0];

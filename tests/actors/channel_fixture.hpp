@@ -42,6 +42,17 @@ struct channel_fixture : test::actor_fixture {
     return spawn_dispatch_node({spec}, writer, reader).dispatcher;
   }
 
+  /// A channel of `window` places whose provider holds every call until released, handed every
+  /// unfinished task.
+  actors::dispatcher_actor spawn_holding_channel(std::size_t window) {
+    provider->hold(true);
+    auto s = settings();
+    s.window = window;
+    auto channel = spawn_channel(s);
+    dispatch(channel, unfinished());
+    return channel;
+  }
+
   void dispatch(const actors::dispatcher_actor& channel, actors::deliveries tasks) {
     caf::anon_send(channel, actors::dispatch_atom_v, std::move(tasks));
     run();
