@@ -10,6 +10,8 @@ packages=(
   libspdlog-dev prometheus-cpp-dev
   libcurl4-openssl-dev libssl-dev libnghttp2-dev libjemalloc-dev
   postgresql curl python3 tzdata
+  # the cluster port's certificates (scripts/cluster-certs.sh)
+  openssl
   # the operations tests: promtool, the console in Chromium, the .deb and its systemd unit
   prometheus chromium fonts-dejavu-core systemd
   dpkg-dev file strace adduser binutils iproute2 procps

@@ -145,17 +145,43 @@ void schedule_redial(self_pointer self, const std::string& address) {
   self->delayed_send(self, wait, dial_atom_v, address);
 }
 
+// Whether a live member announced `address` as its own: it dialed this node.
+bool member_at(const cluster_member_state& st, const std::string& address) {
+  return std::any_of(st.members.begin(), st.members.end(),
+                     [&](const auto& entry) { return entry.second.address == address; });
+}
+
+// Two nodes dialing each other at the same moment over TLS both lose: each side's BASP keeps
+// the direct route it learned first (the connection the other dialed) and closes the one it
+// dialed as redundant, so no connection survives and they redial in step for ever. Of two
+// peers only the one whose address sorts first dials at once; the other looks again every
+// timeout and dials itself only when that peer has not come (it is down, or the two configs
+// write the addresses differently).
+bool leave_dial_to_peer(self_pointer self, const std::string& address) {
+  auto& st = self->state;
+  if (member_at(st, address)) {
+    st.waited_for.erase(address);
+    self->delayed_send(self, st.config.timeout, dial_atom_v, address);
+    return true;
+  }
+  if (address < st.config.listen && st.waited_for.insert(address).second) {
+    self->delayed_send(self, st.config.timeout, dial_atom_v, address);
+    return true;
+  }
+  st.waited_for.erase(address);
+  return false;
+}
+
 void dial(self_pointer self, const std::string& address) {
   auto& st = self->state;
-  if (st.dialed.count(address) != 0)
+  if (st.dialed.count(address) != 0 || leave_dial_to_peer(self, address))
     return;
   const auto colon = address.rfind(':');
   auto host = address.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
   const auto port = static_cast<std::uint16_t>(std::stoul(address.substr(colon + 1)));
-  auto middleman = self->home_system().middleman().actor_handle();
-  self->request(middleman, connect_timeout, caf::connect_atom::value, std::move(host), port)
+  self->request(st.middleman, connect_timeout, caf::connect_atom::value, std::move(host), port)
       .then(
           [self, address](const caf::node_id&, caf::strong_actor_ptr& found,
                           const std::set<std::string>& interface) {
@@ -262,6 +288,23 @@ void on_down(self_pointer self, const caf::down_msg& down) {
     update_ownership(self);
 }
 
+// Tasks a peer accepted for this node's partitions; only from a member of this cluster (its
+// heartbeat carried our cluster id), which a node of another installation never is.
+void on_handoff(self_pointer self, task_handoff& handoff) {
+  auto& st = self->state;
+  const auto sender = caf::actor_cast<cluster_peer_actor>(self->current_sender());
+  const bool member =
+      sender && std::any_of(st.members.begin(), st.members.end(),
+                            [&](const auto& entry) { return entry.second.handle == sender; });
+  if (!member || handoff.cluster_id != st.config.cluster_id) {
+    log::warn("cluster.refused_handoff",
+              {{"from", sender ? caf::to_string(sender->node()) : std::string{"unknown"}},
+               {"member", member ? "true" : "false"}});
+    return;
+  }
+  caf::anon_send(st.dispatcher, due_atom_v, std::move(handoff.task_ids));
+}
+
 // Sends forwarded tasks to the owners of their partitions; a task whose owner this node is
 // now (the view changed) is dispatched here, and one whose owner cannot be reached is left to
 // that owner's sweep.
@@ -269,8 +312,11 @@ void hand_off(self_pointer self, const partitioned_tasks& tasks) {
   auto& st = self->state;
   std::map<std::string, task_handoff> by_owner;
   for (const auto& [partition, task_id] : tasks)
-    if (partition < st.owners.size())
-      by_owner[st.view[st.owners[partition]]].task_ids.push_back(task_id);
+    if (partition < st.owners.size()) {
+      auto& handoff = by_owner[st.view[st.owners[partition]]];
+      handoff.cluster_id = st.config.cluster_id;
+      handoff.task_ids.push_back(task_id);
+    }
   for (auto& [owner, handoff] : by_owner) {
     if (owner == st.config.node_id) {
       caf::anon_send(st.dispatcher, due_atom_v, std::move(handoff.task_ids)); // its answer: unused
@@ -320,7 +366,7 @@ domain::cluster_view view_of(const cluster_member_state& st) {
     view.members.push_back(std::move(member));
   }
   for (const auto& address : st.config.peers)
-    view.peers.push_back({address, st.dialed.count(address) != 0});
+    view.peers.push_back({address, st.dialed.count(address) != 0 || member_at(st, address)});
   return view;
 }
 
@@ -333,6 +379,7 @@ cluster_member(cluster_member_actor::stateful_pointer<cluster_member_state> self
   auto& init = self->state;
   init.config = std::move(config);
   init.dispatcher = std::move(peers.dispatcher);
+  init.middleman = std::move(peers.middleman);
   init.share = std::move(peers.share);
   init.metrics = std::move(peers.metrics);
   init.clock = std::move(peers.clock);
@@ -343,9 +390,7 @@ cluster_member(cluster_member_actor::stateful_pointer<cluster_member_state> self
   self->send(self, tick_atom_v);
   return {
       [self](beat_atom, const member_beat& beat) { on_beat(self, beat); },
-      [self](handoff_atom, task_handoff& handoff) {
-        caf::anon_send(self->state.dispatcher, due_atom_v, std::move(handoff.task_ids));
-      },
+      [self](handoff_atom, task_handoff& handoff) { on_handoff(self, handoff); },
       [self](forward_atom, const partitioned_tasks& tasks) {
         if (!from_another_node(self))
           hand_off(self, tasks);

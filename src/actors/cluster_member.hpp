@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/cluster_share.hpp"
+#include "actors/cluster_transport.hpp"
 #include "actors/interfaces.hpp"
 #include "domain/time.hpp"
 #include "observability/metrics.hpp"
@@ -10,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,9 @@ struct cluster_config {
   /// A peer not heard from for this long is no longer a member (a hung or cut-off node; a
   /// killed one is seen at once, when its connection drops).
   std::chrono::milliseconds timeout{3000};
+  /// The port's TLS (mutual certificate authentication); disabled: plaintext, loopback only.
+  cluster_tls_config tls;
+  cluster_port_limits port_limits;
   /// The installation's cluster id (domain::cluster_id_for; set at start, not configured).
   std::string cluster_id;
 };
@@ -42,12 +47,16 @@ struct cluster_member_state {
 
   cluster_config config;
   dispatcher_actor dispatcher;
+  caf::io::middleman_actor middleman;
   std::shared_ptr<cluster_share> share;
   std::shared_ptr<herald::metrics> metrics;
   std::shared_ptr<const domain::clock> clock;
   std::map<std::string, member> members;                   ///< live peers by node id
   std::map<std::string, cluster_peer_actor> dialed;        ///< connections made, by peer address
   std::map<std::string, std::chrono::milliseconds> redial; ///< next backoff, by peer address
+  /// Peers (by address) that sort before this node and so dial it: each was given a timeout to
+  /// do so before this node dials it itself.
+  std::set<std::string> waited_for;
   std::vector<std::string> view;   ///< the live members ownership was computed over, sorted
   std::vector<std::size_t> owners; ///< per partition, its owner (an index into `view`)
   std::optional<partition_list> owned;
@@ -60,6 +69,7 @@ struct cluster_member_state {
 /// What a cluster member works with besides its configuration.
 struct cluster_member_peers {
   dispatcher_actor dispatcher;
+  caf::io::middleman_actor middleman; ///< dials peers (the cluster_transport's)
   std::shared_ptr<cluster_share> share;
   std::shared_ptr<herald::metrics> metrics;
   std::shared_ptr<const domain::clock> clock;

@@ -29,11 +29,12 @@ template <class Inspector> typename Inspector::result_type inspect(Inspector& f,
 /// New tasks of the receiver's partitions, accepted by another node: the receiver reads them
 /// from the database and sends them (only ids travel; the database holds the rest).
 struct task_handoff {
+  std::string cluster_id; ///< the sender's installation's: another one's is refused
   std::vector<std::string> task_ids;
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, task_handoff& x) {
-  return f(caf::meta::type_name("herald.task_handoff"), x.task_ids);
+  return f(caf::meta::type_name("herald.task_handoff"), x.cluster_id, x.task_ids);
 }
 
 } // namespace herald::actors

@@ -564,6 +564,21 @@ actors::cluster_config read_cluster(const json::value& value) {
   }
   r.read_ms("heartbeat_ms", cluster.heartbeat, 10, one_minute_ms);
   r.read_ms("timeout_ms", cluster.timeout, 30, 10 * one_minute_ms);
+  if (auto* tls = r.find("tls")) {
+    object_reader t{*tls, r.path("tls")};
+    t.read("certificate", cluster.tls.certificate);
+    t.read("key", cluster.tls.key);
+    t.read("ca_file", cluster.tls.ca_file);
+    t.read_secret("key_passphrase", cluster.tls.key_passphrase);
+    t.done();
+    if (cluster.tls.certificate.empty() || cluster.tls.key.empty() || cluster.tls.ca_file.empty())
+      t.fail("", "needs certificate, key and ca_file (PEM files)");
+  }
+  auto& limits = cluster.port_limits;
+  r.read_integer("max_handshakes", limits.max_handshakes, 1, 10000);
+  r.read_integer("max_handshakes_per_address", limits.max_handshakes_per_address, 1, 10000);
+  r.read_ms("handshake_timeout_ms", limits.handshake_timeout, 100, one_minute_ms);
+  r.read_integer("max_frame_bytes", limits.max_frame_bytes, 64 * 1024, 1024 * 1024 * 1024);
   r.done();
   return cluster;
 }
@@ -816,6 +831,22 @@ void validate_cluster(const actors::cluster_config& cluster, const std::string& 
     if (!seen.insert(cluster.peers[i]).second)
       throw config_error(where + ": '" + cluster.peers[i] +
                          "' is listed twice, or is this node's own listen address");
+  }
+  // BASP trusts every byte it reads: off this machine, only peers holding a certificate of the
+  // cluster's authority may reach it.
+  if (!cluster.tls.enabled()) {
+    auto addresses = cluster.peers;
+    addresses.push_back(cluster.listen);
+    for (const auto& address : addresses) {
+      api::http_options parsed;
+      apply_listen(address, parsed);
+      if (!is_loopback_host(parsed.host))
+        throw config_error("cluster.tls: required, as " + address +
+                           " is not a loopback address (plaintext cluster transport only on "
+                           "loopback; docs/cluster.md, making certificates)");
+    }
+  } else if (auto problem = actors::check_cluster_tls(cluster.tls); !problem.empty()) {
+    throw config_error(problem);
   }
   if (cluster.timeout <= 2 * cluster.heartbeat)
     throw config_error("cluster.timeout_ms: must be more than twice heartbeat_ms, or one late "

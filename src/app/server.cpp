@@ -227,6 +227,8 @@ bool takes_receipts(const config& cfg) {
 /// What the rest of the process talks to: the HTTP entry, the dispatcher (drain) and the
 /// supervisor that owns every actor of the node.
 struct node {
+  /// The cluster port's middleman; null without a cluster. Ends before the actor system.
+  std::unique_ptr<actors::cluster_transport> transport;
   actors::cluster_member_actor cluster; ///< null without a cluster
   std::shared_ptr<actors::cluster_share> share;
   actors::ingest_actor ingest;
@@ -299,8 +301,11 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
   }
   n.share = std::make_shared<actors::cluster_share>();
   if (cluster) {
+    n.transport = std::make_unique<actors::cluster_transport>(sys, cluster->tls,
+                                                              cluster->port_limits, metrics);
     n.cluster = sys.spawn(actors::cluster_member, *cluster,
-                          actors::cluster_member_peers{n.dispatcher, n.share, metrics, clock});
+                          actors::cluster_member_peers{n.dispatcher, n.transport->middleman(),
+                                                       n.share, metrics, clock});
     caf::anon_send(n.dispatcher, actors::attach_atom_v, n.cluster);
     components.push_back(
         {"cluster_member", shutdown_stage::ingest, caf::actor_cast<caf::actor>(n.cluster), {}});
@@ -343,16 +348,20 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
 
 // Makes this node's cluster member reachable at `cluster.listen`; throws std::system_error
 // when the address cannot be bound (reported like an HTTP listener that cannot be).
-void publish_cluster_member(caf::actor_system& sys, const actors::cluster_peer_actor& member,
+void publish_cluster_member(caf::actor_system& sys, const node& n,
                             const actors::cluster_config& cluster) {
   api::http_options address;
   apply_listen(cluster.listen, address);
-  auto published = sys.middleman().publish(member, address.port, address.host.c_str(), true);
+  const actors::cluster_peer_actor member = n.cluster;
+  auto published = n.transport->publish(caf::actor_cast<caf::strong_actor_ptr>(member),
+                                        sys.message_types(member), address.port, address.host);
   if (!published)
     throw std::system_error(std::make_error_code(std::errc::address_in_use),
                             "cannot listen for cluster peers on " + cluster.listen + ": " +
                                 sys.render(published.error()));
-  log::info("cluster.listening", {{"listen", cluster.listen}, {"node_id", cluster.node_id}});
+  log::info("cluster.listening", {{"listen", cluster.listen},
+                                  {"node_id", cluster.node_id},
+                                  {"transport", cluster.tls.enabled() ? "tls" : "plaintext"}});
 }
 
 // Stops every actor in order through the supervisor; bounded by its grace and kill periods.
@@ -467,6 +476,7 @@ int serve(const config& cfg) {
     // Without these a hung peer's connection is never given up (caf-0.17.md).
     caf_cfg.set("middleman.heartbeat-interval", caf::timespan{cfg.cluster->heartbeat});
     caf_cfg.set("middleman.connection-timeout", caf::timespan{cfg.cluster->timeout});
+    actors::configure_cluster_tls(caf_cfg, cfg.cluster->tls);
   }
   std::shared_ptr<const domain::clock> clock = std::make_shared<domain::system_clock>();
   if (cfg.test_clock_start) {
@@ -534,7 +544,7 @@ int serve(const config& cfg) {
         metrics_server->start();
       server.start();
       if (n.cluster) {
-        publish_cluster_member(sys, n.cluster, *cfg.cluster);
+        publish_cluster_member(sys, n, *cfg.cluster);
         // Dialing waits for the middleman; published first, a peer dialing here finds us.
         for (const auto& peer : cfg.cluster->peers)
           caf::anon_send(n.cluster, actors::dial_atom_v, peer);

@@ -154,6 +154,12 @@ struct metrics::families {
                             .Name("herald_partition_moves_total")
                             .Help("Partitions this node gained or lost on membership changes")
                             .Register(r)),
+        cluster_connections_closed(
+            prometheus::BuildCounter()
+                .Name("herald_cluster_connections_closed_total")
+                .Help("Connections the cluster port closed before they carried a peer, by reason "
+                      "(refused over a cap, expired in their handshake, malformed frames)")
+                .Register(r)),
         messages_received_total(messages_received.Add({})),
         cluster_members_gauge(cluster_members.Add({})),
         partitions_owned_gauge(partitions_owned.Add({})),
@@ -189,6 +195,7 @@ struct metrics::families {
   prometheus::Family<prometheus::Gauge>& cluster_members;
   prometheus::Family<prometheus::Gauge>& partitions_owned;
   prometheus::Family<prometheus::Counter>& partition_moves;
+  prometheus::Family<prometheus::Counter>& cluster_connections_closed;
 
   // Unlabelled series, created once so they render (as 0) before the first event.
   prometheus::Counter& messages_received_total;
@@ -268,6 +275,11 @@ void metrics::partitions_owned(double count) {
 
 void metrics::partition_moves(std::size_t count) {
   families_->partition_moves_total.Increment(static_cast<double>(count));
+}
+
+void metrics::cluster_connection_closed(std::string_view reason, std::uint64_t count) {
+  families_->cluster_connections_closed.Add({{"reason", std::string(reason)}})
+      .Increment(static_cast<double>(count));
 }
 
 void metrics::http_response(std::string_view route, unsigned status) {

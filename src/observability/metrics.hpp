@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -69,6 +70,9 @@ public:
   void partitions_owned(double count);
   /// Partitions this node gained or lost on a membership change.
   void partition_moves(std::size_t count);
+  /// Connections the cluster port closed before they carried a peer: `reason` is refused (over
+  /// a cap), expired (handshake not done in time) or malformed (a frame CAF must not read).
+  void cluster_connection_closed(std::string_view reason, std::uint64_t count = 1);
 
   /// Prometheus text exposition format.
   std::string render() const;

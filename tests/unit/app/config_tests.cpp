@@ -2,6 +2,7 @@
 #include "support/herald_process.hpp"
 #include "support/jws_test_keys.hpp"
 
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -706,6 +707,55 @@ BOOST_AUTO_TEST_CASE(a_cluster_block_is_read_and_checked) {
        "cluster: needs a PostgreSQL database"},
       {with_top(pg + R"("node_id":"a","cluster":{"node_id":"n1","listen":"127.0.0.1:7101"})"),
        "cluster.node_id: differs from node_id 'a'"},
+  };
+  for (const auto& [document, expected] : refused) {
+    const auto error = error_of(document);
+    BOOST_TEST(error.find(expected) != std::string::npos, document << " -> " << error);
+  }
+}
+
+// The cluster port speaks CAF's BASP, which trusts what it reads: off loopback only with
+// mutual TLS, whose files are loaded and matched at start (a bad file is a config error, not
+// a node that cannot talk to its peers).
+BOOST_AUTO_TEST_CASE(a_cluster_off_loopback_needs_tls_whose_files_load) {
+  herald::test::temp_dir certs{"herald-certs"};
+  const auto script = std::string(HERALD_SOURCE_DIR) + "/scripts/cluster-certs.sh '" +
+                      certs.path() + "' n1 n2 >/dev/null";
+  BOOST_REQUIRE_EQUAL(std::system(script.c_str()), 0);
+  const auto file = [&](const std::string& name) { return "\"" + certs.file(name) + "\""; };
+  const std::string pg = R"("database":"postgresql://herald@127.0.0.1:5432/herald", )";
+  const auto cluster = [&](const std::string& listen, const std::string& more) {
+    return with_top(pg + R"("cluster":{"node_id":"n1","listen":")" + listen +
+                    R"(","peers":["10.0.0.12:7100"])" + more + "}");
+  };
+  const auto tls = [&](const std::string& certificate, const std::string& key) {
+    return R"(,"tls":{"certificate":)" + file(certificate) + R"(,"key":)" + file(key) +
+           R"(,"ca_file":)" + file("ca.pem") + "}";
+  };
+
+  auto cfg = app::parse_config(cluster("10.0.0.11:7100", tls("n1.pem", "n1.key") +
+                                                             R"(,"handshake_timeout_ms":2000,)"
+                                                             R"("max_frame_bytes":1048576)"));
+  app::validate(cfg);
+  BOOST_TEST(cfg.cluster->tls.enabled());
+  BOOST_TEST(cfg.cluster->tls.ca_file == certs.file("ca.pem"));
+  BOOST_TEST(cfg.cluster->port_limits.handshake_timeout.count() == 2000);
+  BOOST_TEST(cfg.cluster->port_limits.max_frame_bytes == 1048576u);
+  BOOST_TEST(cfg.cluster->port_limits.max_handshakes == 64u);
+
+  const std::vector<std::pair<std::string, std::string>> refused{
+      {cluster("10.0.0.11:7100", ""),
+       "cluster.tls: required, as 10.0.0.12:7100 is not a loopback address"},
+      {with_top(pg + R"("cluster":{"node_id":"n1","listen":"0.0.0.0:7100"})"),
+       "cluster.tls: required, as 0.0.0.0:7100 is not a loopback address"},
+      {cluster("10.0.0.11:7100", R"(,"tls":{"certificate":)" + file("n1.pem") + "}"),
+       "cluster.tls: needs certificate, key and ca_file"},
+      {cluster("10.0.0.11:7100", tls("missing.pem", "n1.key")),
+       "cluster.tls.certificate: cannot load " + certs.file("missing.pem")},
+      {cluster("10.0.0.11:7100", tls("n1.pem", "n2.key")),
+       "cluster.tls.key: is not the key of " + certs.file("n1.pem")},
+      {cluster("10.0.0.11:7100", tls("n1.pem", "n1.key") + R"(,"max_frame_bytes":10)"),
+       "cluster.max_frame_bytes: must be between"},
   };
   for (const auto& [document, expected] : refused) {
     const auto error = error_of(document);
