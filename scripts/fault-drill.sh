@@ -25,7 +25,8 @@
 # drill then also reports how the ambiguous tasks were resolved (found/not_found/unknown).
 # With --cluster N (PostgreSQL only) the drill runs N herald nodes on loopback sharing the one
 # database, each with a `cluster` block (docs/cluster.md) naming the others as peers
-# (heartbeat 200 ms, timeout 1000 ms; channel leases 3000 ms); `herald load` spreads its
+# (heartbeat 200 ms, timeout 1000 ms; channel leases 3000 ms) and talking over mutual TLS with
+# certificates of scripts/cluster-certs.sh; `herald load` spreads its
 # requests over all N. Each kill SIGKILLs a random node; the drill then measures how long until
 # every surviving node's GET /v1/cluster shows exactly the survivors as members owning all 256
 # partitions (it must be within timeout_ms + lease_ms + 2 s), restarts the node with the same
@@ -125,16 +126,22 @@ closed_port=$(free_port) # nothing listens there
 lease_ms=2000 cluster_heartbeat_ms=200 cluster_timeout_ms=1000
 [ "$cluster" = 0 ] || lease_ms=3000 # a node taking over a killed one's partitions works harder
 
+# The nodes talk over mutual TLS, as a cluster off loopback must (docs/cluster.md).
+if [ "$cluster" != 0 ]; then
+  "$(dirname "$0")/cluster-certs.sh" "$work/certs" $(seq -f 'n%g' 1 "$nodes") >/dev/null
+fi
+
 # The `cluster` block of node $1 (nothing without --cluster).
 cluster_block() {
   [ "$cluster" = 0 ] && return 0
-  local peers="" j
+  local peers="" j certs="$work/certs"
   for j in $(seq 1 "$nodes"); do
     [ "$j" = "$1" ] && continue
     peers="$peers${peers:+, }\"127.0.0.1:${cluster_ports[j]}\""
   done
-  printf '"cluster": {"node_id": "n%s", "listen": "127.0.0.1:%s", "peers": [%s], "heartbeat_ms": %s, "timeout_ms": %s},' \
-    "$1" "${cluster_ports[$1]}" "$peers" "$cluster_heartbeat_ms" "$cluster_timeout_ms"
+  printf '"cluster": {"node_id": "n%s", "listen": "127.0.0.1:%s", "peers": [%s], "heartbeat_ms": %s, "timeout_ms": %s, "tls": {"certificate": "%s/n%s.pem", "key": "%s/n%s.key", "ca_file": "%s/ca.pem"}},' \
+    "$1" "${cluster_ports[$1]}" "$peers" "$cluster_heartbeat_ms" "$cluster_timeout_ms" \
+    "$certs" "$1" "$certs" "$1" "$certs"
 }
 
 # node_file KIND NODE: the config (KIND herald or outage) or log (KIND herald.log) of a node;
