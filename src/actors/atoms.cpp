@@ -37,8 +37,8 @@ std::string describe(const caf::error& err) {
 
 void register_types(caf::actor_system_config& cfg) {
   // What travels between cluster nodes, by the names their inspect() overloads give.
-  cfg.add_message_type<member_beat>("herald.member_beat");
-  cfg.add_message_type<task_handoff>("herald.task_handoff");
+  cfg.add_message_type<member_beat>(member_beat_type_name);
+  cfg.add_message_type<task_handoff>(task_handoff_type_name);
   cfg.add_error_category(herald_category,
                          [](std::uint8_t code, caf::atom_value, const caf::message& context) {
                            auto text = std::string{name_of(static_cast<errc>(code))};

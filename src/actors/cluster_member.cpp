@@ -174,6 +174,9 @@ bool leave_dial_to_peer(self_pointer self, const std::string& address) {
 
 void dial(self_pointer self, const std::string& address) {
   auto& st = self->state;
+  // Only the configured peers (validated as host:port at start), whoever asks.
+  if (std::find(st.config.peers.begin(), st.config.peers.end(), address) == st.config.peers.end())
+    return;
   if (st.dialed.count(address) != 0 || leave_dial_to_peer(self, address))
     return;
   const auto colon = address.rfind(':');
@@ -330,11 +333,13 @@ void hand_off(self_pointer self, const partitioned_tasks& tasks) {
 
 // Whether the message being handled came over the network. The middleman delivers to an actor
 // whatever a peer sends it, whatever the published interface says: the node's own messages
-// (tick, dial, forward) are taken only from this process.
+// (tick, dial, forward) are taken only from an actor of this process. A message without a
+// sender counts as foreign: BASP delivers one whose source a peer left empty that way.
 bool from_another_node(self_pointer self) {
   const auto& sender = self->current_sender();
-  if (sender != nullptr && sender->node() != self->node()) {
-    log::warn("cluster.refused_message", {{"from", caf::to_string(sender->node())}});
+  if (sender == nullptr || sender->node() != self->node()) {
+    log::warn("cluster.refused_message",
+              {{"from", sender ? caf::to_string(sender->node()) : std::string{"unknown"}}});
     return true;
   }
   return false;

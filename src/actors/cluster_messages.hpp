@@ -12,6 +12,11 @@
 
 namespace herald::actors {
 
+/// The names the cluster's messages travel under (registered in atoms.cpp; the cluster port's
+/// frame check lets through only messages of these and CAF's own node probe).
+inline constexpr char member_beat_type_name[] = "herald.member_beat";
+inline constexpr char task_handoff_type_name[] = "herald.task_handoff";
+
 /// A heartbeat: what a node tells its peers about itself, every heartbeat interval.
 struct member_beat {
   std::string cluster_id; ///< the installation's (domain::cluster_id_for): another one's is ignored
@@ -22,7 +27,7 @@ struct member_beat {
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, member_beat& x) {
-  return f(caf::meta::type_name("herald.member_beat"), x.cluster_id, x.node_id, x.address,
+  return f(caf::meta::type_name(member_beat_type_name), x.cluster_id, x.node_id, x.address,
            x.in_flight, x.partitions_owned);
 }
 
@@ -34,7 +39,7 @@ struct task_handoff {
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, task_handoff& x) {
-  return f(caf::meta::type_name("herald.task_handoff"), x.cluster_id, x.task_ids);
+  return f(caf::meta::type_name(task_handoff_type_name), x.cluster_id, x.task_ids);
 }
 
 } // namespace herald::actors

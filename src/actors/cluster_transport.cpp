@@ -367,6 +367,10 @@ cluster_transport::cluster_transport(caf::actor_system& sys, const cluster_tls_c
   auto broker = sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
   middleman_ = caf::actor_cast<caf::io::middleman_actor>(
       sys.spawn<guarded_middleman, caf::detached + caf::hidden>(std::move(broker), guard_));
+  // Every reason's series from the start at 0: an alert on its increase sees the first one.
+  if (metrics_)
+    for (const auto* reason : {"refused", "expired", "malformed"})
+      metrics_->cluster_connection_closed(reason, 0);
   sweeper_ = std::thread{[this] { sweep(); }};
 }
 
@@ -386,24 +390,32 @@ void cluster_transport::sweep() {
   // A tenth of the deadline, so a connection is closed at most 10 % late; at least every second.
   const auto period = std::clamp(guard_->limits.handshake_timeout / 10,
                                  std::chrono::milliseconds{10}, std::chrono::milliseconds{1000});
+  // Metrics follow every period; the log gets one line per ten seconds for whatever a flood of
+  // strangers caused, not one per connection or period.
+  constexpr auto log_period = std::chrono::seconds{10};
+  cluster_port_counters metered;
   cluster_port_counters logged;
+  auto next_log = steady::now();
+  const auto differ = [](const cluster_port_counters& a, const cluster_port_counters& b) {
+    return a.refused != b.refused || a.expired != b.expired || a.malformed != b.malformed;
+  };
   std::unique_lock<std::mutex> lock{sweeper_mutex_};
   while (!sweeper_wake_.wait_for(lock, period, [this] { return stopping_; })) {
     guard_->close_expired(steady::now());
-    // One line a period for whatever a flood of strangers caused, not one per connection.
     const auto now = counters();
-    if (now.refused != logged.refused || now.expired != logged.expired ||
-        now.malformed != logged.malformed) {
+    if (metrics_ && differ(now, metered)) {
+      metrics_->cluster_connection_closed("refused", now.refused - metered.refused);
+      metrics_->cluster_connection_closed("expired", now.expired - metered.expired);
+      metrics_->cluster_connection_closed("malformed", now.malformed - metered.malformed);
+    }
+    metered = now;
+    if (differ(now, logged) && steady::now() >= next_log) {
       log::warn("cluster.connections_closed",
                 {{"refused", std::to_string(now.refused - logged.refused)},
                  {"expired", std::to_string(now.expired - logged.expired)},
                  {"malformed", std::to_string(now.malformed - logged.malformed)}});
-      if (metrics_) {
-        metrics_->cluster_connection_closed("refused", now.refused - logged.refused);
-        metrics_->cluster_connection_closed("expired", now.expired - logged.expired);
-        metrics_->cluster_connection_closed("malformed", now.malformed - logged.malformed);
-      }
       logged = now;
+      next_log = steady::now() + log_period;
     }
   }
 }

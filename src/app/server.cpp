@@ -545,9 +545,11 @@ int serve(const config& cfg) {
       server.start();
       if (n.cluster) {
         publish_cluster_member(sys, n, *cfg.cluster);
-        // Dialing waits for the middleman; published first, a peer dialing here finds us.
+        // Dialing waits for the middleman; published first, a peer dialing here finds us. Sent
+        // from an actor of this node: the member takes no dial without a local sender.
+        caf::scoped_actor starter{sys};
         for (const auto& peer : cfg.cluster->peers)
-          caf::anon_send(n.cluster, actors::dial_atom_v, peer);
+          starter->send(n.cluster, actors::dial_atom_v, peer);
       }
       resume_own_leases(url, name, *name_lock, *clock);
       caf::anon_send(n.dispatcher, actors::recover_atom_v, std::string{}); // every channel

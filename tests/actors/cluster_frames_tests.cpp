@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <boost/test/unit_test.hpp>
@@ -12,6 +13,7 @@
 using herald::actors::basp_frame_check;
 using herald::actors::basp_header_size;
 using herald::actors::connection_side;
+using herald::actors::max_control_payload;
 using herald::actors::max_handshake_payload;
 
 namespace {
@@ -62,6 +64,29 @@ basp_frame_check greeted_server() {
   return check;
 }
 
+/// A direct message's payload as CAF writes it: forwarding stack, type number 0, type name,
+/// then `elements` (left as zero bytes: the check does not read them).
+std::vector<unsigned char> message_payload(const std::string& type_name, std::size_t elements = 8,
+                                           std::uint8_t stack = 0) {
+  std::vector<unsigned char> payload{stack, 0, 0};
+  for (auto length = type_name.size();; length >>= 7) { // varbyte
+    payload.push_back(static_cast<unsigned char>((length & 0x7f) | (length > 0x7f ? 0x80 : 0)));
+    if (length <= 0x7f)
+      break;
+  }
+  payload.insert(payload.end(), type_name.begin(), type_name.end());
+  payload.resize(payload.size() + elements, 0);
+  return payload;
+}
+
+/// Whether a check past the handshake lets a direct message with `payload` through.
+bool accept_message(const std::vector<unsigned char>& payload) {
+  auto check = greeted_server();
+  const auto size = static_cast<std::uint32_t>(payload.size());
+  return accept(check, {direct_message, size, 0, 5, 7}) &&
+         check.accept(payload.data(), payload.size());
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(cluster_frames_tests)
@@ -84,9 +109,9 @@ BOOST_AUTO_TEST_CASE(a_declared_payload_over_the_bound_is_refused_before_it_is_r
   basp_frame_check unknown{connection_side::accepted, max_payload};
   BOOST_TEST(!accept(unknown, {client_handshake, max_handshake_payload + 1}));
   auto peer = greeted_server();
-  BOOST_TEST(!accept(peer, {direct_message, max_payload + 1, 0, 0, 7}));
+  BOOST_TEST(!accept(peer, {direct_message, max_payload + 1, 0, 5, 7}));
   auto other = greeted_server();
-  BOOST_TEST(accept(other, {direct_message, max_payload, 0, 0, 7}));
+  BOOST_TEST(accept(other, {direct_message, max_payload, 0, 5, 7}));
 }
 
 BOOST_AUTO_TEST_CASE(the_first_frame_must_be_the_peers_handshake) {
@@ -116,8 +141,55 @@ BOOST_AUTO_TEST_CASE(only_the_peers_side_of_the_handshake_comes) {
 
 BOOST_AUTO_TEST_CASE(a_payload_must_be_as_long_as_its_header_said) {
   auto check = greeted_server();
-  BOOST_REQUIRE(accept(check, {direct_message, 100, 0, 0, 7}));
+  BOOST_REQUIRE(accept(check, {heartbeat}));
+  BOOST_REQUIRE(accept(check, {monitor_message, 100}));
   BOOST_TEST(!accept_payload(check, 99));
+}
+
+BOOST_AUTO_TEST_CASE(a_direct_message_must_be_of_a_cluster_type) {
+  BOOST_TEST(accept_message(message_payload("@<>+@atom+herald.member_beat")));
+  BOOST_TEST(accept_message(message_payload("@<>+@atom+herald.task_handoff", 70000)));
+  BOOST_TEST(accept_message(message_payload("@<>+@atom+@atom+@str"))); // CAF's node probe
+  BOOST_TEST(accept_message(message_payload("@<>+@atom+@str+@strong_actor_ptr+@str")));
+  // A byte buffer's declared length is allocated before it is read: 4 GiB from a few bytes.
+  BOOST_TEST(!accept_message(message_payload("@<>+@charbuf")));
+  // Messages nest, and CAF reads each level with one more call: a stack overflow in 4 MiB.
+  BOOST_TEST(!accept_message(message_payload("@<>+@message")));
+  // CAF's config server keeps whatever it is put, for good.
+  BOOST_TEST(!accept_message(message_payload("@<>+@atom+@str+@message")));
+  // Herald's own in-process messages, sent to an actor a peer learned the id of.
+  BOOST_TEST(!accept_message(message_payload("@<>+@atom")));
+  BOOST_TEST(!accept_message(message_payload("@<>+@atom+@str")));
+  BOOST_TEST(!accept_message(message_payload("@<>+@atom+herald.member_beat+@atom")));
+}
+
+BOOST_AUTO_TEST_CASE(a_direct_message_is_read_as_caf_writes_it) {
+  BOOST_TEST(!accept_message(message_payload("@<>+@atom+herald.member_beat", 8, 1))); // forwarded
+  auto wrong_number = message_payload("@<>+@atom+herald.member_beat");
+  wrong_number[2] = 1;
+  BOOST_TEST(!accept_message(wrong_number));
+  auto cut_name = message_payload("@<>+@atom+herald.member_beat", 0);
+  cut_name.pop_back();
+  BOOST_TEST(!accept_message(cut_name));
+  // A type name longer than the payload, a varbyte that never ends.
+  BOOST_TEST(!accept_message({0, 0, 0, 0xff, 0xff, 0x03, '@'}));
+  BOOST_TEST(!accept_message({0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));
+  BOOST_TEST(!accept_message({0}));
+}
+
+BOOST_AUTO_TEST_CASE(random_payloads_never_pass_for_a_message) {
+  // What a fuzzer's first tries look like: none is a cluster type, none may read past its end.
+  std::uint32_t state = 2463534242u;
+  for (int round = 0; round < 20000; ++round) {
+    std::vector<unsigned char> payload(1 + round % 64);
+    for (auto& byte : payload) {
+      state ^= state << 13;
+      state ^= state >> 17;
+      state ^= state << 5;
+      byte = static_cast<unsigned char>(state);
+    }
+    BOOST_TEST_REQUIRE(!accept_message(payload));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(every_operation_is_held_to_its_shape) {
@@ -129,14 +201,16 @@ BOOST_AUTO_TEST_CASE(every_operation_is_held_to_its_shape) {
       {{heartbeat}, true},
       {{heartbeat, 0, 0, 1, 0}, false},
       {{heartbeat, 8}, false},
-      {{direct_message, 8, 0, 0, 7}, true},
-      {{direct_message, 8, 0, 0, 0}, false}, // no receiver
-      {{direct_message, 0, 0, 0, 7}, false}, // no message
-      {{routed_message, 8, 0, 0, 7}, true},
-      {{routed_message, 0, 0, 0, 7}, false},
+      {{direct_message, 8, 0, 5, 7}, true},
+      {{direct_message, 8, 0, 5, 0}, false}, // no receiver
+      {{direct_message, 8, 0, 0, 7}, false}, // no sender: nobody to answer, nobody to check
+      {{direct_message, 0, 0, 5, 7}, false}, // no message
+      {{routed_message, 8, 0, 5, 7}, false}, // herald's nodes all talk directly
       {{monitor_message, 8}, true},
       {{monitor_message, 8, 1}, false},
+      {{monitor_message, max_control_payload + 1}, false}, // node ids are short
       {{down_message, 8, 0, 9, 0}, true},
+      {{down_message, max_control_payload + 1, 0, 9, 0}, false}, // so is a real exit reason
       {{down_message, 8, 0, 0, 0}, false},
       {{down_message, 8, 0, 9, 3}, false},
       {{7, 8, 0, 0, 7}, false}, // no such operation
