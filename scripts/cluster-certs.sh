@@ -31,14 +31,18 @@ for node in "$@"; do
     echo "$0: '$node' is not a node id (letters, digits, '.', '_', '-'; at most 64)" >&2
     exit 2
   fi
+  # Written beside the old pair and moved over it at the end: a node reading its files while
+  # they are renewed finds the old pair or the new one, never half of each.
   openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$node" \
-    -keyout "$dir/$node.key" -out "$dir/$node.csr" 2>/dev/null
+    -keyout "$dir/$node.key.new" -out "$dir/$node.csr" 2>/dev/null
   openssl x509 -req -in "$dir/$node.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
-    -CAcreateserial -days 825 -out "$dir/$node.pem" \
+    -CAcreateserial -days 825 -out "$dir/$node.pem.new" \
     -extfile <(printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\n') \
     2>/dev/null
   rm -f "$dir/$node.csr"
-  chmod 0644 "$dir/$node.pem"
+  chmod 0644 "$dir/$node.pem.new"
+  mv "$dir/$node.key.new" "$dir/$node.key"
+  mv "$dir/$node.pem.new" "$dir/$node.pem"
 done
 chmod 0644 "$dir/ca.pem"
 echo "certificates in $dir: ca.pem, $(printf '%s.pem ' "$@")(keys beside them)"
