@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -165,6 +166,18 @@ public:
             outcome.state = domain::state_of(receipt.receipt.status);
           }
           done(outcome);
+        },
+        false);
+  }
+
+  /// Admits a seal whose key is new or was stored with the same digest, as the store does.
+  void admit_push(domain::push_seal seal,
+                  std::function<void(std::variant<bool, api::service_error>)> done) override {
+    enqueue(
+        [this, seal = std::move(seal), done = std::move(done)] {
+          auto [stored, added] =
+              seals.emplace(std::tuple{seal.channel, seal.signed_at, seal.nonce}, seal.digest);
+          done(added || stored->second == seal.digest);
         },
         false);
   }
@@ -392,6 +405,7 @@ public:
   std::optional<api::service_error> failure; // set before the requests it applies to
   // Written by the worker before it answers; read by the test after the answer came.
   std::vector<persistence::receipt_input> receipts;
+  std::map<std::tuple<std::string, std::int64_t, std::string>, std::string> seals; ///< -> digest
   std::vector<persistence::stats_query> stats_asked;
   std::vector<persistence::inbox_query> inbox_asked;
   std::vector<std::size_t> batch_sizes; ///< plans of each submit_batch, in order
