@@ -261,11 +261,11 @@ channel_config read_channel(const json::value& value, const std::string& path) {
   }
   if (ch.type == "webhook") {
     r.read("url", ch.webhook.url);
-    r.read("secret", ch.webhook.secret);
+    r.read_secret("secret", ch.webhook.secret);
     r.read_ms("timeout_ms", ch.webhook.timeout, 1, 10 * one_minute_ms);
     r.read_integer("max_connections", ch.webhook.max_connections, 1, 10000);
     r.read("status_url", ch.webhook.status_url);
-    r.read("receipt_secret", ch.webhook.receipt_secret);
+    r.read_secret("receipt_secret", ch.webhook.receipt_secret);
   } else if (ch.type == "wechat_template") {
     auto& w = ch.wechat;
     r.read("appid", w.appid);
@@ -519,7 +519,7 @@ events_config read_events(const json::value& value) {
   object_reader r{value, "events"};
   events_config events;
   r.read("url", events.url);
-  r.read("secret", events.secret);
+  r.read_secret("secret", events.secret);
   r.read("types", events.types);
   r.read_ms("timeout_ms", events.timeout, 1, 10 * one_minute_ms);
   if (auto* retry = r.find("retry"))
@@ -613,7 +613,8 @@ config parse_config(const std::string& text) {
   r.read("metrics_listen", cfg.metrics_listen);
   if (auto* auth = r.find("auth"))
     cfg.auth = read_auth(*auth);
-  r.read("database", cfg.database);
+  // A PostgreSQL URL may hold a password: database_env keeps it out of the file.
+  r.read_secret("database", cfg.database);
   std::string level;
   r.read("log_level", level);
   if (!level.empty() && !log::parse_level(level, cfg.log_level))
