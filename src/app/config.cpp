@@ -84,14 +84,17 @@ public:
 
   /// A secret given inline as `key`, or (better: it stays out of the file) as `key` + "_env",
   /// the name of an environment variable holding it, which must then be set and non-empty.
+  /// `out` may hold a default (the database URL has one): only a `key` written in the file
+  /// clashes with `key` + "_env".
   void read_secret(const std::string& key, std::string& out) {
+    const bool given_inline = object_->if_contains(key) != nullptr;
     read(key.c_str(), out);
     const auto env_key = key + "_env";
     std::string variable;
     read(env_key.c_str(), variable);
     if (variable.empty())
       return;
-    if (!out.empty())
+    if (given_inline)
       fail(env_key, "give " + key + " or " + env_key + ", not both");
     out = environment_variable(env_key, variable);
     // Secret mounts often end the file with a line break, which is no part of the secret.
