@@ -66,6 +66,7 @@ CAF_ADD_ATOM(herald, herald::atoms, forward_atom, "forward")
 CAF_ADD_ATOM(herald, herald::atoms, dial_atom, "dial")
 CAF_ADD_ATOM(herald, herald::atoms, cluster_atom, "cluster")
 CAF_ADD_ATOM(herald, herald::atoms, own_atom, "own")
+CAF_ADD_ATOM(herald, herald::atoms, seal_atom, "seal")
 
 namespace herald::actors {
 
@@ -106,6 +107,9 @@ using receipt_outcomes = std::vector<persistence::receipt_outcome>;
 /// Answer to a provider's receipt callback.
 using receipt_callback =
     std::function<void(std::variant<persistence::receipt_outcome, api::service_error>)>;
+/// Answer to a signed push's seal: whether the store admitted it (the type of removed_callback,
+/// allowed as a message type with it).
+using admit_callback = std::function<void(std::variant<bool, api::service_error>)>;
 using awaiting_receipts = std::vector<persistence::awaiting_receipt>;
 using maybe_inbox_item = std::optional<persistence::inbox_item>;
 /// Answer to an inbox page read.
@@ -179,6 +183,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::stats_report)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::stats_callback)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::receipt_outcomes)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::receipt_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::domain::push_seal)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::awaiting_receipts)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::awaiting_cursor)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::persistence::inbox_query)

@@ -51,6 +51,9 @@ using store_writer_actor = caf::typed_actor<
     /// Records receipts (as of the given time) and moves their tasks, in the next group
     /// commit; answers one outcome per receipt after COMMIT.
     caf::replies_to<receipt_atom, receipt_inputs, domain::timestamp>::with<receipt_outcomes>,
+    /// Admits a signed push's seal (as of the given time) in the next group commit; answers
+    /// after COMMIT whether the push may be acted on (its seal is new, or names the same request).
+    caf::replies_to<seal_atom, domain::push_seal, domain::timestamp>::with<bool>,
     /// Applies a change to a user of a tenant (tenant, user id), creating it when absent, in
     /// one transaction stamped with the given time; answers the profile after COMMIT.
     caf::replies_to<update_atom, std::string, std::string, domain::user_patch,
@@ -227,7 +230,9 @@ using receipt_actor = caf::typed_actor<
     /// A verified receipt from a provider's callback; answered after COMMIT.
     caf::reacts_to<receipt_atom, persistence::receipt_input, receipt_callback>,
     /// Looks a receipt's task up again (sent to itself; the number counts the tries so far).
-    caf::reacts_to<rewrite_atom, persistence::receipt_input, receipt_callback, std::uint32_t>>;
+    caf::reacts_to<rewrite_atom, persistence::receipt_input, receipt_callback, std::uint32_t>,
+    /// A signed push's seal: answers after COMMIT whether the push may be acted on.
+    caf::reacts_to<seal_atom, domain::push_seal, admit_callback>>;
 /// Posts status events from the outbox to the calling system (docs/events.md), on a store
 /// connection of its own: a receiver that is down never holds up the store writer or a channel.
 using events_actor = caf::typed_actor<

@@ -75,6 +75,17 @@ void record(self_pointer self, persistence::receipt_input receipt, receipt_callb
           });
 }
 
+void admit(self_pointer self, domain::push_seal seal, admit_callback done) {
+  auto& state = self->state;
+  self->request(state.peers.writer, state.config.store_timeout, seal_atom_v, seal,
+                state.peers.clock->now())
+      .then([done](bool admitted) { done(admitted); },
+            [channel = seal.channel, done](caf::error& err) {
+              log::warn("receipts.seal_failed", {{"channel", channel}, {"error", describe(err)}});
+              done(to_service_error(err)); // the provider sends it again
+            });
+}
+
 } // namespace
 
 receipt_actor::behavior_type receipts(receipt_actor::stateful_pointer<receipt_state> self,
@@ -89,6 +100,9 @@ receipt_actor::behavior_type receipts(receipt_actor::stateful_pointer<receipt_st
       },
       [self](rewrite_atom, persistence::receipt_input& receipt, receipt_callback& done,
              std::uint32_t tries) { record(self, std::move(receipt), std::move(done), tries); },
+      [self](seal_atom, domain::push_seal& seal, admit_callback& done) {
+        admit(self, std::move(seal), std::move(done));
+      },
   };
 }
 

@@ -33,7 +33,8 @@ struct receipt_peers {
 /// commit and answers after COMMIT; hands the fallback task an UNDELIVERED receipt created to
 /// the dispatcher. A receipt that comes before its task's SENT commit is recorded and applied
 /// by that commit (the store does it, in the same transaction), so nothing is held in memory
-/// but the short wait of a receipt that names only the provider's message id.
+/// but the short wait of a receipt that names only the provider's message id. Also has the
+/// writer admit the seals of signed pushes (domain::push_seal) before they are acted on.
 struct receipt_state {
   static constexpr const char* name = "receipts";
   receipt_peers peers;

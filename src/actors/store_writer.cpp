@@ -134,12 +134,37 @@ void commit_receipts(store_writer_state& st) {
   }
 }
 
+// Admits every collected push seal in one transaction, before the receipts: a push is acted on
+// only once its seal is committed.
+void commit_seals(store_writer_state& st) {
+  auto batch = std::move(st.seals);
+  st.seals.clear();
+  std::vector<domain::push_seal> seals;
+  auto now = batch.front().now;
+  for (auto& pending : batch) {
+    seals.push_back(std::move(pending.seal));
+    now = std::max(now, pending.now);
+  }
+  try {
+    auto admitted = st.store->admit_pushes(seals, now);
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      batch[i].promise.deliver(static_cast<bool>(admitted.at(i)));
+  } catch (const std::exception& e) {
+    log::error("store.seals_failed",
+               {{"seals", std::to_string(seals.size())}, {"error", e.what()}});
+    for (auto& pending : batch)
+      pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
+  }
+}
+
 void flush(store_writer_state& st) {
   st.flush_queued = false;
   if (!st.claims.empty() || !st.claim_batches.empty())
     commit_claims(st);
   if (!st.applies.empty())
     commit_applies(st);
+  if (!st.seals.empty())
+    commit_seals(st);
   if (!st.receipts.empty())
     commit_receipts(st);
 }
@@ -151,7 +176,7 @@ void schedule_flush(self_pointer self) {
   std::size_t batched_plans = 0;
   for (const auto& pending : st.claim_batches)
     batched_plans += pending.plans.size();
-  if (st.claims.size() + batched_plans + st.applies.size() + st.receipts.size() >=
+  if (st.claims.size() + batched_plans + st.applies.size() + st.receipts.size() + st.seals.size() >=
       st.config.batch_max) {
     flush(st);
   } else if (!st.flush_queued) {
@@ -196,6 +221,12 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
         if (receipts.empty())
           return receipt_outcomes{};
         self->state.receipts.push_back({std::move(receipts), now, promise});
+        schedule_flush(self);
+        return promise;
+      },
+      [self](seal_atom, domain::push_seal& seal, domain::timestamp now) -> caf::result<bool> {
+        auto promise = self->make_response_promise<bool>();
+        self->state.seals.push_back({std::move(seal), now, promise});
         schedule_flush(self);
         return promise;
       },

@@ -50,11 +50,17 @@ struct store_writer_state {
     domain::timestamp now;
     caf::typed_response_promise<receipt_outcomes> promise;
   };
+  struct pending_seal {
+    domain::push_seal seal;
+    domain::timestamp now;
+    caf::typed_response_promise<bool> promise;
+  };
 
   std::vector<pending_claim> claims;
   std::vector<pending_claim_batch> claim_batches;
   std::vector<pending_apply> applies;
   std::vector<pending_receipts> receipts;
+  std::vector<pending_seal> seals;
   bool flush_queued = false;
 };
 

@@ -115,6 +115,8 @@ public:
             std::optional<log::level> level = {}) {
     http_response response{status, 11};
     response.set(http::field::content_type, content_type);
+    // Some bodies echo what a caller sent (WeChat's echostr): never to be sniffed as HTML.
+    response.set("X-Content-Type-Options", "nosniff");
     response.body() = std::move(body);
     send(std::move(response), {}, true, level);
   }
@@ -1028,7 +1030,28 @@ void routes::read_provider_callback(const std::string& channel,
     return ex->error(error_status(static_cast<int>(reading.http_status)), reading.error,
                      reading.message);
   }
-  if (reading.result == kind::reply)
+  if (!reading.seal)
+    return act_on_reading(channel, std::move(reading), ex);
+  auto seal = std::move(*reading.seal);
+  reading.seal.reset();
+  service_.admit_push(
+      std::move(seal),
+      guarded(ex, [this, channel, reading = std::move(reading)](
+                      const exchange_ptr& exchange, std::variant<bool, service_error>& admitted) {
+        if (auto* failure = std::get_if<service_error>(&admitted))
+          return exchange->error(*failure);
+        if (!std::get<bool>(admitted)) {
+          metrics_.receipt_rejected(channel, "replayed_signature");
+          return exchange->error(http::status::unauthorized, "replayed_signature",
+                                 "this signature came before with another request");
+        }
+        act_on_reading(channel, reading, exchange);
+      }));
+}
+
+void routes::act_on_reading(const std::string& channel, providers::callback_reading reading,
+                            const exchange_ptr& ex) {
+  if (reading.result == providers::callback_reading::kind::reply)
     return ex->text(http::status::ok, reading.reply_content_type, std::move(reading.reply_body));
   record_reading(channel, std::move(reading), ex);
 }

@@ -82,6 +82,10 @@ private:
   void read_provider_callback(const std::string& channel,
                               const providers::provider_adapter& adapter,
                               const http_request& request, const exchange_ptr& ex);
+  /// Acts on a verified reading whose seal, if it has one, the store admitted: answers its reply,
+  /// or records its receipt.
+  void act_on_reading(const std::string& channel, providers::callback_reading reading,
+                      const exchange_ptr& ex);
   /// Records a read receipt; answers after COMMIT (the reading's reply, or herald's JSON).
   void record_reading(const std::string& channel, providers::callback_reading reading,
                       const exchange_ptr& ex);

@@ -3,6 +3,7 @@
 #include "domain/cluster_view.hpp"
 #include "domain/message.hpp"
 #include "domain/policy.hpp"
+#include "domain/push_seal.hpp"
 #include "domain/template_definition.hpp"
 #include "domain/validation.hpp"
 #include "persistence/task_store.hpp"
@@ -69,6 +70,12 @@ public:
   virtual void record_receipt(
       persistence::receipt_input receipt,
       std::function<void(std::variant<persistence::receipt_outcome, service_error>)> done) = 0;
+
+  /// Admits the seal of a signed push whose signature does not cover the request (WeChat's):
+  /// answers after COMMIT whether the push may be acted on — true when the seal is new or names
+  /// the same request, on any node sharing the database.
+  virtual void admit_push(domain::push_seal seal,
+                          std::function<void(std::variant<bool, service_error>)> done) = 0;
 
   /// This node's view of its cluster (a single node: itself, owning every partition).
   virtual void cluster(std::function<void(domain::cluster_view)> done) = 0;

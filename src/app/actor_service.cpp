@@ -77,6 +77,12 @@ void actor_service::record_receipt(
                  actors::receipt_callback{std::move(done)});
 }
 
+void actor_service::admit_push(domain::push_seal seal,
+                               std::function<void(std::variant<bool, api::service_error>)> done) {
+  caf::anon_send(receipts_, actors::seal_atom_v, std::move(seal),
+                 actors::admit_callback{std::move(done)});
+}
+
 void actor_service::stats(
     persistence::stats_query which,
     std::function<void(std::variant<persistence::stats_report, api::service_error>)> done) {

@@ -66,6 +66,9 @@ public:
                  std::function<void(std::variant<persistence::receipt_outcome, api::service_error>)>
                      done) override;
 
+  void admit_push(domain::push_seal seal,
+                  std::function<void(std::variant<bool, api::service_error>)> done) override;
+
   void stats(persistence::stats_query which,
              std::function<void(std::variant<persistence::stats_report, api::service_error>)> done)
       override;

@@ -84,14 +84,17 @@ public:
 
   /// A secret given inline as `key`, or (better: it stays out of the file) as `key` + "_env",
   /// the name of an environment variable holding it, which must then be set and non-empty.
+  /// `out` may hold a default (the database URL has one): only a `key` written in the file
+  /// clashes with `key` + "_env".
   void read_secret(const std::string& key, std::string& out) {
+    const bool given_inline = object_->if_contains(key) != nullptr;
     read(key.c_str(), out);
     const auto env_key = key + "_env";
     std::string variable;
     read(env_key.c_str(), variable);
     if (variable.empty())
       return;
-    if (!out.empty())
+    if (given_inline)
       fail(env_key, "give " + key + " or " + env_key + ", not both");
     out = environment_variable(env_key, variable);
     // Secret mounts often end the file with a line break, which is no part of the secret.
@@ -261,11 +264,11 @@ channel_config read_channel(const json::value& value, const std::string& path) {
   }
   if (ch.type == "webhook") {
     r.read("url", ch.webhook.url);
-    r.read("secret", ch.webhook.secret);
+    r.read_secret("secret", ch.webhook.secret);
     r.read_ms("timeout_ms", ch.webhook.timeout, 1, 10 * one_minute_ms);
     r.read_integer("max_connections", ch.webhook.max_connections, 1, 10000);
     r.read("status_url", ch.webhook.status_url);
-    r.read("receipt_secret", ch.webhook.receipt_secret);
+    r.read_secret("receipt_secret", ch.webhook.receipt_secret);
   } else if (ch.type == "wechat_template") {
     auto& w = ch.wechat;
     r.read("appid", w.appid);
@@ -519,7 +522,7 @@ events_config read_events(const json::value& value) {
   object_reader r{value, "events"};
   events_config events;
   r.read("url", events.url);
-  r.read("secret", events.secret);
+  r.read_secret("secret", events.secret);
   r.read("types", events.types);
   r.read_ms("timeout_ms", events.timeout, 1, 10 * one_minute_ms);
   if (auto* retry = r.find("retry"))
@@ -628,7 +631,8 @@ config parse_config(const std::string& text) {
   r.read("metrics_listen", cfg.metrics_listen);
   if (auto* auth = r.find("auth"))
     cfg.auth = read_auth(*auth);
-  r.read("database", cfg.database);
+  // A PostgreSQL URL may hold a password: database_env keeps it out of the file.
+  r.read_secret("database", cfg.database);
   std::string level;
   r.read("log_level", level);
   if (!level.empty() && !log::parse_level(level, cfg.log_level))

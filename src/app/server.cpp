@@ -568,6 +568,14 @@ int serve(const config& cfg) {
                   {{"reason", "metrics_listen is not set: /metrics answers on the API listener "
                               "without a key; set metrics_listen to serve it on an address of "
                               "its own (docs/security.md)"}});
+      // Said once at start: anyone who reaches the listener may submit, read and replay.
+      if (cfg.auth.mode == auth_config::auth_mode::none &&
+          cfg.auth.allow_unauthenticated_on_network)
+        log::warn("herald.unauthenticated_on_network",
+                  {{"listen", cfg.http.host + ":" + std::to_string(server.port())},
+                   {"reason", "auth.mode is none and auth.allow_unauthenticated_on_network is "
+                              "set: every client that reaches this address may submit and read "
+                              "messages without a key (docs/security.md)"}});
       notify_service_manager("READY=1");
       auto signal = wait_for_stop_signal();
       log::info("herald.stopping", {{"signal", std::to_string(signal)}});

@@ -2,11 +2,14 @@
 
 #include "persistence/sql.hpp"
 
+#include <cerrno>
 #include <chrono>
+#include <fcntl.h>
 #include <filesystem>
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <unistd.h>
 
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/soci.h>
@@ -24,6 +27,23 @@ std::string sqlite_connect_string(const std::string& path) {
   if (path.find('"') != std::string::npos)
     throw store_error("SQLite path '" + path + "' may not contain both '=' and '\"'");
   return "db=\"" + path + "\"";
+}
+
+/// Creates the database file readable and writable by its owner alone, unless it exists:
+/// SQLite would create it with the process's umask (0644 as a rule), and it creates the -wal and
+/// -shm files with the mode of the database file, so they follow. The file holds recipients,
+/// message bodies and API key hashes.
+void create_private_file(const std::string& path) {
+  if (path == ":memory:")
+    return;
+  const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    ::close(fd);
+    return;
+  }
+  if (errno != EEXIST)
+    throw store_error("cannot create the database file '" + path +
+                      "': " + std::error_code(errno, std::generic_category()).message());
 }
 
 } // namespace
@@ -78,6 +98,7 @@ std::unique_ptr<soci::session> connect(const database_url& url) {
           throw store_error("cannot create folder '" + parent.string() + "' for " + url.text +
                             ": " + ec.message());
       }
+      create_private_file(url.sqlite_path);
       sql = std::make_unique<soci::session>(soci::sqlite3, sqlite_connect_string(url.sqlite_path));
     } else {
       sql = std::make_unique<soci::session>(soci::postgresql, url.connection_string);

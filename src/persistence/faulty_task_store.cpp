@@ -90,6 +90,11 @@ faulty_task_store::record_receipts(const std::vector<receipt_input>& receipts,
   return write("record_receipts", [&] { return real_->record_receipts(receipts, failover, now); });
 }
 
+std::vector<bool> faulty_task_store::admit_pushes(const std::vector<domain::push_seal>& seals,
+                                                  domain::timestamp now) {
+  return write("admit_pushes", [&] { return real_->admit_pushes(seals, now); });
+}
+
 std::vector<std::string>
 faulty_task_store::deliver_to_inbox(const std::vector<std::string>& task_ids,
                                     domain::timestamp now) {

@@ -26,11 +26,10 @@ struct store_faults {
 };
 
 /// A decorator over a real store that fails or delays chosen writes (claim, apply, fail_over,
-/// record_receipts, replay, release_leases, settle_events, deliver_to_inbox, update_user) — for
-/// tests, and for
-/// drills that load herald while its database misbehaves. Reads pass through. A failure is a
-/// store_error, as the real store throws; "lost answer" failures throw after the inner store
-/// committed.
+/// record_receipts, admit_pushes, replay, release_leases, settle_events, deliver_to_inbox,
+/// update_user) — for tests, and for drills that load herald while its database misbehaves. Reads
+/// pass through. A failure is a store_error, as the real store throws; "lost answer" failures throw
+/// after the inner store committed.
 class faulty_task_store final : public task_store {
 public:
   enum class fault {
@@ -55,6 +54,8 @@ public:
   std::vector<receipt_outcome> record_receipts(const std::vector<receipt_input>& receipts,
                                                const undelivered_failover& failover,
                                                domain::timestamp now) override;
+  std::vector<bool> admit_pushes(const std::vector<domain::push_seal>& seals,
+                                 domain::timestamp now) override;
   std::vector<std::string> deliver_to_inbox(const std::vector<std::string>& task_ids,
                                             domain::timestamp now) override;
   inbox_page list_inbox(const inbox_query& which) override;

@@ -1601,6 +1601,87 @@ inbox_item inbox_item_of(const sql_row& i) {
 
 } // namespace
 
+// ---- seals of signed pushes (migration 0011) ----
+
+namespace {
+
+const std::vector<json_column> seal_columns = {
+    text{"channel"}, {"signed_at", bigint}, text{"nonce"}, text{"digest"}, {"kept_until", bigint}};
+
+/// How often one connection drops the seals that expired: a seal outlives its expiry by at most
+/// this, and a push never waits on the delete more than once this often.
+constexpr std::int64_t seal_prune_interval_s = 60;
+
+/// A seal's primary key.
+using seal_key = std::tuple<std::string, std::int64_t, std::string>;
+
+seal_key key_of(const domain::push_seal& seal) {
+  return {seal.channel, seal.signed_at, seal.nonce};
+}
+
+seal_key key_of(const sql_row& row) {
+  return {text_of(row[0]), to_int(row[1]), text_of(row[2])};
+}
+
+void add_seal(json_batch& rows, const domain::push_seal& seal) {
+  rows.add_row();
+  rows.text(seal.channel)
+      .number(seal.signed_at)
+      .text(seal.nonce)
+      .text(seal.digest)
+      .number(seal.kept_until);
+}
+
+} // namespace
+
+std::vector<bool> sql_task_store::admit_pushes(const std::vector<domain::push_seal>& seals,
+                                               domain::timestamp now) {
+  if (seals.empty())
+    return {};
+  json_batch rows(dialect_, seal_columns);
+  for (const auto& seal : seals)
+    add_seal(rows, seal);
+  const auto new_rows = rows.finish();
+  const std::string prune = "DELETE FROM push_seals WHERE kept_until < CAST(:now AS BIGINT)";
+  // One statement decides each key: the insert that finds it taken (a racing node's uncommitted
+  // row too: PostgreSQL waits for that transaction) writes nothing and returns nothing.
+  const std::string insert =
+      "INSERT INTO push_seals (channel, signed_at, nonce, digest, kept_until) SELECT r.channel, "
+      "r.signed_at, r.nonce, r.digest, r.kept_until FROM " +
+      dialect_.json_rows("rows", seal_columns) +
+      " WHERE true ON CONFLICT DO NOTHING RETURNING channel, signed_at, nonce, digest";
+  const std::string known = "SELECT s.channel, s.signed_at, s.nonce, s.digest FROM " +
+                            dialect_.json_rows("rows", seal_columns) +
+                            " JOIN push_seals s ON s.channel = r.channel AND s.signed_at = "
+                            "r.signed_at AND s.nonce = r.nonce";
+  const auto now_s = domain::to_unix_micros(now) / 1000000;
+  const bool prune_now = now_s - seals_pruned_at_ >= seal_prune_interval_s;
+  auto admitted = in_transaction("admit_pushes", [&] {
+    if (prune_now)
+      statements_->execute(prune, {std::to_string(now_s)});
+    std::map<seal_key, std::string> stored; // -> the digest stored under the key
+    for (const auto& row : statements_->fetch(insert, {new_rows}, 4))
+      stored.emplace(key_of(row), text_of(row[3]));
+    json_batch taken(dialect_, seal_columns);
+    for (const auto& seal : seals)
+      if (stored.count(key_of(seal)) == 0)
+        add_seal(taken, seal);
+    if (!taken.empty())
+      for (const auto& row : statements_->fetch(known, {taken.finish()}, 4))
+        stored.emplace(key_of(row), text_of(row[3]));
+    std::vector<bool> verdicts;
+    verdicts.reserve(seals.size());
+    for (const auto& seal : seals) {
+      auto found = stored.find(key_of(seal));
+      verdicts.push_back(found != stored.end() && found->second == seal.digest);
+    }
+    return verdicts;
+  });
+  if (prune_now)
+    seals_pruned_at_ = now_s;
+  return admitted;
+}
+
 std::vector<std::string> sql_task_store::deliver_to_inbox(const std::vector<std::string>& task_ids,
                                                           domain::timestamp now) {
   json_batch ids(dialect_, id_columns);

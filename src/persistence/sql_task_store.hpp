@@ -3,6 +3,7 @@
 #include "persistence/dialect.hpp"
 #include "persistence/task_store.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -51,6 +52,8 @@ public:
   std::vector<receipt_outcome> record_receipts(const std::vector<receipt_input>& receipts,
                                                const undelivered_failover& failover,
                                                domain::timestamp now) override;
+  std::vector<bool> admit_pushes(const std::vector<domain::push_seal>& seals,
+                                 domain::timestamp now) override;
   std::vector<std::string> deliver_to_inbox(const std::vector<std::string>& task_ids,
                                             domain::timestamp now) override;
   inbox_page list_inbox(const inbox_query& which) override;
@@ -128,6 +131,8 @@ private:
   store_options options_;
   std::unique_ptr<soci::session> sql_;
   std::unique_ptr<statement_cache> statements_; ///< destroyed before the session
+  /// When this connection last dropped expired push seals (unix seconds; 0: never).
+  std::int64_t seals_pruned_at_ = 0;
 };
 
 } // namespace herald::persistence

@@ -3,6 +3,7 @@
 #include "domain/message.hpp"
 #include "domain/partitions.hpp"
 #include "domain/policy.hpp"
+#include "domain/push_seal.hpp"
 #include "domain/receipt.hpp"
 #include "domain/task_state.hpp"
 #include "domain/time.hpp"
@@ -391,6 +392,14 @@ public:
   virtual std::vector<receipt_outcome> record_receipts(const std::vector<receipt_input>& receipts,
                                                        const undelivered_failover& failover,
                                                        domain::timestamp now) = 0;
+
+  /// Admits signed pushes (domain::push_seal) in one transaction: a seal whose (channel,
+  /// signed_at, nonce) is new is stored (insert-if-absent on the primary key, so of two nodes
+  /// racing with different requests one wins) and admitted; a known one is admitted only if it
+  /// names the same request. Answers in input order. Drops the seals whose kept_until passed by
+  /// `now`, at most once a minute per connection.
+  virtual std::vector<bool> admit_pushes(const std::vector<domain::push_seal>& seals,
+                                         domain::timestamp now) = 0;
 
   /// Puts each task into its user's inbox (inapp channels) in one transaction: tenant, user (the
   /// task's recipient), channel, title and body come from the task and its message, created_at

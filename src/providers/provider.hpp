@@ -1,5 +1,6 @@
 #pragma once
 
+#include "domain/push_seal.hpp"
 #include "domain/receipt.hpp"
 #include "observability/metrics.hpp"
 
@@ -118,6 +119,11 @@ struct callback_reading {
   /// Answer an unknown task like a recorded one: for providers that would otherwise retry the
   /// same callback (counted as an orphan either way).
   bool acknowledge_unknown = false;
+
+  // receipt and reply: a push whose signature does not cover the request (WeChat's) is acted on
+  // only once the store admitted this seal (a 401 replayed_signature otherwise); none: the
+  // signature covers what it carries.
+  std::optional<domain::push_seal> seal;
 
   static callback_reading refuse(unsigned status, std::string error, std::string message);
 };

@@ -3,7 +3,6 @@
 #include "observability/log.hpp"
 #include "providers/failure_class.hpp"
 #include "providers/provider_call.hpp"
-#include "providers/push_replay_guard.hpp"
 #include "providers/twilio_protocol.hpp"
 #include "providers/wechat_protocol.hpp"
 
@@ -116,8 +115,6 @@ struct wechat_template_provider::context {
   std::string send_url; ///< {base}/cgi-bin/message/template/send?access_token=
   wechat_account* account;
   std::shared_ptr<herald::metrics> counters;
-  /// Signed pushes seen within the timestamp window (mutable state behind a const adapter).
-  std::shared_ptr<push_replay_guard> replays;
 };
 
 namespace {
@@ -149,10 +146,9 @@ wechat_template_provider::wechat_template_provider(std::string channel, wechat_c
   if (auto problem = config.validate(); !problem.empty())
     throw std::invalid_argument(problem);
   auto send_url = config.api_base() + "/cgi-bin/message/template/send?access_token=";
-  auto replays = std::make_shared<push_replay_guard>(config.push_tolerance);
   context_ = std::make_shared<const context>(context{std::move(channel), std::move(config),
                                                      std::move(send_url), account_.get(),
-                                                     std::move(metrics), std::move(replays)});
+                                                     std::move(metrics)});
 }
 
 void wechat_template_provider::send(provider_request request, provider_callback done) {
@@ -214,6 +210,10 @@ callback_reading wechat_template_provider::read_callback(const callback_request&
                                     "timestamp is too far from the current time");
   callback_reading reading;
   reading.result = callback_reading::kind::reply;
+  // The signature covers neither the method nor the body: the handshake's query, or a push's,
+  // may carry only the request it came with (the route has the store admit the seal).
+  reading.seal = domain::seal_push(context_->channel, seconds, std::string{nonce}, request.method,
+                                   request.body, config.push_tolerance);
   if (request.method == "GET") {
     // The server URL handshake: WeChat checks that the URL echoes echostr.
     reading.reply_body = std::string{value_of(*query, "echostr")};
@@ -224,9 +224,6 @@ callback_reading wechat_template_provider::read_callback(const callback_request&
   if (value_of(*query, "encrypt_type") == "aes")
     return callback_reading::refuse(400, "unsupported_encryption",
                                     "encrypted pushes are not supported: use plaintext mode");
-  if (!context_->replays->admit(seconds, nonce, request.body, now.count()))
-    return callback_reading::refuse(401, "replayed_signature",
-                                    "this signature came before with another body");
   auto event = parse_template_event(request.body);
   reading.reply_body = "success"; // WeChat pushes again (three times) on any other answer
   switch (event.result) {

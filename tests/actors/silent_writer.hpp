@@ -44,6 +44,7 @@ silent_writer(actors::store_writer_actor::pointer self, std::shared_ptr<held_cla
       [](actors::receipt_atom, actors::receipt_inputs&, domain::timestamp) {
         return actors::receipt_outcomes{};
       },
+      [](actors::seal_atom, domain::push_seal&, domain::timestamp) { return false; },
       [](actors::update_atom, std::string&, std::string&, domain::user_patch&, domain::timestamp) {
         return domain::user_profile{};
       },

@@ -26,6 +26,7 @@ public:
   std::vector<std::string> awaiting_reads;        ///< channel of each load_awaiting_receipt
   std::size_t receipt_batches = 0; ///< record_receipts() calls, i.e. receipt transactions
   std::vector<persistence::receipt_input> receipts; ///< every receipt recorded, in order
+  std::size_t seal_batches = 0; ///< admit_pushes() calls, i.e. push seal transactions
 
   std::vector<persistence::claim_result>
   claim(const std::vector<domain::message_plan>& plans) override {
@@ -48,6 +49,12 @@ public:
     ++apply_batches;
     changes.push_back(change);
     return real_->fail_over(change, attempts, fallback);
+  }
+
+  std::vector<bool> admit_pushes(const std::vector<domain::push_seal>& seals,
+                                 domain::timestamp now) override {
+    ++seal_batches;
+    return real_->admit_pushes(seals, now);
   }
 
   std::vector<std::string> deliver_to_inbox(const std::vector<std::string>& task_ids,

@@ -214,22 +214,42 @@ BOOST_AUTO_TEST_CASE(a_signed_finish_push_is_a_receipt_by_msgid_and_a_forged_one
   BOOST_TEST(stale.error == "stale_timestamp");
 }
 
-BOOST_AUTO_TEST_CASE(a_signature_seen_before_carries_only_the_body_it_came_with) {
+// The signature covers only the timestamp and nonce: every verified push is sealed with what it
+// carried, for the store to admit once (docs/channels.md); refused ones are not sealed at all.
+BOOST_AUTO_TEST_CASE(every_verified_push_is_sealed_with_the_request_it_carried) {
   const auto now = std::chrono::system_clock::now();
   const auto seconds =
       std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
   auto real = tools::wechat_fake::finish_push("push-token", "o-user-1", "7", "success", seconds);
-  BOOST_TEST((adapter.read_callback({"POST", real.query, {}, real.body, now}).result ==
-              callback_reading::kind::receipt));
-  // WeChat's own repeat of the push: same signature, same body.
-  BOOST_TEST((adapter.read_callback({"POST", real.query, {}, real.body, now}).result ==
-              callback_reading::kind::receipt));
-  // The signed query lifted from a log, with a forged body: refused.
+  const auto first = adapter.read_callback({"POST", real.query, {}, real.body, now});
+  BOOST_REQUIRE(first.seal.has_value());
+  BOOST_TEST(first.seal->channel == "wechat");
+  BOOST_TEST(first.seal->signed_at == seconds);
+  BOOST_TEST(first.seal->kept_until == seconds + 600); // stale on every node by then
+  // WeChat's own repeat of the push: the same seal.
+  const auto repeat = adapter.read_callback({"POST", real.query, {}, real.body, now});
+  BOOST_REQUIRE(repeat.seal.has_value());
+  BOOST_TEST(repeat.seal->digest == first.seal->digest);
+  // The signed query with a forged body, and the same query as a URL handshake: same key,
+  // other requests.
   auto forged =
       tools::wechat_fake::finish_push("push-token", "o-user-1", "8", "failed:user block", seconds);
-  const auto refused = adapter.read_callback({"POST", real.query, {}, forged.body, now});
-  BOOST_TEST((refused.result == callback_reading::kind::refused));
-  BOOST_TEST(refused.error == "replayed_signature");
+  const auto lifted = adapter.read_callback({"POST", real.query, {}, forged.body, now});
+  const auto handshake = adapter.read_callback({"GET", real.query + "&echostr=e", {}, {}, now});
+  for (const auto* other : {&lifted, &handshake}) {
+    BOOST_REQUIRE(other->seal.has_value());
+    BOOST_TEST(other->seal->nonce == first.seal->nonce);
+    BOOST_TEST(other->seal->signed_at == first.seal->signed_at);
+    BOOST_TEST(other->seal->digest != first.seal->digest);
+  }
+  const auto unsigned_push = adapter.read_callback(
+      {"POST",
+       tools::wechat_fake::finish_push("guess", "o", "7", "success", seconds).query,
+       {},
+       real.body,
+       now});
+  BOOST_TEST((unsigned_push.result == callback_reading::kind::refused));
+  BOOST_TEST(!unsigned_push.seal.has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

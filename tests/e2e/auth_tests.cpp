@@ -345,6 +345,16 @@ BOOST_AUTO_TEST_CASE(auth_settings_are_checked_at_start) {
                          "0.0.0.0:" + std::to_string(port), "--db", database},
                         dir.file("herald.log"));
   BOOST_TEST(herald.wait_ready(host, port), herald.log());
+  // ... and said once, right after herald.started.
+  const std::string warning = "herald.unauthenticated_on_network";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (herald.log().find(warning) == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20)); // polling a condition, bounded
+  const auto log = herald.log();
+  const auto first = log.find(warning);
+  BOOST_TEST(first != std::string::npos, log);
+  BOOST_TEST(log.find(warning, first + 1) == std::string::npos, log);
   BOOST_TEST(herald.stop() == 0);
 }
 

@@ -5,6 +5,7 @@
 #include "support/eventually.hpp"
 #include "support/fake_provider_server.hpp"
 #include "support/herald_server.hpp"
+#include "support/postgres.hpp"
 #include "tools/wechat_fake.hpp"
 
 #include <set>
@@ -56,6 +57,45 @@ http_response push(running_herald& herald, const std::string& msgid, const std::
   auto p = wechat_fake::finish_push(token, "o-user-1", msgid, status, now);
   return request(host, herald.port(), "POST", "/v1/receipts/wechat?" + p.query, p.body,
                  {{"Content-Type", "text/xml"}});
+}
+
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// WeChat's signed URL handshake, as a gateway's access log would keep it: its query string
+/// (without echostr) and herald's answer.
+struct handshake {
+  std::string query;
+  http_response answer;
+};
+
+handshake check_url(running_herald& herald) {
+  auto query = wechat_fake::finish_push(callback_token, "", "", "", unix_now()).query;
+  return {query, herald.get("/v1/receipts/wechat?" + query + "&echostr=echo-1234")};
+}
+
+/// A forged "failed:user block" push for `msgid` posted under a signed query lifted from a log.
+http_response forged_push(running_herald& herald, const std::string& signed_query,
+                          const std::string& msgid) {
+  auto forged =
+      wechat_fake::finish_push("not-the-token", "o-user-1", msgid, "failed:user block", unix_now());
+  return request(host, herald.port(), "POST", "/v1/receipts/wechat?" + signed_query, forged.body,
+                 {{"Content-Type", "text/xml"}});
+}
+
+/// The handshake's query, lifted from node `first`'s log and replayed with a forged body on
+/// node `second` (another process on the same database): refused.
+void a_handshake_replayed_on(running_herald& first, running_herald& second) {
+  const auto lifted = check_url(first);
+  BOOST_REQUIRE_EQUAL(lifted.answer.status, 200);
+  const auto refused = forged_push(second, lifted.query, "3662956322040938501");
+  BOOST_TEST(refused.status == 401);
+  BOOST_TEST(refused.body.find("replayed_signature") != std::string::npos, refused.body);
+  BOOST_TEST(metric_sum(second.metrics(), "herald_receipts_rejected_total",
+                        {"reason=\"replayed_signature\""}) == 1.0);
 }
 
 } // namespace
@@ -157,6 +197,58 @@ BOOST_AUTO_TEST_CASE(channels_of_one_appid_share_one_token_whatever_the_trailing
   BOOST_TEST(fake.token_requests() == 1u);
 }
 
+// The handshake's signature covers only its timestamp and nonce: its query, replayed on a POST
+// with a forged "failed:user block", must not end a task UNDELIVERED (and fail it over).
+BOOST_AUTO_TEST_CASE(a_replayed_handshake_query_carries_no_forged_push) {
+  wechat_fake fake{wechat_fake::options{}};
+  auto server = serve(fake);
+  running_herald herald{"", wechat_config(*server)};
+  const auto id = submit(herald, 1);
+  BOOST_REQUIRE(eventually([&] { return status_of(herald, id) == "SENT"; }));
+  BOOST_REQUIRE(eventually([&] { return first_task(herald, id).contains("provider_message_id"); }));
+  const auto msgid = std::string(first_task(herald, id).at("provider_message_id").as_string());
+
+  const auto lifted = check_url(herald);
+  BOOST_REQUIRE_EQUAL(lifted.answer.status, 200);
+  const auto refused = forged_push(herald, lifted.query, msgid);
+  BOOST_TEST(refused.status == 401);
+  BOOST_TEST(refused.body.find("replayed_signature") != std::string::npos, refused.body);
+  BOOST_TEST(status_of(herald, id) == "SENT");
+  // WeChat's own handshake again is answered as before; a real push still lands.
+  BOOST_TEST(herald.get("/v1/receipts/wechat?" + lifted.query + "&echostr=echo-1234").status ==
+             200);
+  BOOST_TEST(push(herald, msgid, "success").status == 200);
+  BOOST_TEST(status_of(herald, id) == "DELIVERED");
+}
+
+BOOST_AUTO_TEST_CASE(a_handshake_query_carries_no_forged_push_after_a_restart) {
+  wechat_fake fake{wechat_fake::options{}};
+  auto server = serve(fake);
+  temp_dir dir{"herald-e2e-wechat"};
+  const auto database = "sqlite:" + dir.file("herald.db");
+  std::string lifted;
+  {
+    running_herald before{database, wechat_config(*server)};
+    const auto handshake = check_url(before);
+    BOOST_REQUIRE_EQUAL(handshake.answer.status, 200);
+    lifted = handshake.query;
+  } // killed
+  running_herald after{database, wechat_config(*server)};
+  const auto refused = forged_push(after, lifted, "3662956322040938501");
+  BOOST_TEST(refused.status == 401);
+  BOOST_TEST(refused.body.find("replayed_signature") != std::string::npos, refused.body);
+}
+
+BOOST_AUTO_TEST_CASE(a_handshake_query_carries_no_forged_push_on_another_node_of_one_sqlite_file) {
+  wechat_fake fake{wechat_fake::options{}};
+  auto server = serve(fake);
+  temp_dir dir{"herald-e2e-wechat"};
+  const auto database = "sqlite:" + dir.file("herald.db");
+  running_herald first{database, wechat_config(*server)};
+  running_herald second{database, wechat_config(*server)};
+  a_handshake_replayed_on(first, second);
+}
+
 BOOST_AUTO_TEST_CASE(the_callback_url_handshake_echoes_echostr) {
   wechat_fake fake{wechat_fake::options{}};
   auto server = serve(fake);
@@ -168,8 +260,26 @@ BOOST_AUTO_TEST_CASE(the_callback_url_handshake_echoes_echostr) {
   auto answer = herald.get("/v1/receipts/wechat?" + signed_query + "&echostr=1234567890");
   BOOST_TEST(answer.status == 200);
   BOOST_TEST(answer.body == "1234567890");
+  // The echo is the caller's text: a browser must not take it for HTML.
+  BOOST_TEST(answer.header("content-type") == "text/plain");
+  BOOST_TEST(answer.header("x-content-type-options") == "nosniff");
   auto forged = wechat_fake::finish_push("wrong", "", "", "", now).query;
   BOOST_TEST(herald.get("/v1/receipts/wechat?" + forged + "&echostr=1").status == 401);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Two nodes on one PostgreSQL database (scripts/with-postgres.sh provides a server).
+BOOST_AUTO_TEST_SUITE(wechat_postgres_tests,
+                      *boost::unit_test::precondition(herald::test::postgres_tests_enabled))
+
+BOOST_AUTO_TEST_CASE(a_handshake_query_carries_no_forged_push_on_another_node) {
+  wechat_fake fake{wechat_fake::options{}};
+  auto server = serve(fake);
+  const auto database = own_test_database();
+  running_herald first{database, wechat_config(*server)};
+  running_herald second{database, wechat_config(*server)};
+  a_handshake_replayed_on(first, second);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -165,6 +166,18 @@ public:
             outcome.state = domain::state_of(receipt.receipt.status);
           }
           done(outcome);
+        },
+        false);
+  }
+
+  /// Admits a seal whose key is new or was stored with the same digest, as the store does.
+  void admit_push(domain::push_seal seal,
+                  std::function<void(std::variant<bool, api::service_error>)> done) override {
+    enqueue(
+        [this, seal = std::move(seal), done = std::move(done)] {
+          auto [stored, added] =
+              seals.emplace(std::tuple{seal.channel, seal.signed_at, seal.nonce}, seal.digest);
+          done(added || stored->second == seal.digest);
         },
         false);
   }
@@ -392,6 +405,7 @@ public:
   std::optional<api::service_error> failure; // set before the requests it applies to
   // Written by the worker before it answers; read by the test after the answer came.
   std::vector<persistence::receipt_input> receipts;
+  std::map<std::tuple<std::string, std::int64_t, std::string>, std::string> seals; ///< -> digest
   std::vector<persistence::stats_query> stats_asked;
   std::vector<persistence::inbox_query> inbox_asked;
   std::vector<std::size_t> batch_sizes; ///< plans of each submit_batch, in order
@@ -461,12 +475,33 @@ private:
 /// The sms channel takes receipts signed with this secret's key.
 const std::string receipt_secret = "whsec_c2VjcmV0LWtleS1mb3ItcmVjZWlwdHM=";
 
+/// A provider whose callbacks sign no request (as WeChat's): every one is "verified", sealed
+/// under its query's `nonce` with its method and body, and answered with its `echo` (text).
+class sealing_provider final : public providers::provider_adapter {
+public:
+  void send(providers::provider_request, providers::provider_callback) override {}
+  bool takes_callbacks() const override { return true; }
+
+  providers::callback_reading
+  read_callback(const providers::callback_request& request) const override {
+    providers::callback_reading reading;
+    reading.result = providers::callback_reading::kind::reply;
+    const auto nonce = request.query.substr(0, request.query.find('&'));
+    const auto echo = request.query.find("&echo=");
+    reading.reply_body = echo == std::string::npos ? "ok" : request.query.substr(echo + 6);
+    reading.seal = domain::seal_push("pushes", 1796119200, nonce, request.method, request.body,
+                                     std::chrono::seconds{300});
+    return reading;
+  }
+};
+
 api::routes_options routes_options_for(const api::http_options& options,
                                        bool metrics_on_api_listener) {
   api::routes_options routes;
   routes.max_json_depth = options.max_json_depth;
   routes.metrics_on_api_listener = metrics_on_api_listener;
   routes.receipt_keys["sms"] = *providers::decode_webhook_secret(receipt_secret);
+  routes.callback_adapters["pushes"] = std::make_shared<sealing_provider>();
   return routes;
 }
 
@@ -1445,6 +1480,28 @@ BOOST_AUTO_TEST_CASE(a_channel_without_a_receipt_secret_is_404_and_unlabelled) {
   BOOST_TEST(response.status == 404);
   BOOST_TEST(f.counters.render().find("wechat") == std::string::npos);
   BOOST_TEST(f.request("GET", "/v1/receipts/sms", "", {}).status == 405);
+}
+
+// A callback whose signature covers no request is acted on only once the service admitted its
+// seal: the handshake's query carries no POST, a push's no other body; WeChat's repeat does.
+BOOST_AUTO_TEST_CASE(a_sealed_callback_is_answered_only_once_its_seal_is_admitted) {
+  server_fixture f;
+  auto handshake = f.get("/v1/receipts/pushes?n1&echo=<b>hello</b>");
+  BOOST_TEST(handshake.status == 200);
+  BOOST_TEST(handshake.body == "<b>hello</b>");
+  BOOST_TEST(handshake.header("content-type") == "text/plain");
+  BOOST_TEST(handshake.header("x-content-type-options") == "nosniff");
+  auto lifted = f.request("POST", "/v1/receipts/pushes?n1", "<xml>forged</xml>", {});
+  BOOST_TEST(lifted.status == 401);
+  BOOST_TEST(error_code(lifted) == "replayed_signature");
+
+  BOOST_TEST(f.request("POST", "/v1/receipts/pushes?n2", "<xml>push</xml>", {}).status == 200);
+  BOOST_TEST(f.request("POST", "/v1/receipts/pushes?n2", "<xml>push</xml>", {}).status == 200);
+  BOOST_TEST(f.request("POST", "/v1/receipts/pushes?n2", "<xml>other</xml>", {}).status == 401);
+  BOOST_TEST(
+      f.counters.render().find(
+          R"(herald_receipts_rejected_total{channel="pushes",reason="replayed_signature"} 2)") !=
+      std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(malformed_signed_receipts_are_400_naming_the_field) {

@@ -405,6 +405,43 @@ std::string with_wechat(const std::string& fields) {
                       fields);
 }
 
+BOOST_AUTO_TEST_CASE(every_secret_has_an_env_form) {
+  ::setenv("HERALD_TEST_HOOK_SECRET", webhook_secret.c_str(), 1);
+  ::setenv("HERALD_TEST_RECEIPT_SECRET", "whsec_cmVjZWlwdHMtc2VjcmV0", 1);
+  ::setenv("HERALD_TEST_EVENTS_SECRET", "whsec_ZXZlbnRzLXNlY3JldA==\n", 1);
+  ::setenv("HERALD_TEST_DATABASE", "postgresql://herald:pw@127.0.0.1:5432/herald", 1);
+  const auto cfg = app::parse_config(
+      R"({"database_env":"HERALD_TEST_DATABASE",)"
+      R"("events":{"url":"http://127.0.0.1:9/events","secret_env":"HERALD_TEST_EVENTS_SECRET"},)"
+      R"("channels":[{"name":"hook","type":"webhook","url":"http://127.0.0.1:9/hook",)"
+      R"("secret_env":"HERALD_TEST_HOOK_SECRET","receipt_secret_env":"HERALD_TEST_RECEIPT_SECRET",)"
+      R"("lease_ms":3600000}]})");
+  app::validate(cfg);
+  BOOST_TEST(cfg.database == "postgresql://herald:pw@127.0.0.1:5432/herald");
+  BOOST_TEST(cfg.events.secret == "whsec_ZXZlbnRzLXNlY3JldA=="); // a mounted file's line break
+  BOOST_TEST(cfg.channels[0].webhook.secret == webhook_secret);
+  BOOST_TEST(cfg.channels[0].webhook.receipt_secret == "whsec_cmVjZWlwdHMtc2VjcmV0");
+}
+
+BOOST_AUTO_TEST_CASE(a_secret_env_naming_an_unset_variable_is_one_line) {
+  ::unsetenv("HERALD_TEST_UNSET_SECRET");
+  ::setenv("HERALD_TEST_DATABASE", "sqlite:x.db", 1);
+  const std::string unset = "environment variable HERALD_TEST_UNSET_SECRET is not set";
+  BOOST_TEST(error_of(with_top(R"("database_env":"HERALD_TEST_UNSET_SECRET")")) ==
+             "database_env: " + unset);
+  BOOST_TEST(
+      error_of(with_top(R"("database":"sqlite:x.db","database_env":"HERALD_TEST_DATABASE")")) ==
+      "database_env: give database or database_env, not both");
+  BOOST_TEST(error_of(with_top(R"("events":{"url":"http://127.0.0.1:9/e",)"
+                               R"("secret_env":"HERALD_TEST_UNSET_SECRET"})")) ==
+             "events.secret_env: " + unset);
+  BOOST_TEST(error_of(with_channel(R"("type":"webhook","url":"http://127.0.0.1:9/hook",)"
+                                   R"("secret_env":"HERALD_TEST_UNSET_SECRET")")) ==
+             "channels[0].secret_env: " + unset);
+  BOOST_TEST(error_of(with_webhook(R"("receipt_secret_env":"HERALD_TEST_UNSET_SECRET")")) ==
+             "channels[0].receipt_secret_env: " + unset);
+}
+
 BOOST_AUTO_TEST_CASE(a_wechat_channel_takes_its_secrets_from_the_environment) {
   ::setenv("HERALD_TEST_WECHAT_SECRET", "s3cr3t-from-env", 1);
   const auto cfg = app::parse_config(
