@@ -99,8 +99,8 @@ int hex_value(char c) {
   return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-/// The number `text` spells in base `base` (10 or 16), or -1 when it is empty, spells none or
-/// is past 0xFFFF.
+/// The number `text` spells in base `base` (10 or 16); -1 when it is empty, longer than five
+/// characters or no such number.
 long number_in(std::string_view text, int base) {
   if (text.empty() || text.size() > 5)
     return -1;
@@ -330,8 +330,9 @@ private:
 
   /// Seven or more digits, optionally after '+' or '(', in groups split by up to three
   /// separators (is_phone_separator): "***" and the last four digits. Longer runs than E.164's
-  /// fifteen digits are masked too (card numbers, two numbers run together). An IPv4 address
-  /// and an ISO date are copied as they are: they are not personal data and operators read them.
+  /// fifteen digits are masked too (card numbers, two numbers run together). Addresses, dates,
+  /// times and hex identifiers (not_a_phone_end) are copied as they are: they are not personal
+  /// data and operators read them.
   bool phone() {
     if (const std::size_t end = not_a_phone_end(); end != 0) {
       out_.append(text_.substr(i_, end - i_));
@@ -366,26 +367,64 @@ private:
     return true;
   }
 
-  /// The end of an IPv4 address ("10.0.0.1") or ISO date ("2026-09-07") at i_, or 0.
+  /// The end of what at i_ has digits enough for a phone number but is none, or 0: an IPv4
+  /// address ("10.0.0.1"), an ISO date ("2026-09-07"), a time ("20:49:03.000000") or a hex
+  /// identifier of dashed groups ("61076919-303049b3-32283a08", a UUID).
   std::size_t not_a_phone_end() const {
-    const auto group = [&](std::size_t from, std::size_t min, std::size_t max) -> std::size_t {
-      const std::size_t end = scan(from, is_digit);
-      return end - from >= min && end - from <= max ? end : 0;
-    };
     const auto followed_by_number = [&](std::size_t end) {
       return end < text_.size() &&
              (is_digit(text_[end]) || (end + 1 < text_.size() && is_phone_separator(text_[end]) &&
                                        is_digit(text_[end + 1]) && text_[end] != ' '));
     };
-    std::size_t end = group(i_, 1, 3);
-    for (int dot = 0; dot < 3 && end != 0; ++dot)
-      end = end < text_.size() && text_[end] == '.' ? group(end + 1, 1, 3) : 0;
-    if (end != 0 && !followed_by_number(end))
-      return end;
-    end = group(i_, 4, 4);
-    for (int dash = 0; dash < 2 && end != 0; ++dash)
-      end = end < text_.size() && text_[end] == '-' ? group(end + 1, 2, 2) : 0;
-    return end != 0 && !followed_by_number(end) ? end : 0;
+    std::size_t ipv4 = run_end(i_, is_digit, 1, 3);
+    for (int dot = 0; dot < 3; ++dot)
+      ipv4 = then(ipv4, '.', is_digit, 1, 3);
+    if (ipv4 != 0 && !followed_by_number(ipv4))
+      return ipv4;
+    const std::size_t date =
+        then(then(run_end(i_, is_digit, 4, 4), '-', is_digit, 2, 2), '-', is_digit, 2, 2);
+    if (date != 0 && !followed_by_number(date))
+      return date;
+    const std::size_t time =
+        then(then(run_end(i_, is_digit, 2, 2), ':', is_digit, 2, 2), ':', is_digit, 2, 2);
+    if (time != 0)
+      return std::max(time, then(time, '.', is_digit, 1, 9));
+    return hex_identifier_end();
+  }
+
+  /// Three or more groups of 4 to 12 hex digits joined by '-', two of them with a letter, the
+  /// last ending the word; 0 when there is none at i_. A phone number has no letters, and one
+  /// glued to letters ("8613812345678abc") is one group.
+  std::size_t hex_identifier_end() const {
+    std::size_t groups = 0, lettered = 0;
+    for (std::size_t at = i_;; ++at) {
+      const std::size_t end = run_end(at, is_hex, 4, 12);
+      if (end == 0)
+        return 0;
+      ++groups;
+      lettered += std::any_of(text_.begin() + at, text_.begin() + end, is_alpha) ? 1 : 0;
+      if (end < text_.size() && text_[end] == '-') {
+        at = end;
+        continue;
+      }
+      return groups >= 3 && lettered >= 2 && (end == text_.size() || !is_alnum(text_[end])) ? end
+                                                                                            : 0;
+    }
+  }
+
+  /// The end of `min` to `max` characters `accept` takes from `from`, or 0.
+  std::size_t run_end(std::size_t from, bool (*accept)(char), std::size_t min,
+                      std::size_t max) const {
+    const std::size_t end = scan(from, accept);
+    return end - from >= min && end - from <= max ? end : 0;
+  }
+
+  /// After a run ending at `end` (0: none), `separator` and another run: its end, or 0.
+  std::size_t then(std::size_t end, char separator, bool (*accept)(char), std::size_t min,
+                   std::size_t max) const {
+    return end != 0 && end < text_.size() && text_[end] == separator
+               ? run_end(end + 1, accept, min, max)
+               : 0;
   }
 
   /// sk_live_…, whsec_…, eyJ… (credential_prefixes): the whole run, whatever its length.

@@ -154,9 +154,18 @@ BOOST_AUTO_TEST_CASE(free_text_masks_phones_glued_to_letters) {
   BOOST_TEST(mask_free_text("card 4111 1111 1111 1111") == "card ***1111");
 }
 
-BOOST_AUTO_TEST_CASE(free_text_keeps_addresses_and_dates_readable) {
+BOOST_AUTO_TEST_CASE(free_text_keeps_addresses_times_and_ids_readable) {
   BOOST_TEST(mask_free_text("no route to 192.168.100.200 at 2026-09-07T10:00:00Z") ==
              "no route to 192.168.100.200 at 2026-09-07T10:00:00Z");
+  BOOST_TEST(mask_free_text("since 2016-09-13T20:49:03.000000Z, 12:00:00.1234567") ==
+             "since 2016-09-13T20:49:03.000000Z, 12:00:00.1234567");
+  BOOST_TEST(mask_free_text("rid: 61076919-303049b3-32283a08") ==
+             "rid: 61076919-303049b3-32283a08");
+  BOOST_TEST(mask_free_text("id 550e8400-e29b-41d4-a716-446655440000") ==
+             "id 550e8400-e29b-41d4-a716-446655440000");
+  // Hex letters glued to a number do not make it an identifier.
+  BOOST_TEST(mask_free_text("to 8613812345678abc") == "to ***5678abc");
+  BOOST_TEST(mask_free_text("to 138-1234-5678-abcd") == "to ***5678-abcd");
   BOOST_TEST(mask_free_text("from 10.0.0.1 8613812345678") == "from 10.0.0.1 ***5678");
   BOOST_TEST(mask_free_text("1.2.3.4.5.6.7") == "***4567"); // not an address
 }
