@@ -153,14 +153,17 @@ std::string unescaped(std::string_view text) {
     decoded.reserve(current.size());
     bool changed = false;
     for (std::size_t i = 0; i < current.size();) {
-      const auto [byte, length] = escape_at(current, i);
-      if (length == 0) {
-        decoded += current[i++];
-        continue;
-      }
-      decoded += byte;
-      i += length;
-      changed = true;
+      const auto next =
+          std::find_if(current.begin() + static_cast<std::ptrdiff_t>(i), current.end(),
+                       [](char c) { return c == '%' || c == '\\' || c == '&'; });
+      const auto escape = static_cast<std::size_t>(next - current.begin());
+      decoded.append(current, i, escape - i);
+      if (escape == current.size())
+        break;
+      const auto [byte, length] = escape_at(current, escape);
+      decoded += length == 0 ? current[escape] : byte;
+      i = escape + std::max<std::size_t>(length, 1);
+      changed = changed || length != 0;
     }
     if (!changed)
       break;
@@ -196,21 +199,15 @@ bool is_credential_char(char c) {
 
 /// Valid UTF-8 without control characters: anything else becomes '?' (a database refuses
 /// NUL and invalid UTF-8, and a stored newline would split log lines).
-std::string printable_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
+void make_printable_utf8(std::string& text) {
   for (std::size_t i = 0; i < text.size();) {
     const std::size_t length = utf8_sequence_length(text, i);
     const auto byte = static_cast<unsigned char>(text[i]);
-    if (length == 0 || byte < 0x20 || byte == 0x7F) {
-      out += '?';
-      i += length == 0 ? 1 : length;
-    } else {
-      out.append(text.substr(i, length));
+    if (length == 0 || byte < 0x20 || byte == 0x7F)
+      text[i++] = '?'; // one byte for one byte: a stray byte or a control character
+    else
       i += length;
-    }
   }
-  return out;
 }
 
 /// Cuts `text` to at most `max_bytes` without splitting a UTF-8 sequence; "..." marks a cut.
@@ -232,8 +229,10 @@ class free_text_masker {
 public:
   explicit free_text_masker(std::string_view text) : text_(text) {}
 
-  std::string run() {
-    while (i_ < text_.size()) {
+  /// The masked text, or its start once that is longer than `enough`: what follows would be
+  /// cut anyway (an 8 KiB answer is cut to 200 bytes), and each piece is masked whole.
+  std::string run(std::size_t enough) {
+    while (i_ < text_.size() && out_.size() <= enough) {
       if (at_word_start() && (url() || credential_scheme() || key_value() ||
                               prefixed_credential() || email() || secret() || phone()))
         continue;
@@ -545,8 +544,9 @@ std::string mask_url(std::string_view url) {
 }
 
 std::string mask_free_text(std::string_view text, std::size_t max_bytes) {
-  const auto printable = printable_utf8(unescaped(text));
-  auto out = free_text_masker(printable).run();
+  auto readable = unescaped(text);
+  make_printable_utf8(readable);
+  auto out = free_text_masker(readable).run(max_bytes);
   truncate_utf8(out, max_bytes);
   return out;
 }
