@@ -1,6 +1,7 @@
 #include "actors/atoms.hpp"
 
 #include "actors/cluster_messages.hpp"
+#include "domain/masking.hpp"
 
 #include <caf/actor_system_config.hpp>
 #include <caf/message.hpp>
@@ -30,9 +31,9 @@ bool has_code(const caf::error& err, errc code) {
 std::string describe(const caf::error& err) {
   if (err.category() == herald_category && err.context().match_elements<std::string>()) {
     auto text = std::string{name_of(static_cast<errc>(err.code()))};
-    return text + ": " + err.context().get_as<std::string>(0);
+    return domain::mask_free_text(text + ": " + err.context().get_as<std::string>(0));
   }
-  return caf::to_string(err);
+  return domain::mask_free_text(caf::to_string(err));
 }
 
 void register_types(caf::actor_system_config& cfg) {

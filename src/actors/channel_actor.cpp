@@ -869,7 +869,7 @@ void on_status(self_pointer self, const std::string& task_id,
              {"trace_id", asked.task.trace_id},
              {"outcome", std::string{outcome}},
              {"status", has_it ? std::string{to_string(answer.status)} : std::string{}},
-             {"detail", answer.detail}});
+             {"detail", domain::mask_free_text(answer.detail)}});
   if (has_it) {
     record_found(self, std::move(asked), answer);
   } else {

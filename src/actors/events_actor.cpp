@@ -1,6 +1,7 @@
 #include "actors/events_actor.hpp"
 
 #include "actors/logging_handlers.hpp"
+#include "domain/masking.hpp"
 #include "domain/status_event.hpp"
 #include "observability/log.hpp"
 
@@ -75,8 +76,8 @@ bool settle(self_pointer self) {
   try {
     st.store->settle_events(st.unsettled);
   } catch (const std::exception& e) {
-    log::error("events.settle_failed",
-               {{"events", std::to_string(st.unsettled.size())}, {"error", e.what()}});
+    log::error("events.settle_failed", {{"events", std::to_string(st.unsettled.size())},
+                                        {"error", domain::mask_free_text(e.what())}});
     return false;
   }
   st.unsettled.clear();
@@ -96,7 +97,7 @@ void poll(self_pointer self) {
     // Events in flight are still PENDING and due, so they are asked for on top of the room.
     due = st.store->load_due_events(st.clock->now(), room + st.in_flight.size());
   } catch (const std::exception& e) {
-    log::error("events.load_failed", {{"error", e.what()}});
+    log::error("events.load_failed", {{"error", domain::mask_free_text(e.what())}});
     return;
   }
   std::size_t started = 0;
@@ -115,7 +116,7 @@ void update_gauge(self_pointer self) {
     self->state.metrics->events_pending(
         static_cast<double>(self->state.store->count_pending_events()));
   } catch (const std::exception& e) {
-    log::warn("events.count_failed", {{"error", e.what()}});
+    log::warn("events.count_failed", {{"error", domain::mask_free_text(e.what())}});
   }
 }
 
@@ -193,7 +194,7 @@ events_actor::behavior_type events(self_pointer self,
                                     {"task_id", event.task_id},
                                     {"type", event.type},
                                     {"attempts", std::to_string(outcome.attempts)},
-                                    {"error", outcome.last_error}});
+                                    {"error", domain::mask_free_text(outcome.last_error)}});
         st.unsettled.push_back(std::move(outcome));
         // Answers that arrive meanwhile are written in the same transaction.
         if (!st.flush_queued) {

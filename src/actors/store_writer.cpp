@@ -1,6 +1,7 @@
 #include "actors/store_writer.hpp"
 
 #include "actors/logging_handlers.hpp"
+#include "domain/masking.hpp"
 #include "observability/log.hpp"
 
 #include <algorithm>
@@ -45,8 +46,8 @@ void commit_claims(store_writer_state& st) {
       batches[b].promise.deliver(std::move(mine));
     }
   } catch (const std::exception& e) {
-    log::error("store.claim_failed",
-               {{"messages", std::to_string(plans.size())}, {"error", e.what()}});
+    log::error("store.claim_failed", {{"messages", std::to_string(plans.size())},
+                                      {"error", domain::mask_free_text(e.what())}});
     for (auto& pending : batch)
       pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
     for (auto& pending : batches)
@@ -75,8 +76,8 @@ void commit_apply_group(store_writer_state& st,
       pending.promise.deliver(std::move(mine));
     }
   } catch (const std::exception& e) {
-    log::error("store.apply_failed",
-               {{"changes", std::to_string(changes.size())}, {"error", e.what()}});
+    log::error("store.apply_failed", {{"changes", std::to_string(changes.size())},
+                                      {"error", domain::mask_free_text(e.what())}});
     for (auto& pending : group)
       pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
   }
@@ -127,8 +128,8 @@ void commit_receipts(store_writer_state& st) {
       pending.promise.deliver(std::move(mine));
     }
   } catch (const std::exception& e) {
-    log::error("store.receipts_failed",
-               {{"receipts", std::to_string(all.size())}, {"error", e.what()}});
+    log::error("store.receipts_failed", {{"receipts", std::to_string(all.size())},
+                                         {"error", domain::mask_free_text(e.what())}});
     for (auto& pending : batch)
       pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
   }
@@ -238,7 +239,8 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
         try {
           return st.store->fail_over(change, attempts, fallback);
         } catch (const std::exception& e) {
-          log::error("store.failover_failed", {{"task_id", change.task_id}, {"error", e.what()}});
+          log::error("store.failover_failed",
+                     {{"task_id", change.task_id}, {"error", domain::mask_free_text(e.what())}});
           return caf::make_error(errc::store_unavailable, e.what());
         }
       },
@@ -249,7 +251,8 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
         try {
           return st.store->replay(tenant, task_id, now);
         } catch (const std::exception& e) {
-          log::error("store.replay_failed", {{"task_id", task_id}, {"error", e.what()}});
+          log::error("store.replay_failed",
+                     {{"task_id", task_id}, {"error", domain::mask_free_text(e.what())}});
           return caf::make_error(errc::store_unavailable, e.what());
         }
       },
@@ -262,7 +265,8 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
           return st.store->update_user(tenant, user_id, patch, now);
         } catch (const std::exception& e) {
           // Never the user id or the patch: they carry addresses.
-          log::error("store.user_update_failed", {{"tenant", tenant}, {"error", e.what()}});
+          log::error("store.user_update_failed",
+                     {{"tenant", tenant}, {"error", domain::mask_free_text(e.what())}});
           return caf::make_error(errc::store_unavailable, e.what());
         }
       },

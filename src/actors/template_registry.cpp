@@ -1,6 +1,7 @@
 #include "actors/template_registry.hpp"
 
 #include "actors/logging_handlers.hpp"
+#include "domain/masking.hpp"
 #include "observability/log.hpp"
 
 #include <caf/stateful_actor.hpp>
@@ -108,7 +109,8 @@ template_registry(template_registry_actor::stateful_pointer<template_registry_st
           }
         } catch (const std::exception& e) {
           // The catalog in use stays; the next refresh tries again.
-          log::warn("herald.templates_refresh_failed", {{"error", e.what()}});
+          log::warn("herald.templates_refresh_failed",
+                    {{"error", domain::mask_free_text(e.what())}});
         }
         self->delayed_send(self, st.config.refresh_interval, refresh_atom_v);
       },

@@ -578,9 +578,10 @@ std::variant<receipt_callback_body, domain::validation_error> decode_receipt(std
   if (!at)
     return invalid("data.occurred_at must be an RFC 3339 time", "data.occurred_at");
   receipt.occurred_at = *at;
+  // A provider's free text: masked whole, then kept short (cut first, the start of a number or
+  // key would stay in clear), not refused.
   constexpr std::size_t max_detail_length = 1000;
-  if (receipt.detail.size() > max_detail_length)
-    receipt.detail.resize(max_detail_length); // a provider's free text: kept short, not refused
+  receipt.detail = domain::mask_free_text(receipt.detail, max_detail_length);
   return receipt;
 }
 

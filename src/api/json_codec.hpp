@@ -71,7 +71,7 @@ struct receipt_callback_body {
   std::string provider_message_id;
   domain::receipt_status status = domain::receipt_status::delivered;
   domain::timestamp occurred_at;
-  std::string detail; ///< the provider's free text, cut to 1000 bytes (masked when stored)
+  std::string detail; ///< the provider's free text, masked, then cut to 1000 bytes
 };
 
 /// Turns a receipt callback body into a receipt:

@@ -3,6 +3,7 @@
 #include "api/embedded_files.hpp"
 #include "api/template_codec.hpp"
 #include "api/trace_context.hpp"
+#include "domain/masking.hpp"
 #include "domain/user_validation.hpp"
 #include "domain/utf8.hpp"
 #include "domain/validation.hpp"
@@ -169,7 +170,7 @@ public:
       log::error("http_internal_error", {{"trace_id", trace_id_},
                                          {"method", method_},
                                          {"path", path_},
-                                         {"error", std::string(what)}});
+                                         {"error", domain::mask_free_text(what)}});
       http_response response{http::status::internal_server_error, 11};
       response.set(http::field::content_type, "application/json");
       response.body() = encode_error("internal_error", "internal error");
@@ -710,7 +711,7 @@ void routes::handle(http_request request, respond_fn respond) {
   } catch (const std::exception& e) {
     if (ex)
       return ex->internal_error(e.what());
-    log::error("http_internal_error", {{"error", e.what()}});
+    log::error("http_internal_error", {{"error", domain::mask_free_text(e.what())}});
     respond(bare_internal_error());
   } catch (...) {
     if (ex)

@@ -1,5 +1,6 @@
 #include "app/api_access.hpp"
 
+#include "domain/masking.hpp"
 #include "observability/log.hpp"
 
 namespace herald::app {
@@ -49,7 +50,7 @@ void api_access::refresh_until_stopped() {
       refresh();
     } catch (const std::exception& e) {
       // The last table stays in force; the database being down must not lock everyone out.
-      log::warn("auth.key_refresh_failed", {{"error", e.what()}});
+      log::warn("auth.key_refresh_failed", {{"error", domain::mask_free_text(e.what())}});
     }
     lock.lock();
   }

@@ -17,6 +17,7 @@
 #include "app/service_manager.hpp"
 #include "app/stop_signals.hpp"
 #include "domain/keys.hpp"
+#include "domain/masking.hpp"
 #include "domain/shifted_clock.hpp"
 #include "domain/status_event.hpp"
 #include "observability/health_board.hpp"
@@ -93,7 +94,8 @@ void resume_own_leases(const persistence::database_url& url, const std::string& 
       log::warn("herald.leases_resumed", {{"node", name}, {"tasks", std::to_string(released)}});
   } catch (const std::exception& e) {
     // Not fatal: the sweep takes these tasks once their leases run out.
-    log::error("herald.leases_not_resumed", {{"node", name}, {"error", e.what()}});
+    log::error("herald.leases_not_resumed",
+               {{"node", name}, {"error", domain::mask_free_text(e.what())}});
   }
 }
 
@@ -463,8 +465,10 @@ int serve(const config& cfg) {
     actors::load_published_templates(*template_store, *published_templates);
     access = std::make_unique<api_access>(cfg.auth, url);
   } catch (const std::exception& e) {
-    log::error("herald.database_unavailable", {{"database", url.text}, {"error", e.what()}});
-    std::cerr << "herald: cannot open database " << url.text << ": " << e.what() << "\n";
+    // The driver's words may quote the user, host or values: masked like provider text.
+    const auto why = domain::mask_free_text(e.what());
+    log::error("herald.database_unavailable", {{"database", url.text}, {"error", why}});
+    std::cerr << "herald: cannot open database " << url.text << ": " << why << "\n";
     return 1;
   }
 

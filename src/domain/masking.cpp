@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 namespace herald::domain {
 namespace {
@@ -91,23 +92,122 @@ bool names_a_credential(std::string_view key) {
   });
 }
 
+int hex_value(char c) {
+  if (is_digit(c))
+    return c - '0';
+  c = lower(c);
+  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/// The number `text` spells in base `base` (10 or 16); -1 when it is empty, longer than five
+/// characters or no such number.
+long number_in(std::string_view text, int base) {
+  if (text.empty() || text.size() > 5)
+    return -1;
+  long value = 0;
+  for (char c : text) {
+    const int digit = base == 16 ? hex_value(c) : (is_digit(c) ? c - '0' : -1);
+    if (digit < 0)
+      return -1;
+    value = value * base + digit;
+  }
+  return value;
+}
+
+/// One escaped character at text[i]: its byte and the length of the escape, or length 0.
+/// Percent escapes (%40) stand for any byte; JSON (\u0040) and HTML (&#64; &#x40;) escapes
+/// only for ASCII, which is all that address and number syntax is made of.
+std::pair<char, std::size_t> escape_at(std::string_view text, std::size_t i) {
+  const auto rest = text.substr(i);
+  if (rest.size() >= 3 && rest[0] == '%' && hex_value(rest[1]) >= 0 && hex_value(rest[2]) >= 0)
+    return {static_cast<char>(hex_value(rest[1]) * 16 + hex_value(rest[2])), 3};
+  long code = -1;
+  std::size_t length = 0;
+  if (rest.size() >= 6 && rest[0] == '\\' && rest[1] == 'u') {
+    code = number_in(rest.substr(2, 4), 16);
+    length = 6;
+  } else if (rest.size() >= 4 && rest[0] == '&' && rest[1] == '#') {
+    const bool hex = lower(rest[2]) == 'x';
+    const std::size_t digits = hex ? 3 : 2;
+    const std::size_t semicolon = rest.find(';', digits);
+    if (semicolon != std::string_view::npos && semicolon <= digits + 5) {
+      code = number_in(rest.substr(digits, semicolon - digits), hex ? 16 : 10);
+      length = semicolon + 1;
+    }
+  }
+  if (code < 0 || code >= 0x80)
+    return {'\0', 0};
+  return {static_cast<char>(code), length};
+}
+
+/// Layers of escaping undone before masking ("%2540" is "%40" is "@"): more than any client
+/// or provider applies by accident. Bounded, so a "%252525…" text costs linear time.
+constexpr int max_escape_layers = 4;
+
+/// The text as a reader would see it: percent, JSON and HTML escapes decoded, layer by layer.
+/// '+' stays '+' (a form's space): decoding it would split "alice+tag@example.com".
+std::string unescaped(std::string_view text) {
+  std::string current(text);
+  for (int layer = 0; layer < max_escape_layers; ++layer) {
+    std::string decoded;
+    decoded.reserve(current.size());
+    bool changed = false;
+    for (std::size_t i = 0; i < current.size();) {
+      const auto next =
+          std::find_if(current.begin() + static_cast<std::ptrdiff_t>(i), current.end(),
+                       [](char c) { return c == '%' || c == '\\' || c == '&'; });
+      const auto escape = static_cast<std::size_t>(next - current.begin());
+      decoded.append(current, i, escape - i);
+      if (escape == current.size())
+        break;
+      const auto [byte, length] = escape_at(current, escape);
+      decoded += length == 0 ? current[escape] : byte;
+      i = escape + std::max<std::size_t>(length, 1);
+      changed = changed || length != 0;
+    }
+    if (!changed)
+      break;
+    current = std::move(decoded);
+  }
+  return current;
+}
+
+/// What may stand between the digit groups of a phone number: "+1 (415) 555-0123",
+/// "138.1234.5678", "138/1234/5678", "138+1234+5678" (a form-encoded space).
+bool is_phone_separator(char c) {
+  return c == ' ' || c == '-' || c == '(' || c == ')' || c == '.' || c == '/' || c == '+';
+}
+
+/// At most this many separators in a row inside one number: "(415) 555" has two.
+constexpr std::size_t max_phone_separators = 3;
+
+/// Fewest digits of a number masked as a phone number: shorter runs are status codes, counts,
+/// durations and ports.
+constexpr std::size_t min_phone_digits = 7;
+
+/// Prefixes of credentials whose kind is known by their start: a cut one ("sk_live_51Hx") is
+/// still a credential, though too short for looks_like_secret(). Case matters.
+constexpr std::array<std::string_view, 18> credential_prefixes = {
+    "sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_", "xoxb-",  "xoxp-",
+    "xoxa-",    "xoxr-",    "ghp_",     "gho_",     "ghs_",   "glpat-", "github_pat_",
+    "AKIA",     "AIza",     "SG.",      "eyJ" /* base64 of '{"': a JWT or other encoded JSON */};
+
+/// A credential's characters: base64, base64url, hex, and the dots between a JWT's parts.
+bool is_credential_char(char c) {
+  return is_secret_char(c) || c == '.';
+}
+
 /// Valid UTF-8 without control characters: anything else becomes '?' (a database refuses
 /// NUL and invalid UTF-8, and a stored newline would split log lines).
-std::string printable_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
+void make_printable_utf8(std::string& text) {
   for (std::size_t i = 0; i < text.size();) {
     const std::size_t length = utf8_sequence_length(text, i);
     const auto byte = static_cast<unsigned char>(text[i]);
-    if (length == 0 || byte < 0x20 || byte == 0x7F) {
-      out += '?';
-      i += length == 0 ? 1 : length;
-    } else {
-      out.append(text.substr(i, length));
+    if (length == 0 || byte < 0x20 || byte == 0x7F)
+      text[i++] = '?'; // one byte for one byte: a stray byte or a control character
+    else
       i += length;
-    }
   }
-  return out;
 }
 
 /// Cuts `text` to at most `max_bytes` without splitting a UTF-8 sequence; "..." marks a cut.
@@ -129,10 +229,15 @@ class free_text_masker {
 public:
   explicit free_text_masker(std::string_view text) : text_(text) {}
 
-  std::string run() {
-    while (i_ < text_.size()) {
-      if (at_word_start() &&
-          (url() || credential_scheme() || key_value() || email() || phone() || secret()))
+  /// The masked text, or its start once that is longer than `enough`: what follows would be
+  /// cut anyway (an 8 KiB answer is cut to 200 bytes), and each piece is masked whole.
+  std::string run(std::size_t enough) {
+    while (i_ < text_.size() && out_.size() <= enough) {
+      if (at_word_start() && (url() || credential_scheme() || key_value() ||
+                              prefixed_credential() || email() || secret() || phone()))
+        continue;
+      // Digits glued to letters ("x8613812345678") are a phone number all the same.
+      if (at_digit_run_start() && phone())
         continue;
       plain();
     }
@@ -143,6 +248,8 @@ private:
   std::string_view rest() const { return text_.substr(i_); }
 
   bool at_word_start() const { return i_ == 0 || !is_alnum(text_[i_ - 1]); }
+
+  bool at_digit_run_start() const { return is_digit(text_[i_]) && !is_digit(text_[i_ - 1]); }
 
   std::size_t scan(std::size_t from, bool (*accept)(char)) const {
     while (from < text_.size() && accept(text_[from]))
@@ -220,30 +327,115 @@ private:
     return true;
   }
 
-  /// 7 to 15 digits (E.164 has at most 15), optionally after '+', grouped by spaces, dashes
-  /// or parentheses.
+  /// Seven or more digits, optionally after '+' or '(', in groups split by up to three
+  /// separators (is_phone_separator): "***" and the last four digits. Longer runs than E.164's
+  /// fifteen digits are masked too (card numbers, two numbers run together). Addresses, dates,
+  /// times and hex identifiers (not_a_phone_end) are copied as they are: they are not personal
+  /// data and operators read them.
   bool phone() {
+    if (const std::size_t end = not_a_phone_end(); end != 0) {
+      out_.append(text_.substr(i_, end - i_));
+      i_ = end;
+      return true;
+    }
     std::size_t at = i_;
-    if (!is_digit(text_[at]) && text_[at] != '+' && text_[at] != '(')
-      return false;
-    if (text_[at] == '+')
+    if (text_[at] == '+' || text_[at] == '(')
       ++at;
+    if (at >= text_.size() || !is_digit(text_[at]))
+      return false;
     std::string digits;
     std::size_t end = at;
-    for (; at < text_.size(); ++at) {
+    for (std::size_t separators = 0; at < text_.size() && separators <= max_phone_separators;
+         ++at) {
       const char c = text_[at];
       if (is_digit(c)) {
         digits += c;
         end = at + 1;
-      } else if (c != ' ' && c != '-' && c != '(' && c != ')') {
+        separators = 0;
+      } else if (is_phone_separator(c)) {
+        ++separators;
+      } else {
         break;
       }
     }
-    if (digits.size() < 7 || digits.size() > 15 || (end < text_.size() && is_alnum(text_[end])))
+    if (digits.size() < min_phone_digits)
       return false;
     out_ += "***";
     out_ += digits.substr(digits.size() - 4);
     i_ = end;
+    return true;
+  }
+
+  /// The end of what at i_ has digits enough for a phone number but is none, or 0: an IPv4
+  /// address ("10.0.0.1"), an ISO date ("2026-09-07"), a time ("20:49:03.000000") or a hex
+  /// identifier of dashed groups ("61076919-303049b3-32283a08", a UUID).
+  std::size_t not_a_phone_end() const {
+    const auto followed_by_number = [&](std::size_t end) {
+      return end < text_.size() &&
+             (is_digit(text_[end]) || (end + 1 < text_.size() && is_phone_separator(text_[end]) &&
+                                       is_digit(text_[end + 1]) && text_[end] != ' '));
+    };
+    std::size_t ipv4 = run_end(i_, is_digit, 1, 3);
+    for (int dot = 0; dot < 3; ++dot)
+      ipv4 = then(ipv4, '.', is_digit, 1, 3);
+    if (ipv4 != 0 && !followed_by_number(ipv4))
+      return ipv4;
+    const std::size_t date =
+        then(then(run_end(i_, is_digit, 4, 4), '-', is_digit, 2, 2), '-', is_digit, 2, 2);
+    if (date != 0 && !followed_by_number(date))
+      return date;
+    const std::size_t time =
+        then(then(run_end(i_, is_digit, 2, 2), ':', is_digit, 2, 2), ':', is_digit, 2, 2);
+    if (time != 0)
+      return std::max(time, then(time, '.', is_digit, 1, 9));
+    return hex_identifier_end();
+  }
+
+  /// Three or more groups of 4 to 12 hex digits joined by '-', two of them with a letter, the
+  /// last ending the word; 0 when there is none at i_. A phone number has no letters, and one
+  /// glued to letters ("8613812345678abc") is one group.
+  std::size_t hex_identifier_end() const {
+    std::size_t groups = 0, lettered = 0;
+    for (std::size_t at = i_;; ++at) {
+      const std::size_t end = run_end(at, is_hex, 4, 12);
+      if (end == 0)
+        return 0;
+      ++groups;
+      lettered += std::any_of(text_.begin() + at, text_.begin() + end, is_alpha) ? 1 : 0;
+      if (end < text_.size() && text_[end] == '-') {
+        at = end;
+        continue;
+      }
+      return groups >= 3 && lettered >= 2 && (end == text_.size() || !is_alnum(text_[end])) ? end
+                                                                                            : 0;
+    }
+  }
+
+  /// The end of `min` to `max` characters `accept` takes from `from`, or 0.
+  std::size_t run_end(std::size_t from, bool (*accept)(char), std::size_t min,
+                      std::size_t max) const {
+    const std::size_t end = scan(from, accept);
+    return end - from >= min && end - from <= max ? end : 0;
+  }
+
+  /// After a run ending at `end` (0: none), `separator` and another run: its end, or 0.
+  std::size_t then(std::size_t end, char separator, bool (*accept)(char), std::size_t min,
+                   std::size_t max) const {
+    return end != 0 && end < text_.size() && text_[end] == separator
+               ? run_end(end + 1, accept, min, max)
+               : 0;
+  }
+
+  /// sk_live_…, whsec_…, eyJ… (credential_prefixes): the whole run, whatever its length.
+  bool prefixed_credential() {
+    const auto rest = this->rest();
+    const bool known = std::any_of(
+        credential_prefixes.begin(), credential_prefixes.end(),
+        [&](std::string_view prefix) { return rest.substr(0, prefix.size()) == prefix; });
+    if (!known)
+      return false;
+    out_ += "***";
+    i_ = scan(i_, is_credential_char);
     return true;
   }
 
@@ -256,9 +448,13 @@ private:
     return true;
   }
 
-  /// A word is copied whole, so a rule never starts in the middle of one.
+  /// Letters and digits are copied run by run, so a rule never starts in the middle of a word
+  /// and phone() is tried where digits follow letters.
   void plain() {
-    const std::size_t end = is_alnum(text_[i_]) ? scan(i_, is_alnum) : i_ + 1;
+    const char c = text_[i_];
+    const std::size_t end = is_alpha(c)   ? scan(i_, is_alpha)
+                            : is_digit(c) ? scan(i_, is_digit)
+                                          : i_ + 1;
     out_.append(text_.substr(i_, end - i_));
     i_ = end;
   }
@@ -348,8 +544,9 @@ std::string mask_url(std::string_view url) {
 }
 
 std::string mask_free_text(std::string_view text, std::size_t max_bytes) {
-  const auto printable = printable_utf8(text);
-  auto out = free_text_masker(printable).run();
+  auto readable = unescaped(text);
+  make_printable_utf8(readable);
+  auto out = free_text_masker(readable).run(max_bytes);
   truncate_utf8(out, max_bytes);
   return out;
 }

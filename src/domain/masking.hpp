@@ -27,11 +27,15 @@ std::string mask_url(std::string_view url);
 /// Longest free text (provider error text) herald stores, in bytes.
 inline constexpr std::size_t max_free_text_bytes = 512;
 
-/// Provider error text made safe to store and show: phone numbers keep at most their last four
-/// digits, emails are masked, URLs pass through mask_url(), bearer/basic credentials, values of
-/// key=/token=/secret=/password=-like pairs and long hex or base64 runs become "***". Control
-/// characters and invalid UTF-8 become '?'; the result is cut to `max_bytes` on a UTF-8
-/// boundary, ending in "..." when cut.
+/// Provider error text made safe to store and show. Read as a person would read it first:
+/// percent (%40, up to four layers: %2540), JSON (\u0040) and HTML (&#64;) escapes are
+/// decoded. Then phone numbers (seven or more digits, grouped by spaces, '-', '.', '/', '+' or
+/// parentheses, also glued to letters) keep at most their last four digits, emails are masked,
+/// URLs pass through mask_url(), bearer/basic credentials, values of key=/token=/secret=/
+/// password=-like pairs, credentials with a known prefix (sk_live_, whsec_, eyJ…, even cut
+/// short) and long hex or base64 runs become "***". Control characters and invalid UTF-8
+/// become '?'. Only then is the result cut to `max_bytes` on a UTF-8 boundary, ending in "..."
+/// when cut: a cut never leaves the start of a secret or number in clear.
 std::string mask_free_text(std::string_view text, std::size_t max_bytes = max_free_text_bytes);
 
 } // namespace herald::domain

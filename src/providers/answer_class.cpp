@@ -31,7 +31,7 @@ provider_result confirmed(std::string_view message_id) {
 provider_result classify_unread_answer(long http_status,
                                        std::optional<std::chrono::milliseconds> retry_after,
                                        std::string_view body) {
-  return classify_http(http_status, retry_after, domain::mask_free_text(body, max_body_excerpt));
+  return classify_http(http_status, retry_after, body);
 }
 
 std::string failure_detail(std::string_view what, std::string_view provider_text) {

@@ -9,24 +9,13 @@
 namespace herald::providers {
 namespace {
 
-std::string excerpt(std::string_view body) {
-  std::string out;
-  const auto size = body.size() < max_body_excerpt ? body.size() : max_body_excerpt;
-  out.reserve(size + 3);
-  for (std::size_t i = 0; i < size; ++i) {
-    const auto c = static_cast<unsigned char>(body[i]);
-    out.push_back(c < 0x20 || c == 0x7f ? ' ' : static_cast<char>(c));
-  }
-  if (body.size() > size)
-    out += "...";
-  return out;
-}
-
+/// The body masked whole, then cut: cutting first would leave the start of a number or key
+/// that masking no longer recognises ("sk_live_51Hx").
 std::string http_detail(std::string_view what, long status, std::string_view body) {
   std::string detail{what};
   detail += " (" + std::to_string(status) + ")";
   if (!body.empty())
-    detail += ": " + excerpt(body);
+    detail += ": " + domain::mask_free_text(body, max_body_excerpt);
   return detail;
 }
 
@@ -83,24 +72,22 @@ std::optional<std::chrono::system_clock::time_point> parse_imf_fixdate(std::stri
 } // namespace
 
 provider_result classify_http(long status, std::optional<std::chrono::milliseconds> retry_after,
-                              std::string_view body_excerpt) {
+                              std::string_view body) {
   if (status >= 200 && status <= 299)
     return {call_outcome::success, "HTTP " + std::to_string(status), std::nullopt};
   if (status == 408 || (status >= 500 && status <= 599))
-    return {call_outcome::retryable, http_detail("endpoint unavailable", status, body_excerpt),
+    return {call_outcome::retryable, http_detail("endpoint unavailable", status, body),
             retry_after};
   if (status == 429)
-    return {call_outcome::throttled, http_detail("endpoint throttling", status, body_excerpt),
-            retry_after};
+    return {call_outcome::throttled, http_detail("endpoint throttling", status, body), retry_after};
   if (status == 410)
     return {call_outcome::permanent, "endpoint gone (410): disabled", std::nullopt};
   if (status >= 400 && status <= 499)
-    return {call_outcome::permanent, http_detail("endpoint refused", status, body_excerpt),
-            std::nullopt};
+    return {call_outcome::permanent, http_detail("endpoint refused", status, body), std::nullopt};
   if (status >= 300 && status <= 399)
     return {call_outcome::permanent, http_detail("redirect not followed", status, {}),
             std::nullopt};
-  return {call_outcome::permanent, http_detail("unexpected HTTP status", status, body_excerpt),
+  return {call_outcome::permanent, http_detail("unexpected HTTP status", status, body),
           std::nullopt};
 }
 

@@ -30,10 +30,10 @@ inline constexpr std::chrono::milliseconds max_retry_after = std::chrono::hours{
 inline constexpr std::size_t max_body_excerpt = 200;
 
 /// Classifies a complete HTTP answer. `retry_after` is kept only for retryable and throttled
-/// answers; `body_excerpt` (cut and stripped of control characters) goes into the detail of
-/// failures.
+/// answers; `body` goes into the detail of failures masked (domain::mask_free_text) and then
+/// cut to max_body_excerpt.
 provider_result classify_http(long status, std::optional<std::chrono::milliseconds> retry_after,
-                              std::string_view body_excerpt);
+                              std::string_view body);
 
 /// Classifies a transfer that ended without a complete HTTP answer:
 ///   - the request never (fully) reached the endpoint — resolve, connect, TLS handshake, send

@@ -1,5 +1,6 @@
 #include "providers/fcm_provider.hpp"
 
+#include "domain/masking.hpp"
 #include "observability/log.hpp"
 #include "providers/failure_class.hpp"
 #include "providers/provider_call.hpp"
@@ -80,7 +81,8 @@ void fcm_account::fetch(std::function<void(std::variant<issued_token, token_fail
     // Refused credentials (invalid_grant: a deleted key, a wrong clock) are the
     // channel's problem, not a message's: the sends wait (retryable) while an operator
     // fixes it.
-    log::error("fcm.token_refused", {{"account", email}, {"error", token.error}});
+    log::error("fcm.token_refused",
+               {{"account", email}, {"error", domain::mask_free_text(token.error)}});
     done(token_failure{
         {call_outcome::retryable, "fcm access token refused: " + token.error, std::nullopt}, true});
   });

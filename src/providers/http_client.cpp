@@ -81,14 +81,27 @@ struct transfer {
   char error[CURL_ERROR_SIZE] = {};
 };
 
+/// Appends what fits of `data` to an answer kept up to `max` bytes. Once it does not all fit,
+/// the kept text ends inside a word: that word goes, up to the last space or punctuation, for
+/// the start of a phone number or key ("+86138", "sk_li") is what masking no longer
+/// recognises. Nothing is kept after a cut.
+void keep(outbound_answer& answer, std::string_view data, std::size_t max) {
+  if (answer.body_cut)
+    return;
+  auto& kept = answer.body;
+  const auto room = max > kept.size() ? max - kept.size() : 0;
+  kept.append(data.substr(0, room));
+  if (data.size() <= room)
+    return;
+  answer.body_cut = true;
+  const auto boundary = kept.find_last_of(" \t\r\n\"',;:<>{}[]");
+  kept.resize(boundary == std::string::npos ? 0 : boundary + 1);
+}
+
 size_t on_body(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<transfer*>(user);
   const auto bytes = size * count;
-  auto& body = t->answer.body;
-  const auto room = t->max_body > body.size() ? t->max_body - body.size() : 0;
-  body.append(data, std::min(bytes, room));
-  if (bytes > room)
-    t->answer.body_cut = true;
+  keep(t->answer, {data, bytes}, t->max_body);
   return bytes;
 }
 
@@ -130,10 +143,7 @@ size_t on_smtp_reply(char* data, size_t size, size_t count, void* user) {
     t->answer.body_cut = false;
   }
   t->reply_complete = line.size() < 4 || line[3] != '-';
-  const auto room = t->max_body > reply.size() ? t->max_body - reply.size() : 0;
-  reply.append(line.substr(0, room));
-  if (bytes > room)
-    t->answer.body_cut = true;
+  keep(t->answer, line, t->max_body);
   return bytes;
 }
 
@@ -171,7 +181,7 @@ void deliver(finished_list& finished) {
     try {
       done(std::move(answer));
     } catch (const std::exception& e) {
-      log::error("provider.callback_threw", {{"error", e.what()}});
+      log::error("provider.callback_threw", {{"error", domain::mask_free_text(e.what())}});
     } catch (...) {
       log::error("provider.callback_threw", {{"error", "unknown exception"}});
     }

@@ -48,9 +48,10 @@ struct outbound_answer {
   /// HTTP: the start of the answer's body (http_client_options::max_body). SMTP: the last reply
   /// the server sent, all its lines ("550 5.1.1 no such user\r\n"), as long as max_body.
   std::string body;
-  bool body_cut = false; ///< more came than was kept
-  std::string error;     ///< curl's error buffer, may be empty (may quote the URL: mask it)
-  bool stopped = false;  ///< the client stopped before the call ended: it may have arrived
+  /// More came than was kept; the word the cut fell in is not kept either.
+  bool body_cut = false;
+  std::string error;    ///< curl's error buffer, may be empty (may quote the URL: mask it)
+  bool stopped = false; ///< the client stopped before the call ended: it may have arrived
 
   /// The value of the last header named `name` (lower-case), or nullopt.
   std::optional<std::string_view> header(std::string_view name) const;

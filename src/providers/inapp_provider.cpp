@@ -25,7 +25,7 @@ void answer(provider_callback& done, provider_result result) {
   try {
     done(std::move(result));
   } catch (const std::exception& e) {
-    log::error("provider.callback_threw", {{"error", e.what()}});
+    log::error("provider.callback_threw", {{"error", domain::mask_free_text(e.what())}});
   } catch (...) {
     log::error("provider.callback_threw", {{"error", "unknown exception"}});
   }

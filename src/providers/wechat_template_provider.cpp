@@ -1,5 +1,6 @@
 #include "providers/wechat_template_provider.hpp"
 
+#include "domain/masking.hpp"
 #include "observability/log.hpp"
 #include "providers/failure_class.hpp"
 #include "providers/provider_call.hpp"
@@ -93,7 +94,8 @@ void wechat_account::fetch(bool force_refresh, fetched done) {
       return wait("HTTP " + std::to_string(answer.status), false);
     auto token = parse_token_answer(answer.body);
     if (token.access_token.empty()) {
-      log::error("wechat.token_refused", {{"appid", appid_}, {"error", token.error}});
+      log::error("wechat.token_refused",
+                 {{"appid", appid_}, {"error", domain::mask_free_text(token.error)}});
       return wait(token.error, true); // 40013, 40125, 40164…: the credentials, not a message
     }
     bool same_as_refused = false;

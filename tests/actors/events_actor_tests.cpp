@@ -248,6 +248,18 @@ BOOST_AUTO_TEST_CASE(an_event_is_dead_after_its_attempts_and_lets_the_next_go) {
   BOOST_TEST(logs().find("events.dead") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(an_unexpected_message_is_logged_by_its_atom_not_its_content) {
+  auto handle = spawn_events(config());
+  self->send(caf::actor_cast<caf::actor>(handle), actors::tick_atom_v, 1,
+             std::string{"to +8613812345678, alice@example.com: your code is 4711"});
+  run();
+  const auto lines = logs();
+  BOOST_TEST(lines.find("actor.unexpected_message") != std::string::npos, lines);
+  BOOST_TEST(lines.find("\"atom\":\"tick\"") != std::string::npos, lines);
+  for (const char* clear : {"8613812", "alice", "your code"})
+    BOOST_TEST(lines.find(clear) == std::string::npos, clear);
+}
+
 BOOST_AUTO_TEST_CASE(a_failing_receiver_is_probed_with_one_event_per_interval) {
   failures_left = 2;
   auto ids = seed({plan("order-1", {"sms"}), plan("order-2", {"sms"}), plan("order-3", {"sms"})});

@@ -12,9 +12,11 @@
 
 namespace {
 
-std::string receipt_body(const std::string& id_field, const std::string& id_json) {
+std::string receipt_body(const std::string& id_field, const std::string& id_json,
+                         const std::string& detail_json = "") {
   return R"({"type":"herald.receipt","data":{")" + id_field + R"(":")" + id_json +
-         R"(","status":"delivered","occurred_at":"2026-12-03T10:00:00Z"}})";
+         R"(","status":"delivered","occurred_at":"2026-12-03T10:00:00Z","detail":")" + detail_json +
+         R"("}})";
 }
 
 } // namespace
@@ -38,6 +40,15 @@ BOOST_AUTO_TEST_CASE(ids_with_control_characters_are_refused) {
         BOOST_TEST(error->field == "data." + field);
       }
     }
+}
+
+BOOST_AUTO_TEST_CASE(a_long_detail_is_masked_before_it_is_cut) {
+  // The number straddles the 1000-byte limit: cut first, "+86138123" would stay in clear.
+  const auto detail = std::string(990, 'a') + " +8613812345678";
+  auto decoded = herald::api::decode_receipt(receipt_body("provider_request_id", "hrq_1", detail));
+  auto* body = std::get_if<herald::api::receipt_callback_body>(&decoded);
+  BOOST_TEST_REQUIRE(body != nullptr);
+  BOOST_TEST(body->detail == std::string(990, 'a') + " ***5678");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

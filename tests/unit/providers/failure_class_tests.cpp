@@ -77,7 +77,17 @@ BOOST_AUTO_TEST_CASE(http_details) {
   BOOST_TEST(cut.size() < 250u);
   BOOST_TEST(cut.substr(cut.size() - 3) == "...");
   BOOST_TEST(classify_http(400, std::nullopt, "a\r\nb\x1b").detail ==
-             "endpoint refused (400): a  b ");
+             "endpoint refused (400): a??b?");
+}
+
+BOOST_AUTO_TEST_CASE(http_details_are_masked_before_they_are_cut) {
+  // The key straddles the excerpt's end: cut first, its start would be too short to look like
+  // a key and stay in clear.
+  const auto body = std::string(180, 'a') + " Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdo";
+  const auto detail = classify_http(400, std::nullopt, body).detail;
+  BOOST_TEST(detail == "endpoint refused (400): " + std::string(180, 'a') + " ***");
+  const auto phone = classify_http(503, std::nullopt, "To=%2B8613812345678").detail;
+  BOOST_TEST(phone == "endpoint unavailable (503): To=***5678");
 }
 
 BOOST_AUTO_TEST_CASE(transport_table) {

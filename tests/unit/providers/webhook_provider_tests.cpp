@@ -390,6 +390,32 @@ BOOST_AUTO_TEST_CASE(url_credentials_are_never_echoed) {
   BOOST_TEST(detail.find("s3cr3t") == std::string::npos, detail);
 }
 
+BOOST_AUTO_TEST_CASE(answers_are_masked_before_they_are_cut) {
+  // Keys masked to "***" shrink the text, so what stood at the end of the kept 8 KiB shows in
+  // the detail: a number cut there ("+86138") must not, nor the start of a key at the
+  // detail's own cut (too short there to look like a key).
+  const std::size_t number_at = max_kept_answer - 6; // "+86138" kept, the rest cut
+  std::string keys;
+  while (keys.size() + 400 < number_at)
+    keys += "sk_live_" + std::string(391, 'k') + " ";
+  keys += "sk_live_" + std::string(number_at - keys.size() - 9, 'k') + " ";
+  const std::string cut_number = keys + "+8613812345678 and more";
+  const std::string long_text = std::string(185, 'a') + " Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdo";
+  test_server server{[&](const recorded_request& seen) {
+    return reply{400, {}, seen.header("webhook-id") == "cut-number" ? cut_number : long_text};
+  }};
+  answers got;
+  webhook_provider provider{config_for(server.url())};
+  provider.send(make_request("cut-number"), got.callback("cut-number"));
+  provider.send(make_request("long-text"), got.callback("long-text"));
+  auto results = got.by_tag(2);
+  const auto& number = results["cut-number"].detail;
+  BOOST_TEST(number.find("***") != std::string::npos, number); // the keys were masked
+  BOOST_TEST(number.find("86138") == std::string::npos, number);
+  const auto& key = results["long-text"].detail;
+  BOOST_TEST(key.find("Zm9v") == std::string::npos, key);
+}
+
 BOOST_AUTO_TEST_CASE(payload_shape) {
   auto request = make_request("p-1", 3);
   request.body = "line\nbreak";
@@ -432,8 +458,11 @@ private:
 };
 
 provider_status_query status_query(const std::string& provider_request_id) {
-  return {"task-" + provider_request_id, "webhook", provider_request_id,
-          "trace-" + provider_request_id, {}};
+  return {"task-" + provider_request_id,
+          "webhook",
+          provider_request_id,
+          "trace-" + provider_request_id,
+          {}};
 }
 
 webhook_config asking_config(const std::string& status_url,
