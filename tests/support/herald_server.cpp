@@ -31,6 +31,16 @@ running_herald::running_herald(const std::string& database, const std::string& c
     BOOST_FAIL("herald did not answer /healthz within 30 s; its output:\n" << process_.log());
 }
 
+std::string create_api_key(const std::string& database, const std::string& tenant,
+                           const std::string& scopes) {
+  auto run =
+      run_herald({"keys", "create", "--tenant", tenant, "--scopes", scopes, "--db", database});
+  BOOST_REQUIRE_MESSAGE(run.exit_code == 0, "keys create failed: " << run.err);
+  auto key = run.out.substr(0, run.out.find('\n'));
+  BOOST_REQUIRE_MESSAGE(key.rfind("hk_", 0) == 0, "unexpected key output: " << run.out);
+  return key;
+}
+
 std::string submit_to(running_herald& herald, const std::string& channel, const std::string& biz_id,
                       const std::string& recipient) {
   const boost::json::object body{{"biz_type", "E2E"},
