@@ -53,7 +53,7 @@ constexpr std::string_view console_path = "/console";
 constexpr std::string_view console_prefix = "/console/";
 constexpr std::string_view metrics_path = "/metrics";
 /// What the log shows as the path of a request no route matches: its path may hold anything.
-constexpr std::string_view unmatched_path = "(unmatched)";
+constexpr std::string_view unmatched_in_log = "(unmatched)";
 constexpr std::size_t default_inbox_page = 20;
 constexpr std::size_t max_inbox_page = 100;
 constexpr std::size_t max_dead_letter_page = 1000;
@@ -391,7 +391,7 @@ request_handler routes::metrics_handler() {
   return [this](http_request request, respond_fn respond) {
     const bool is_metrics = path_of(request.target()) == metrics_path;
     auto ex = start_exchange(request, std::move(respond),
-                             is_metrics ? metrics_path : unmatched_path, metrics_, "metrics");
+                             is_metrics ? metrics_path : unmatched_in_log, metrics_, "metrics");
     if (!is_metrics)
       return ex->error(http::status::not_found, "not_found", "no such resource");
     if (request.method() != http::verb::get)
@@ -643,7 +643,7 @@ std::optional<admission> admit(const http_request& request, const respond_fn& re
       route &&
       (route->kind == route_kind::submit_message || route->kind == route_kind::submit_batch) &&
       request.method() == http::verb::post;
-  ex = start_exchange(request, respond, route ? route->path_template : unmatched_path, metrics,
+  ex = start_exchange(request, respond, route ? route->path_template : unmatched_in_log, metrics,
                       route ? route_name(route->kind) : "unmatched", ingest);
   if (!route || (route->kind == route_kind::metrics && !options.metrics_on_api_listener)) {
     ex->error(http::status::not_found, "not_found", "no such resource");
