@@ -18,7 +18,6 @@
 #include <random>
 #include <sstream>
 #include <string>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -91,17 +90,6 @@ public:
 private:
   std::vector<int> fds_;
 };
-
-/// This test process holds more than a thousand sockets: lift its own soft limit.
-void raise_own_open_file_limit() {
-  rlimit limit{};
-  BOOST_REQUIRE(::getrlimit(RLIMIT_NOFILE, &limit) == 0);
-  limit.rlim_cur = limit.rlim_max;
-  BOOST_REQUIRE(::setrlimit(RLIMIT_NOFILE, &limit) == 0);
-  BOOST_REQUIRE_MESSAGE(limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= 2048,
-                        "the test needs at least 2048 descriptors, the hard limit is "
-                            << limit.rlim_cur);
-}
 
 /// herald with API keys on a fresh SQLite file, and a key with the submit, read and admin
 /// scopes.
@@ -260,7 +248,7 @@ BOOST_FIXTURE_TEST_CASE(with_keys_any_host_is_served, keyed_herald) {
 }
 
 BOOST_AUTO_TEST_CASE(idle_connections_do_not_lock_out_new_clients) {
-  raise_own_open_file_limit();
+  raise_own_open_file_limit(2048);
   temp_dir dir("herald-e2e-fds");
   write_file(dir.file("herald.json"),
              R"({"http":{"max_connections":800,"max_connections_per_peer":2000},

@@ -18,7 +18,6 @@
 #include <memory>
 #include <random>
 #include <string>
-#include <sys/resource.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -31,17 +30,6 @@ namespace json = boost::json;
 using namespace std::chrono_literals;
 
 namespace {
-
-/// This test process holds more than a thousand sockets: lift its own soft limit.
-void raise_own_open_file_limit() {
-  rlimit limit{};
-  BOOST_REQUIRE(::getrlimit(RLIMIT_NOFILE, &limit) == 0);
-  limit.rlim_cur = limit.rlim_max;
-  BOOST_REQUIRE(::setrlimit(RLIMIT_NOFILE, &limit) == 0);
-  BOOST_REQUIRE_MESSAGE(limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= 4096,
-                        "the test needs at least 4096 descriptors, the hard limit is "
-                            << limit.rlim_cur);
-}
 
 /// VmRSS of process `pid` in bytes (/proc/<pid>/status), 0 when unreadable.
 std::size_t resident_bytes(pid_t pid) {
@@ -168,7 +156,7 @@ BOOST_AUTO_TEST_SUITE(slow_client_tests)
 // of 1,000 connections: the figures of the issue, not scaled down. The test process lifts its
 // own descriptor limit (setrlimit) to hold them.
 BOOST_AUTO_TEST_CASE(slow_and_stalled_bodies_do_not_lock_clients_out) {
-  raise_own_open_file_limit();
+  raise_own_open_file_limit(4096);
   temp_dir dir("herald-e2e-slow");
   const auto database = "sqlite:" + dir.file("herald.db");
   const auto key = create_api_key(database, "acme", "submit,read");

@@ -48,6 +48,10 @@ private:
   herald_process process_;
 };
 
+/// Lifts this test process's soft limit on open files to its hard limit, for tests that hold
+/// many sockets; fails the test when even that is below `needed`.
+void raise_own_open_file_limit(std::size_t needed);
+
 /// `herald keys create` against `database` (a --db URL): the key it printed.
 std::string create_api_key(const std::string& database, const std::string& tenant,
                            const std::string& scopes);
