@@ -292,6 +292,24 @@ BOOST_AUTO_TEST_CASE(max_connections_out_of_bounds_exits_two) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(slow_client_limits_out_of_bounds_exit_two) {
+  temp_dir dir("herald-e2e-config");
+  for (const std::string http :
+       {R"("max_connections_per_peer": 0)", R"("header_timeout_ms": 10)",
+        R"("min_body_bytes_per_second": 0)", R"("body_grace_ms": -1)",
+        R"("max_body_bytes_in_flight": 6291456)", // under twice the 4 MiB batch limit
+        R"("max_body_bytes": 1048576, "max_body_bytes_in_flight": 3145728)"}) {
+    BOOST_TEST_CONTEXT("http " << http) {
+      write_file(dir.file("herald.json"),
+                 R"({"http":{)" + http + R"(},"channels":[{"name":"sms","type":"simulated"}]})");
+      auto run = run_herald({"serve", "--config", dir.file("herald.json")});
+      BOOST_TEST(run.exit_code == 2);
+      BOOST_TEST(run.err.find("http.") != std::string::npos, run.err);
+      BOOST_TEST(std::count(run.err.begin(), run.err.end(), '\n') <= 1, run.err);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(smuggled_requests_are_not_executed) {
   running_herald herald({});
   const auto prefix = unique_prefix();
