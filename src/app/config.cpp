@@ -636,7 +636,7 @@ config parse_config(const std::string& text) {
     h.read_ms("header_timeout_ms", cfg.http.header_timeout, 100, 600000);
     h.read_integer("min_body_bytes_per_second", cfg.http.min_body_bytes_per_second, 1,
                    1024 * 1024 * 1024);
-    h.read_ms("body_grace_ms", cfg.http.body_grace, 0, 600000);
+    h.read_ms("body_grace_ms", cfg.http.body_grace, 100, 600000);
     h.read_integer("max_body_bytes_in_flight", cfg.http.max_body_bytes_in_flight, 1024 * 1024,
                    std::int64_t{64} * 1024 * 1024 * 1024);
     // Big bodies may fill half the budget and anonymous ones a quarter: the largest of each
