@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <future>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -66,24 +68,97 @@ private:
   std::shared_ptr<in_flight_counter> counter_;
 };
 
-/// Open connections, shared with every session so that a session may end after the server.
+/// Open connections, in all and by peer address, shared with every session so that a session
+/// may end after the server.
 struct connection_counter {
   std::atomic<std::size_t> open{0};
+  std::mutex peers_mutex;
+  std::map<asio::ip::address, std::size_t> by_peer;
+
+  /// Counts one more connection from `peer`; false (nothing counted) when it has `cap` open.
+  bool enter_peer(const asio::ip::address& peer, std::size_t cap) {
+    std::lock_guard<std::mutex> lock(peers_mutex);
+    auto& count = by_peer[peer];
+    if (count >= cap)
+      return false;
+    ++count;
+    return true;
+  }
+
+  void leave_peer(const asio::ip::address& peer) {
+    std::lock_guard<std::mutex> lock(peers_mutex);
+    if (auto found = by_peer.find(peer); found != by_peer.end() && --found->second == 0)
+      by_peer.erase(found);
+  }
 };
 
-/// Held by a session for its whole life: one of http_options::max_connections.
+/// Held by a session for its whole life: one of http_options::max_connections, and one of its
+/// peer's max_connections_per_peer (counted by enter_peer before the session was made).
 class connection_slot {
 public:
-  explicit connection_slot(std::shared_ptr<connection_counter> counter)
-      : counter_(std::move(counter)) {
+  connection_slot(std::shared_ptr<connection_counter> counter, asio::ip::address peer)
+      : counter_(std::move(counter)), peer_(std::move(peer)) {
     counter_->open.fetch_add(1);
   }
-  ~connection_slot() { counter_->open.fetch_sub(1); }
+  ~connection_slot() {
+    counter_->open.fetch_sub(1);
+    counter_->leave_peer(peer_);
+  }
   connection_slot(const connection_slot&) = delete;
   connection_slot& operator=(const connection_slot&) = delete;
 
 private:
   std::shared_ptr<connection_counter> counter_;
+  asio::ip::address peer_;
+};
+
+/// Bytes of request bodies held at once across all connections (max_body_bytes_in_flight),
+/// shared with every session so that a session may end after the server.
+struct body_budget {
+  std::atomic<std::size_t> held{0};
+
+  /// Takes `bytes` more if the total stays within `ceiling`.
+  bool take(std::size_t bytes, std::size_t ceiling) {
+    std::size_t now = held.load();
+    do {
+      if (now > ceiling || bytes > ceiling - now)
+        return false;
+    } while (!held.compare_exchange_weak(now, now + bytes));
+    return true;
+  }
+};
+
+/// One request's share of the body budget, given back by release() or on destruction.
+class body_reservation {
+public:
+  explicit body_reservation(std::shared_ptr<body_budget> budget) : budget_(std::move(budget)) {}
+  ~body_reservation() { release(); }
+  body_reservation(const body_reservation&) = delete;
+  body_reservation& operator=(const body_reservation&) = delete;
+
+  std::size_t size() const { return bytes_; }
+
+  /// Grows the share to `bytes` if the budget's total stays within `ceiling`.
+  bool grow_to(std::size_t bytes, std::size_t ceiling) {
+    if (bytes <= bytes_)
+      return true;
+    if (!budget_->take(bytes - bytes_, ceiling))
+      return false;
+    bytes_ = bytes;
+    return true;
+  }
+
+  /// Grows the share to `bytes` whatever the budget holds: memory that is taken already.
+  void cover(std::size_t bytes) {
+    if (bytes > bytes_)
+      budget_->held.fetch_add(bytes - std::exchange(bytes_, bytes));
+  }
+
+  void release() { budget_->held.fetch_sub(std::exchange(bytes_, 0)); }
+
+private:
+  std::shared_ptr<body_budget> budget_;
+  std::size_t bytes_ = 0;
 };
 
 /// Lets one log line through per interval and counts those held back, so that a flood of
@@ -106,6 +181,19 @@ public:
 private:
   std::chrono::steady_clock::time_point next_{};
   std::size_t skipped_ = 0;
+};
+
+/// A log_throttle for lines written from any connection's strand.
+class shared_log_throttle {
+public:
+  bool due(std::size_t& held_back) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return throttle_.due(held_back);
+  }
+
+private:
+  std::mutex mutex_;
+  log_throttle throttle_;
 };
 
 /// Descriptors kept free for everything else herald opens (database, log, provider calls), so
@@ -238,6 +326,46 @@ std::string_view request_path(std::string_view header_block) {
   return target.substr(0, target.find_first_of("?#"));
 }
 
+/// Why a request's header is refused although its framing is clear, or empty when it is not.
+/// Two Authorization headers leave open which one a proxy checked; RFC 9112 §3.2 asks for a
+/// 400 to an HTTP/1.1 request without Host or with two.
+std::string_view header_fault(const http::request_header<>& header) {
+  const auto hosts = header.count(http::field::host);
+  if (hosts > 1)
+    return "more than one Host header";
+  if (hosts == 0 && header.version() >= 11)
+    return "no Host header";
+  if (header.count(http::field::authorization) > 1)
+    return "more than one Authorization header";
+  return {};
+}
+
+bool all_digits(std::string_view text) {
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+}
+
+/// Whether a Host header (RFC 9110 §7.2: host [":" port], an IPv6 host bracketed) names this
+/// machine's loopback.
+bool is_loopback_authority(std::string_view authority) {
+  std::string_view host = authority;
+  std::string_view port;
+  if (!authority.empty() && authority.front() == '[') {
+    const auto close = authority.find(']');
+    if (close == std::string_view::npos)
+      return false;
+    host = authority.substr(1, close - 1);
+    const auto rest = authority.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':')
+      return false;
+    port = rest.empty() ? rest : rest.substr(1);
+  } else if (const auto colon = authority.find(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  return all_digits(port) && !host.empty() && is_loopback_host(host);
+}
+
 http_response json_error_response(http::status status, std::string_view code,
                                   std::string_view message, const std::string& trace_id) {
   http_response response{status, 11};
@@ -250,6 +378,16 @@ http_response json_error_response(http::status status, std::string_view code,
 class session;
 
 } // namespace
+
+bool is_loopback_host(std::string_view host) {
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (beast::iequals(host, "localhost"))
+    return true;
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(std::string(host), ec);
+  return !ec && address.is_loopback();
+}
 
 struct http_server::core {
   core(http_options opts, request_handler h)
@@ -269,18 +407,26 @@ struct http_server::core {
 
   void do_accept();
   void retry_accept_later(const beast::error_code& ec);
-  /// Closes the connection that has waited longest for a request; false when none waits.
+  /// Closes the connection that has been quiet longest (waiting for a request, or stalling
+  /// in a header, a body or a response); false when every connection has a request in flight.
   bool make_room();
-  void refuse(tcp::socket socket);
+  /// Answers 503 and closes at once; `reason` goes to the (throttled) log line.
+  void refuse(tcp::socket socket, std::string_view reason);
   /// Reports an answer the server gave by itself (http_options::on_refusal).
   void refused(http::status status) const;
   void track(const std::shared_ptr<session>& s);
   void close_sessions();
 
-  /// Registers a session waiting for a request header; the ticket orders sessions by age.
-  std::uint64_t enter_idle(std::weak_ptr<session> s);
-  /// Unregisters it; false when make_room() took it meanwhile, so the session must close.
-  bool leave_idle(std::uint64_t ticket);
+  /// Lists a session make_room() may close (one without a request in flight); tickets order
+  /// sessions by when they last made progress.
+  std::uint64_t enter_evictable(std::weak_ptr<session> s);
+  /// Moves a listed session behind all others, as it just made progress; 0 when make_room()
+  /// took it meanwhile, so the session must close.
+  std::uint64_t renew_evictable(std::uint64_t ticket, std::weak_ptr<session> s);
+  /// Unlists it; false when make_room() took it meanwhile, so the session must close.
+  bool leave_evictable(std::uint64_t ticket);
+  /// Logs (throttled) that a connection was closed for being too slow in `phase`.
+  void slow_connection_closed(std::string_view phase);
 
   http_options options;
   request_handler handler;
@@ -294,6 +440,7 @@ struct http_server::core {
   std::atomic<std::uint16_t> bound_port{0};
 
   std::shared_ptr<connection_counter> connections = std::make_shared<connection_counter>();
+  std::shared_ptr<body_budget> bodies = std::make_shared<body_budget>();
   std::size_t max_connections = 0; // set by start(): options.max_connections, maybe lowered
   const std::string refusal = connection_refusal();
   // Touched only on the acceptor's strand:
@@ -301,10 +448,13 @@ struct http_server::core {
   log_throttle accept_failure_log;
   log_throttle refusal_log;
   log_throttle eviction_log;
+  // Touched on any connection's strand:
+  shared_log_throttle slow_log;
+  shared_log_throttle budget_log;
 
-  std::mutex idle_mutex;
-  std::map<std::uint64_t, std::weak_ptr<session>> idle; // by ticket: oldest first
-  std::uint64_t last_idle_ticket = 0;
+  std::mutex evictable_mutex;
+  std::map<std::uint64_t, std::weak_ptr<session>> evictable; // by ticket: quiet longest first
+  std::uint64_t last_ticket = 0;
 
   std::mutex lifecycle;
   bool started = false;
@@ -337,17 +487,17 @@ struct responder {
 /// keep-alive holds. Every member is touched only on the connection's strand.
 class session : public std::enable_shared_from_this<session> {
 public:
-  session(tcp::socket socket, http_server::core& core)
+  session(tcp::socket socket, asio::ip::address peer, http_server::core& core)
       : stream_(std::move(socket)),
         // Bounded, so bytes no limit of the parser counts (a chunk-size line or chunk extension
         // without end, endless trailers) cannot grow it: a full buffer is `buffer_overflow`.
         buffer_(core.options.max_header_bytes + read_slack_bytes), core_(core),
-        slot_(core.connections) {}
+        reservation_(core.bodies), slot_(core.connections, std::move(peer)) {}
 
-  /// Starts reading; called on the acceptor's strand, so the connection counts as idle (and
-  /// can give way) from its accept on.
+  /// Starts reading; called on the acceptor's strand, so the connection can give way from its
+  /// accept on.
   void run() {
-    idle_ticket_ = core_.enter_idle(weak_from_this());
+    ticket_ = core_.enter_evictable(weak_from_this());
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
   }
 
@@ -358,10 +508,10 @@ public:
 
   tcp::socket::executor_type executor() { return stream_.get_executor(); }
 
-  /// Closes the connection to make room for a new one; make_room() took it off the idle list.
+  /// Closes the connection to make room for a new one; make_room() took it off the list.
   void evict() {
     asio::post(stream_.get_executor(), [self = shared_from_this()] {
-      self->idle_ticket_ = 0;
+      self->ticket_ = 0;
       self->close();
     });
   }
@@ -372,23 +522,35 @@ public:
       return; // the connection went away meanwhile; the token is released on return
     token_ = std::move(token);
     response_ = std::move(response);
+    // A client that does not read its answer is as evictable as one that sends nothing.
+    ticket_ = core_.enter_evictable(weak_from_this());
     write(!keep_alive_);
   }
 
 private:
+  /// Notes that the connection moved (bytes came or went): it goes behind every connection
+  /// that has been quiet longer. False when make_room() closed it meanwhile.
+  bool made_progress() {
+    ticket_ = core_.renew_evictable(ticket_, weak_from_this());
+    return ticket_ != 0;
+  }
+
   void read_header() {
     if (closed_)
       return;
+    if (!made_progress())
+      return close();
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(core_.options.max_header_bytes));
     set_body_limit(core_.options.max_body_bytes);
+    reservation_.release();
     keep_alive_ = false;
     head_request_ = false;
     version_ = 11;
     trace_id_.clear();
+    header_started_ = false;
+    anonymous_body_ = false;
     stream_.expires_after(core_.options.idle_timeout); // also while no byte has come yet
-    if (idle_ticket_ == 0)
-      idle_ticket_ = core_.enter_idle(weak_from_this());
     header_scanned_ = 0;
     read_header_block();
   }
@@ -403,6 +565,11 @@ private:
   void read_header_block() {
     const auto bytes = buffer_.data();
     const std::string_view buffered{static_cast<const char*>(bytes.data()), bytes.size()};
+    if (!header_started_ && !buffered.empty()) {
+      // From its first byte on, a header has header_timeout to arrive whole.
+      header_started_ = true;
+      stream_.expires_after(core_.options.header_timeout);
+    }
     // Only what arrived since the last look is searched (3 bytes back, for a split "\r\n\r\n"),
     // so a client sending a byte at a time costs linear, not quadratic, time.
     const auto from = header_scanned_ > 3 ? header_scanned_ - 3 : 0;
@@ -422,6 +589,8 @@ private:
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                               if (ec)
                                 return self->on_header(ec);
+                              if (!self->made_progress())
+                                return self->close();
                               self->buffer_.commit(n);
                               self->read_header_block();
                             });
@@ -429,8 +598,6 @@ private:
 
   /// Refuses a header block the parser would have read differently from a proxy in front.
   void refuse_header(const char* log_reason, const std::string& what) {
-    if (!core_.leave_idle(std::exchange(idle_ticket_, 0)))
-      return close(); // evicted meanwhile
     trace_id_ = log::new_trace_id();
     log::info("http_request_rejected",
               {{"trace_id", trace_id_}, {"status", "400"}, {"reason", log_reason}});
@@ -452,9 +619,6 @@ private:
   }
 
   void on_header(beast::error_code ec) {
-    const bool evicted = !core_.leave_idle(std::exchange(idle_ticket_, 0));
-    if (evicted)
-      return close();
     if (ec)
       return on_read_error(ec);
     auto& request = parser_->get();
@@ -467,15 +631,36 @@ private:
       return send_error(http::status::bad_request, "invalid_request",
                         "ambiguous request framing: " + std::string(reason));
     }
+    if (auto fault = header_fault(request); !fault.empty()) {
+      log::info("http_request_rejected",
+                {{"trace_id", trace_id_}, {"status", "400"}, {"reason", std::string(fault)}});
+      return send_error(http::status::bad_request, "invalid_request",
+                        "malformed HTTP request: " + std::string(fault));
+    }
+    if (core_.options.loopback_hosts_only && request.count(http::field::host) != 0 &&
+        !is_loopback_authority(request[http::field::host])) {
+      log::info("http_request_rejected",
+                {{"trace_id", trace_id_}, {"status", "421"}, {"reason", "Host not loopback"}});
+      return send_error(http::status::misdirected_request, "misdirected_request",
+                        "without API keys (auth.mode none) herald answers only requests "
+                        "addressed to localhost, 127.0.0.1 or [::1]");
+    }
+    header_fields_ = static_cast<std::size_t>(std::distance(request.begin(), request.end()));
     // HEAD is GET without the body: the handler sees a GET, write() leaves the body out.
     head_request_ = request.method() == http::verb::head;
     if (head_request_)
       request.method(http::verb::get);
     if (parser_->is_done())
       return dispatch_request();
+    // A body is read only for a request that may have it, and only into room the budget has.
+    if (core_.options.check_header && refused_before_body())
+      return;
+    if (!reserve_body_room())
+      return refuse_over_budget();
     auto expect = request[http::field::expect];
     if (beast::iequals(expect, "100-continue")) {
       continue_ = http::response<http::empty_body>{http::status::continue_, version_};
+      stream_.expires_after(core_.options.idle_timeout);
       http::async_write(stream_, continue_,
                         [self = shared_from_this()](beast::error_code write_ec, std::size_t) {
                           if (write_ec)
@@ -487,17 +672,116 @@ private:
     read_body();
   }
 
+  /// Asks http_options::check_header about the request; true when it answered the request
+  /// (the body left unread, so the connection closes after the answer).
+  bool refused_before_body() {
+    header_verdict verdict;
+    try {
+      verdict = core_.options.check_header(parser_->get());
+    } catch (const std::exception& e) {
+      log::error("http_handler_failed", {{"trace_id", trace_id_}, {"error", e.what()}});
+      verdict.refusal = json_error_response(http::status::internal_server_error, "internal_error",
+                                            "internal error", trace_id_);
+    }
+    anonymous_body_ = !verdict.authenticated;
+    if (!verdict.refusal)
+      return false;
+    response_ = std::move(*verdict.refusal);
+    write(true);
+    return true;
+  }
+
+  /// Up to where the total of max_body_bytes_in_flight may grow for this body: anonymous ones
+  /// a quarter and those above the ordinary limit (a path's own, e.g. batches) a half, so an
+  /// ordinary authenticated request always finds room.
+  std::size_t budget_ceiling() const {
+    const auto budget = core_.options.max_body_bytes_in_flight;
+    if (anonymous_body_)
+      return budget / 4;
+    return body_limit_ > core_.options.max_body_bytes ? budget / 2 : budget;
+  }
+
+  /// Takes room in the budget for what the body may hold next: its declared length at once, or
+  /// for a chunked body, steps that double (and at least one read buffer ahead of its size).
+  /// The string is given that capacity, so it never grows beyond the room taken. False when
+  /// the budget has no room.
+  bool reserve_body_room() {
+    if (auto declared = parser_->content_length())
+      return reservation_.grow_to(static_cast<std::size_t>(*declared), budget_ceiling());
+    auto& body = parser_->get().body();
+    const auto needed = std::min(body.size() + buffer_.max_size(), body_limit_);
+    if (needed <= reservation_.size())
+      return true;
+    const auto room = std::min(std::max(needed, 2 * reservation_.size()), body_limit_);
+    if (!reservation_.grow_to(room, budget_ceiling()))
+      return false;
+    body.reserve(room);
+    reservation_.cover(body.capacity());
+    return true;
+  }
+
+  void refuse_over_budget() {
+    std::size_t held_back = 0;
+    if (core_.budget_log.due(held_back))
+      log::warn("http_overloaded", {{"trace_id", trace_id_},
+                                    {"reason", "max_body_bytes_in_flight reached"},
+                                    {"max_body_bytes_in_flight",
+                                     std::to_string(core_.options.max_body_bytes_in_flight)},
+                                    {"also_refused_since_last_line", std::to_string(held_back)}});
+    core_.refused(http::status::service_unavailable);
+    response_ = json_error_response(http::status::service_unavailable, "overloaded",
+                                    "too many request bodies in flight; retry later", trace_id_);
+    response_.set(http::field::retry_after, "1");
+    write(true);
+  }
+
   void read_body() {
-    stream_.expires_after(core_.options.idle_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       if (ec)
-                         return self->on_read_error(ec);
-                       self->dispatch_request();
-                     });
+    body_started_ = std::chrono::steady_clock::now();
+    body_received_ = 0;
+    read_body_part();
+  }
+
+  /// When the next body bytes must have come: at the minimum rate, counted from the body's
+  /// start plus the grace, the bytes received so far last until then; and never more than the
+  /// idle timeout of silence.
+  std::chrono::steady_clock::time_point body_deadline() const {
+    const auto& options = core_.options;
+    const auto earned = std::chrono::microseconds(
+        body_received_ * 1000000 / std::max<std::size_t>(options.min_body_bytes_per_second, 1));
+    return std::min(body_started_ + options.body_grace + earned,
+                    std::chrono::steady_clock::now() + options.idle_timeout);
+  }
+
+  void read_body_part() {
+    if (!reserve_body_room())
+      return refuse_over_budget();
+    stream_.expires_at(body_deadline());
+    http::async_read_some(stream_, buffer_, *parser_,
+                          [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                            if (ec)
+                              return self->on_read_error(ec);
+                            if (!self->made_progress())
+                              return self->close();
+                            self->body_received_ += n;
+                            if (!self->parser_->is_done())
+                              return self->read_body_part();
+                            self->drop_trailer_fields();
+                            self->dispatch_request();
+                          });
+  }
+
+  /// Removes the fields a chunked body's trailer added to the header's: a field sent after the
+  /// body (an Authorization, a Content-Type) must not count as sent before it (RFC 9110 §6.5).
+  void drop_trailer_fields() {
+    auto& fields = parser_->get();
+    auto field = std::next(fields.begin(), static_cast<std::ptrdiff_t>(header_fields_));
+    while (field != fields.end())
+      field = fields.erase(field);
   }
 
   void on_read_error(beast::error_code ec) {
+    if (ec == beast::error::timeout && header_started_)
+      core_.slow_connection_closed(parser_ && parser_->is_header_done() ? "body" : "header");
     if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == beast::error::timeout ||
         ec == asio::error::operation_aborted || ec == http::error::partial_message || closed_)
       return close();
@@ -554,6 +838,9 @@ private:
       response_.set(http::field::retry_after, "1");
       return write(!keep_alive_);
     }
+    // With its request in flight, the connection waits for herald, not for its client.
+    if (!core_.leave_evictable(std::exchange(ticket_, 0)))
+      return close(); // make_room() took it meanwhile
     auto state = std::make_shared<responder_state>();
     state->target = shared_from_this();
     state->token = std::move(token);
@@ -580,6 +867,9 @@ private:
     stream_.expires_after(core_.options.idle_timeout);
     auto on_written = [self = shared_from_this(), close_after](beast::error_code ec, std::size_t) {
       self->token_.reset();
+      self->reservation_.release();
+      if (ec == beast::error::timeout)
+        self->core_.slow_connection_closed("response");
       if (ec)
         return self->close();
       if (close_after)
@@ -617,9 +907,10 @@ private:
     if (closed_)
       return;
     closed_ = true;
-    if (idle_ticket_ != 0)
-      core_.leave_idle(std::exchange(idle_ticket_, 0));
+    if (ticket_ != 0)
+      core_.leave_evictable(std::exchange(ticket_, 0));
     token_.reset();
+    reservation_.release();
     stream_.close();
   }
 
@@ -632,7 +923,13 @@ private:
   std::optional<http::response_serializer<http::string_body>> head_serializer_;
   std::shared_ptr<in_flight_token> token_;
   std::string trace_id_;
-  std::size_t body_limit_ = 0; // of the request being read
+  std::size_t body_limit_ = 0;    // of the request being read
+  body_reservation reservation_;  // its room in max_body_bytes_in_flight
+  std::size_t header_fields_ = 0; // fields of its header; more came in a chunked trailer
+  bool header_started_ = false;   // its first byte came
+  bool anonymous_body_ = false;   // check_header saw no credentials
+  std::chrono::steady_clock::time_point body_started_{};
+  std::size_t body_received_ = 0;
   unsigned version_ = 11;
   bool keep_alive_ = false;
   bool head_request_ = false;
@@ -640,7 +937,7 @@ private:
   std::array<char, 4096> discard_{};
   std::size_t discarded_ = 0;
   std::size_t header_scanned_ = 0; // bytes of the buffer searched for the end of the headers
-  std::uint64_t idle_ticket_ = 0;  // non-zero while on the core's idle list
+  std::uint64_t ticket_ = 0;       // non-zero while make_room() may close the connection
   connection_slot slot_;
 };
 
@@ -685,30 +982,39 @@ void http_server::core::close_sessions() {
       s->shutdown();
 }
 
-std::uint64_t http_server::core::enter_idle(std::weak_ptr<session> s) {
-  std::lock_guard<std::mutex> lock(idle_mutex);
-  const std::uint64_t ticket = ++last_idle_ticket;
-  idle.emplace(ticket, std::move(s));
+std::uint64_t http_server::core::enter_evictable(std::weak_ptr<session> s) {
+  std::lock_guard<std::mutex> lock(evictable_mutex);
+  const std::uint64_t ticket = ++last_ticket;
+  evictable.emplace(ticket, std::move(s));
   return ticket;
 }
 
-bool http_server::core::leave_idle(std::uint64_t ticket) {
-  std::lock_guard<std::mutex> lock(idle_mutex);
-  return idle.erase(ticket) == 1;
+std::uint64_t http_server::core::renew_evictable(std::uint64_t ticket, std::weak_ptr<session> s) {
+  std::lock_guard<std::mutex> lock(evictable_mutex);
+  if (evictable.erase(ticket) == 0)
+    return 0;
+  const std::uint64_t renewed = ++last_ticket;
+  evictable.emplace(renewed, std::move(s));
+  return renewed;
+}
+
+bool http_server::core::leave_evictable(std::uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(evictable_mutex);
+  return evictable.erase(ticket) == 1;
 }
 
 bool http_server::core::make_room() {
-  std::shared_ptr<session> oldest;
+  std::shared_ptr<session> quietest;
   {
-    std::lock_guard<std::mutex> lock(idle_mutex);
-    while (!oldest && !idle.empty()) {
-      oldest = idle.begin()->second.lock();
-      idle.erase(idle.begin());
+    std::lock_guard<std::mutex> lock(evictable_mutex);
+    while (!quietest && !evictable.empty()) {
+      quietest = evictable.begin()->second.lock();
+      evictable.erase(evictable.begin());
     }
   }
-  if (!oldest)
+  if (!quietest)
     return false;
-  oldest->evict();
+  quietest->evict();
   std::size_t held_back = 0;
   if (eviction_log.due(held_back))
     log::info("http_idle_connection_closed",
@@ -718,12 +1024,20 @@ bool http_server::core::make_room() {
   return true;
 }
 
+void http_server::core::slow_connection_closed(std::string_view phase) {
+  std::size_t held_back = 0;
+  if (slow_log.due(held_back))
+    log::info("http_slow_connection_closed",
+              {{"phase", std::string(phase)},
+               {"also_closed_since_last_line", std::to_string(held_back)}});
+}
+
 void http_server::core::refused(http::status status) const {
   if (options.on_refusal)
     options.on_refusal(static_cast<unsigned>(status));
 }
 
-void http_server::core::refuse(tcp::socket socket) {
+void http_server::core::refuse(tcp::socket socket, std::string_view reason) {
   refused(http::status::service_unavailable);
   // Best effort and never blocking: the point is to free the descriptor at once.
   beast::error_code ignored;
@@ -739,8 +1053,9 @@ void http_server::core::refuse(tcp::socket socket) {
   std::size_t held_back = 0;
   if (refusal_log.due(held_back))
     log::warn("http_connection_refused",
-              {{"reason", "max_connections reached, none idle"},
+              {{"reason", std::string(reason)},
                {"max_connections", std::to_string(max_connections)},
+               {"max_connections_per_peer", std::to_string(options.max_connections_per_peer)},
                {"also_refused_since_last_line", std::to_string(held_back)}});
 }
 
@@ -768,15 +1083,27 @@ void http_server::core::do_accept() {
     if (ec)
       return retry_accept_later(ec);
     accept_delay = std::chrono::milliseconds(0);
-    // Over the cap, an idle connection gives way to the new one; a connection waiting with
-    // nothing to say must not lock out one that has a request.
+    beast::error_code peer_ec;
+    auto peer = socket.remote_endpoint(peer_ec).address();
+    if (peer_ec) { // gone before we looked
+      socket.close(peer_ec);
+      return do_accept();
+    }
+    // One address cannot take every connection (a gateway in front counts as one).
+    if (!connections->enter_peer(peer, options.max_connections_per_peer)) {
+      refuse(std::move(socket), "max_connections_per_peer reached");
+      return do_accept();
+    }
+    // Over the cap, a quiet connection gives way to the new one; a connection waiting with
+    // nothing to say, or dribbling a request, must not lock out one that has a request.
     if (connections->open.load() >= max_connections && !make_room()) {
-      refuse(std::move(socket));
+      connections->leave_peer(peer);
+      refuse(std::move(socket), "max_connections reached, every connection busy");
       return do_accept();
     }
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    auto s = std::make_shared<session>(std::move(socket), *this);
+    auto s = std::make_shared<session>(std::move(socket), std::move(peer), *this);
     track(s);
     s->run();
     do_accept();

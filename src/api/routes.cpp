@@ -52,10 +52,12 @@ constexpr std::string_view channels_path = "/v1/channels";
 constexpr std::string_view openapi_path = "/v1/openapi.yaml";
 constexpr std::string_view console_path = "/console";
 constexpr std::string_view console_prefix = "/console/";
+constexpr std::string_view metrics_path = "/metrics";
+/// What the log shows as the path of a request no route matches: its path may hold anything.
+constexpr std::string_view unmatched_in_log = "(unmatched)";
 constexpr std::size_t default_inbox_page = 20;
 constexpr std::size_t max_inbox_page = 100;
 constexpr std::size_t max_dead_letter_page = 1000;
-constexpr std::size_t max_logged_path = 200;
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
@@ -95,15 +97,13 @@ http::status error_status(int status) {
 /// by route and status and, for a submission, records the ingest latency. Sends at most once.
 class exchange {
 public:
-  /// `route` names the resource in herald_http_responses_total: a string literal.
-  exchange(respond_fn respond, std::string trace_id, std::string method, std::string path,
-           metrics& metrics, std::string_view route, bool ingest)
+  /// `route` names the resource in herald_http_responses_total and `path_template` is the path
+  /// logged (e.g. /v1/users/{user_id}, so no id reaches the log): both string literals.
+  exchange(respond_fn respond, std::string trace_id, std::string method,
+           std::string_view path_template, metrics& metrics, std::string_view route, bool ingest)
       : respond_(std::move(respond)), trace_id_(std::move(trace_id)), method_(std::move(method)),
-        path_(std::move(path)), metrics_(metrics), route_(route), ingest_(ingest),
-        started_(std::chrono::steady_clock::now()) {
-    if (path_.size() > max_logged_path)
-      path_.resize(max_logged_path);
-  }
+        path_template_(path_template), metrics_(metrics), route_(route), ingest_(ingest),
+        started_(std::chrono::steady_clock::now()) {}
 
   const std::string& trace_id() const { return trace_id_; }
 
@@ -169,7 +169,7 @@ public:
     try {
       log::error("http_internal_error", {{"trace_id", trace_id_},
                                          {"method", method_},
-                                         {"path", path_},
+                                         {"path", std::string(path_template_)},
                                          {"error", domain::mask_free_text(what)}});
       http_response response{http::status::internal_server_error, 11};
       response.set(http::field::content_type, "application/json");
@@ -194,7 +194,7 @@ public:
       auto micros = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
       std::initializer_list<log::field> fields{{"trace_id", trace_id_},
                                                {"method", method_},
-                                               {"path", path_},
+                                               {"path", std::string(path_template_)},
                                                {"status", std::to_string(status)},
                                                {"code", std::string(code)},
                                                {"duration_us", std::to_string(micros)}};
@@ -211,7 +211,7 @@ private:
   respond_fn respond_;
   std::string trace_id_;
   std::string method_;
-  std::string path_;
+  std::string_view path_template_;
   metrics& metrics_;
   std::string_view route_;
   bool ingest_;
@@ -380,20 +380,22 @@ std::string_view query_of(std::string_view target) {
   return mark == std::string_view::npos ? std::string_view{} : target.substr(mark + 1);
 }
 
-exchange_ptr start_exchange(const http_request& request, respond_fn respond, std::string_view path,
-                            metrics& metrics, std::string_view route, bool ingest = false) {
+exchange_ptr start_exchange(const http_request& request, respond_fn respond,
+                            std::string_view path_template, metrics& metrics,
+                            std::string_view route, bool ingest = false) {
   return std::make_shared<exchange>(
       std::move(respond), choose_trace_id(request["traceparent"], request["X-Request-Id"]),
-      std::string(request.method_string()), std::string(path), metrics, route, ingest);
+      std::string(request.method_string()), path_template, metrics, route, ingest);
 }
 
 } // namespace
 
 request_handler routes::metrics_handler() {
   return [this](http_request request, respond_fn respond) {
-    auto path = path_of(request.target());
-    auto ex = start_exchange(request, std::move(respond), path, metrics_, "metrics");
-    if (path != "/metrics")
+    const bool is_metrics = path_of(request.target()) == metrics_path;
+    auto ex = start_exchange(request, std::move(respond),
+                             is_metrics ? metrics_path : unmatched_in_log, metrics_, "metrics");
+    if (!is_metrics)
       return ex->error(http::status::not_found, "not_found", "no such resource");
     if (request.method() != http::verb::get)
       return ex->method_not_allowed("GET");
@@ -499,6 +501,7 @@ std::string_view route_name(route_kind kind) {
 struct matched_route {
   route_kind kind;
   http::verb method;
+  std::string_view path_template;     ///< what is logged for the path: ids never reach a log
   std::string_view id;                ///< the {id} the path names, for routes that have one
   std::optional<domain::scope> needs; ///< the scope a caller must hold; none: open
   std::string_view allow{};           ///< the Allow header of a path with several methods
@@ -513,13 +516,13 @@ struct method_route {
 
 /// The route of `method` among those of one path; the first when none matches (answered 405
 /// with `allow`, which names them all).
-matched_route choose_method(http::verb method, std::string_view id,
+matched_route choose_method(http::verb method, std::string_view path_template, std::string_view id,
                             std::initializer_list<method_route> choices, std::string_view allow) {
   const method_route* chosen = choices.begin();
   for (const auto& choice : choices)
     if (choice.method == method)
       chosen = &choice;
-  return matched_route{chosen->kind, chosen->method, id, chosen->needs, allow};
+  return matched_route{chosen->kind, chosen->method, path_template, id, chosen->needs, allow};
 }
 
 /// The one path segment between `prefix` and `suffix`; nullopt when `path` is not of that form.
@@ -536,60 +539,67 @@ std::optional<std::string_view> segment_between(std::string_view path, std::stri
 
 std::optional<matched_route> match_route(std::string_view path, http::verb method) {
   if (path == messages_path)
-    return choose_method(method, {},
+    return choose_method(method, messages_path, {},
                          {{http::verb::post, route_kind::submit_message, domain::scope::submit},
                           {http::verb::get, route_kind::find_message_by_key, domain::scope::read}},
                          "GET, POST");
   // Before the look-up: "batch" can never be a message id (those are msg_ + hex).
   if (path == batch_path)
-    return matched_route{route_kind::submit_batch, http::verb::post, {}, domain::scope::submit};
+    return matched_route{
+        route_kind::submit_batch, http::verb::post, batch_path, {}, domain::scope::submit};
   if (path.substr(0, message_prefix.size()) == message_prefix)
-    return matched_route{route_kind::get_message, http::verb::get,
+    return matched_route{route_kind::get_message, http::verb::get, "/v1/messages/{message_id}",
                          path.substr(message_prefix.size()), domain::scope::read};
   if (path == dead_letters_path)
-    return matched_route{route_kind::list_dead_letters, http::verb::get, {}, domain::scope::read};
+    return matched_route{
+        route_kind::list_dead_letters, http::verb::get, dead_letters_path, {}, domain::scope::read};
   if (path.size() > dead_letters_path.size() + replay_suffix.size() &&
       path.substr(0, dead_letters_path.size()) == dead_letters_path &&
       path[dead_letters_path.size()] == '/' &&
       path.substr(path.size() - replay_suffix.size()) == replay_suffix)
     return matched_route{
-        route_kind::replay_dead_letter, http::verb::post,
+        route_kind::replay_dead_letter, http::verb::post, "/v1/dead-letters/{task_id}/replay",
         path.substr(dead_letters_path.size() + 1,
                     path.size() - dead_letters_path.size() - 1 - replay_suffix.size()),
         domain::scope::admin};
   // A provider's callback: no API key, the channel's signature instead (checked by the route).
   if (path.substr(0, receipts_prefix.size()) == receipts_prefix)
-    return matched_route{route_kind::record_receipt, http::verb::post,
+    return matched_route{route_kind::record_receipt, http::verb::post, "/v1/receipts/{channel}",
                          path.substr(receipts_prefix.size()), std::nullopt};
   if (path == stats_path)
-    return matched_route{route_kind::stats, http::verb::get, {}, domain::scope::read};
+    return matched_route{route_kind::stats, http::verb::get, stats_path, {}, domain::scope::read};
   // Node-wide, not one tenant's: the cluster's members, and every tenant's provider calls and
   // circuits (the `/metrics` data, which `metrics_listen` may keep off the API listener).
   if (path == cluster_path)
-    return matched_route{route_kind::cluster, http::verb::get, {}, domain::scope::ops};
+    return matched_route{
+        route_kind::cluster, http::verb::get, cluster_path, {}, domain::scope::ops};
   if (path == channels_path)
-    return matched_route{route_kind::channels, http::verb::get, {}, domain::scope::ops};
+    return matched_route{
+        route_kind::channels, http::verb::get, channels_path, {}, domain::scope::ops};
   // The API's description and the console's files are public: they hold no tenant's data, and
   // the console asks for a key before it reads any.
   if (path == openapi_path)
-    return matched_route{route_kind::embedded_file, http::verb::get, "openapi.yaml", std::nullopt};
-  if (path == console_path || path == console_prefix)
-    return matched_route{route_kind::embedded_file, http::verb::get, "console/index.html",
+    return matched_route{route_kind::embedded_file, http::verb::get, openapi_path, "openapi.yaml",
                          std::nullopt};
+  if (path == console_path || path == console_prefix)
+    return matched_route{route_kind::embedded_file, http::verb::get, console_path,
+                         "console/index.html", std::nullopt};
   if (segment_between(path, console_prefix, ""))
-    return matched_route{route_kind::embedded_file, http::verb::get, path.substr(1), std::nullopt};
+    return matched_route{route_kind::embedded_file, http::verb::get, "/console/{asset}",
+                         path.substr(1), std::nullopt};
   // The inbox: reading it and recording what its user did both need `read` (docs/api.md).
   if (auto user = segment_between(path, users_prefix, inbox_suffix))
-    return matched_route{route_kind::list_inbox, http::verb::get, *user, domain::scope::read};
+    return matched_route{route_kind::list_inbox, http::verb::get, "/v1/users/{user_id}/inbox",
+                         *user, domain::scope::read};
   // A user's profile is read with `read`, and changed with `submit`: the scope of the
   // application backend that sends the user messages.
   if (auto user = segment_between(path, users_prefix, dnd_suffix))
-    return choose_method(method, *user,
+    return choose_method(method, "/v1/users/{user_id}/dnd", *user,
                          {{http::verb::put, route_kind::set_dnd, domain::scope::submit},
                           {http::verb::delete_, route_kind::lift_dnd, domain::scope::submit}},
                          "PUT, DELETE");
   if (auto user = segment_between(path, users_prefix, ""))
-    return choose_method(method, *user,
+    return choose_method(method, "/v1/users/{user_id}", *user,
                          {{http::verb::get, route_kind::get_user, domain::scope::read},
                           {http::verb::put, route_kind::replace_user, domain::scope::submit},
                           {http::verb::patch, route_kind::patch_user, domain::scope::submit}},
@@ -597,78 +607,116 @@ std::optional<matched_route> match_route(std::string_view path, http::verb metho
   // Templates are read (and previewed) with `read`, and changed with `admin`: a template's
   // text reaches every user the tenant messages.
   if (auto code = segment_between(path, templates_prefix, preview_suffix))
-    return matched_route{route_kind::preview_template, http::verb::post, *code,
-                         domain::scope::read};
+    return matched_route{route_kind::preview_template, http::verb::post,
+                         "/v1/templates/{code}/preview", *code, domain::scope::read};
   if (auto code = segment_between(path, templates_prefix, ""))
-    return choose_method(method, *code,
+    return choose_method(method, "/v1/templates/{code}", *code,
                          {{http::verb::get, route_kind::get_template, domain::scope::read},
                           {http::verb::put, route_kind::put_template, domain::scope::admin},
                           {http::verb::delete_, route_kind::delete_template, domain::scope::admin}},
                          "GET, PUT, DELETE");
   if (auto task = segment_between(path, inbox_prefix, read_suffix))
-    return matched_route{route_kind::mark_read, http::verb::post, *task, domain::scope::read};
+    return matched_route{route_kind::mark_read, http::verb::post, "/v1/inbox/{task_id}/read", *task,
+                         domain::scope::read};
   if (auto task = segment_between(path, inbox_prefix, clicked_suffix))
-    return matched_route{route_kind::mark_clicked, http::verb::post, *task, domain::scope::read};
+    return matched_route{route_kind::mark_clicked, http::verb::post, "/v1/inbox/{task_id}/clicked",
+                         *task, domain::scope::read};
   if (path == "/healthz")
-    return matched_route{route_kind::healthz, http::verb::get, {}, std::nullopt};
+    return matched_route{route_kind::healthz, http::verb::get, "/healthz", {}, std::nullopt};
   if (path == "/readyz")
-    return matched_route{route_kind::readyz, http::verb::get, {}, std::nullopt};
+    return matched_route{route_kind::readyz, http::verb::get, "/readyz", {}, std::nullopt};
   if (path == "/metrics")
-    return matched_route{route_kind::metrics, http::verb::get, {}, std::nullopt};
+    return matched_route{route_kind::metrics, http::verb::get, metrics_path, {}, std::nullopt};
   return std::nullopt;
+}
+
+/// A request's route and caller, once its header passed every check made before a handler.
+struct admission {
+  matched_route route;
+  std::optional<caller> who; ///< for routes that need a key
+};
+
+/// What needs only the header: the route, its method, the caller and the caller's scope. The
+/// admission, or nullopt when `ex` (started here in either case) has answered the request.
+std::optional<admission> admit(const http_request& request, const respond_fn& respond,
+                               metrics& metrics, const authenticator& auth,
+                               const routes_options& options, exchange_ptr& ex) {
+  auto route = match_route(path_of(request.target()), request.method());
+  const bool ingest =
+      route &&
+      (route->kind == route_kind::submit_message || route->kind == route_kind::submit_batch) &&
+      request.method() == http::verb::post;
+  ex = start_exchange(request, respond, route ? route->path_template : unmatched_in_log, metrics,
+                      route ? route_name(route->kind) : "unmatched", ingest);
+  if (!route || (route->kind == route_kind::metrics && !options.metrics_on_api_listener)) {
+    ex->error(http::status::not_found, "not_found", "no such resource");
+    return std::nullopt;
+  }
+  // Providers' own callbacks also come as GET (WeChat's URL handshake).
+  const bool takes_callback_get = route->kind == route_kind::record_receipt &&
+                                  options.callback_adapters.count(std::string(route->id)) != 0;
+  const bool callback_get = takes_callback_get && request.method() == http::verb::get;
+  if (request.method() != route->method && !callback_get) {
+    ex->method_not_allowed(!route->allow.empty()               ? route->allow
+                           : takes_callback_get                ? "GET, POST"
+                           : route->method == http::verb::post ? "POST"
+                                                               : "GET");
+    return std::nullopt;
+  }
+  std::optional<caller> who;
+  if (route->needs) {
+    who = auth.authenticate(request[http::field::authorization]);
+    if (!who) {
+      ex->unauthorized();
+      return std::nullopt;
+    }
+    if (!who->scopes.contains(*route->needs)) {
+      ex->error(http::status::forbidden, "forbidden",
+                "this key lacks the '" + std::string(domain::to_string(*route->needs)) + "' scope");
+      return std::nullopt;
+    }
+  }
+  return admission{*route, std::move(who)};
 }
 
 } // namespace
 
+header_check routes::check_header() {
+  return [this](const http_request& request) {
+    header_verdict verdict;
+    exchange_ptr ex;
+    auto admitted = admit(
+        request, [&verdict](http_response response) { verdict.refusal = std::move(response); },
+        metrics_, auth_, options_, ex);
+    verdict.authenticated = admitted && admitted->who;
+    return verdict;
+  };
+}
+
 void routes::handle(http_request request, respond_fn respond) {
   exchange_ptr ex;
   try {
-    std::string_view target = request.target();
-    auto path = path_of(target);
-    auto route = match_route(path, request.method());
-    bool ingest =
-        route &&
-        (route->kind == route_kind::submit_message || route->kind == route_kind::submit_batch) &&
-        request.method() == http::verb::post;
-    ex = start_exchange(request, respond, path, metrics_,
-                        route ? route_name(route->kind) : "unmatched", ingest);
-    if (!route || (route->kind == route_kind::metrics && !options_.metrics_on_api_listener))
-      return ex->error(http::status::not_found, "not_found", "no such resource");
-    // Providers' own callbacks also come as GET (WeChat's URL handshake).
-    const bool takes_callback_get = route->kind == route_kind::record_receipt &&
-                                    options_.callback_adapters.count(std::string(route->id)) != 0;
-    const bool callback_get = takes_callback_get && request.method() == http::verb::get;
-    if (request.method() != route->method && !callback_get)
-      return ex->method_not_allowed(!route->allow.empty()               ? route->allow
-                                    : takes_callback_get                ? "GET, POST"
-                                    : route->method == http::verb::post ? "POST"
-                                                                        : "GET");
-    std::optional<caller> who;
-    if (route->needs) {
-      who = auth_.authenticate(request[http::field::authorization]);
-      if (!who)
-        return ex->unauthorized();
-      if (!who->scopes.contains(*route->needs))
-        return ex->error(http::status::forbidden, "forbidden",
-                         "this key lacks the '" + std::string(domain::to_string(*route->needs)) +
-                             "' scope");
-    }
-    const auto query = query_of(target);
-    switch (route->kind) {
+    auto admitted = admit(request, respond, metrics_, auth_, options_, ex);
+    if (!admitted)
+      return;
+    const auto& route = admitted->route;
+    const auto& who = admitted->who;
+    const auto query = query_of(request.target());
+    switch (route.kind) {
     case route_kind::submit_message:
       return submit_message(request, *who, ex);
     case route_kind::submit_batch:
       return submit_batch(request, *who, ex);
     case route_kind::get_message:
-      return get_message(route->id, *who, ex);
+      return get_message(route.id, *who, ex);
     case route_kind::find_message_by_key:
       return find_message_by_key(query, *who, ex);
     case route_kind::list_dead_letters:
       return list_dead_letters(query, *who, ex);
     case route_kind::replay_dead_letter:
-      return replay_dead_letter(route->id, *who, ex);
+      return replay_dead_letter(route.id, *who, ex);
     case route_kind::record_receipt:
-      return record_receipt(route->id, request, ex);
+      return record_receipt(route.id, request, ex);
     case route_kind::stats:
       return stats(query, *who, ex);
     case route_kind::cluster:
@@ -676,31 +724,31 @@ void routes::handle(http_request request, respond_fn respond) {
     case route_kind::channels:
       return channels(ex);
     case route_kind::embedded_file:
-      return serve_embedded(route->id, ex);
+      return serve_embedded(route.id, ex);
     case route_kind::list_inbox:
-      return list_inbox(route->id, query, *who, ex);
+      return list_inbox(route.id, query, *who, ex);
     case route_kind::get_user:
-      return get_user(route->id, query, *who, ex);
+      return get_user(route.id, query, *who, ex);
     case route_kind::replace_user:
-      return update_profile(route->id, query, profile_change::replace, request, *who, ex);
+      return update_profile(route.id, query, profile_change::replace, request, *who, ex);
     case route_kind::patch_user:
-      return update_profile(route->id, query, profile_change::merge, request, *who, ex);
+      return update_profile(route.id, query, profile_change::merge, request, *who, ex);
     case route_kind::set_dnd:
-      return set_dnd(route->id, query, request, *who, ex);
+      return set_dnd(route.id, query, request, *who, ex);
     case route_kind::lift_dnd:
-      return lift_dnd(route->id, query, *who, ex);
+      return lift_dnd(route.id, query, *who, ex);
     case route_kind::mark_read:
-      return mark_inbox_item(route->id, domain::receipt_status::read, *who, ex);
+      return mark_inbox_item(route.id, domain::receipt_status::read, *who, ex);
     case route_kind::mark_clicked:
-      return mark_inbox_item(route->id, domain::receipt_status::clicked, *who, ex);
+      return mark_inbox_item(route.id, domain::receipt_status::clicked, *who, ex);
     case route_kind::get_template:
-      return get_template(route->id, query, *who, ex);
+      return get_template(route.id, query, *who, ex);
     case route_kind::put_template:
-      return put_template(route->id, query, request, *who, ex);
+      return put_template(route.id, query, request, *who, ex);
     case route_kind::delete_template:
-      return delete_template(route->id, query, *who, ex);
+      return delete_template(route.id, query, *who, ex);
     case route_kind::preview_template:
-      return preview_template(route->id, query, request, *who, ex);
+      return preview_template(route.id, query, request, *who, ex);
     case route_kind::healthz:
       return ex->json(http::status::ok, status_body("ok"));
     case route_kind::readyz:

@@ -61,6 +61,11 @@ public:
   /// `handle` as the server's request_handler.
   request_handler handler();
 
+  /// For a request with a body still to come (http_options::check_header): the answer
+  /// `handle` would give it from its header alone (404, 405, 401, 403), so that no body is
+  /// read for a request refused anyway; else whether a key vouched for the caller.
+  header_check check_header();
+
   /// The handler of the metrics listener (metrics_listen): GET /metrics, 404 for the rest.
   request_handler metrics_handler();
 

@@ -651,6 +651,21 @@ config parse_config(const std::string& text) {
     h.read_integer("io_threads", cfg.http.io_threads, 1, 64);
     h.read_integer("max_in_flight", cfg.http.max_in_flight, 1, 10000000);
     h.read_integer("max_connections", cfg.http.max_connections, 1, 1000000);
+    h.read_integer("max_connections_per_peer", cfg.http.max_connections_per_peer, 1, 1000000);
+    h.read_ms("header_timeout_ms", cfg.http.header_timeout, 100, 600000);
+    h.read_integer("min_body_bytes_per_second", cfg.http.min_body_bytes_per_second, 1,
+                   1024 * 1024 * 1024);
+    h.read_ms("body_grace_ms", cfg.http.body_grace, 100, 600000);
+    h.read_integer("max_body_bytes_in_flight", cfg.http.max_body_bytes_in_flight, 1024 * 1024,
+                   std::int64_t{64} * 1024 * 1024 * 1024);
+    // Big bodies may fill half the budget and anonymous ones a quarter: the largest of each
+    // must fit in its share.
+    if (cfg.http.max_body_bytes_in_flight / 2 < max_batch_body_bytes ||
+        cfg.http.max_body_bytes_in_flight / 4 < cfg.http.max_body_bytes)
+      h.fail("max_body_bytes_in_flight", "must be at least twice max_batch_body_bytes (" +
+                                             std::to_string(max_batch_body_bytes) +
+                                             ") and four times max_body_bytes (" +
+                                             std::to_string(cfg.http.max_body_bytes) + ")");
     h.done();
   }
   cfg.http.body_limits_by_path[std::string(api::batch_path)] = max_batch_body_bytes;
@@ -777,11 +792,7 @@ void validate(const config& cfg, const std::string& source) {
 }
 
 bool is_loopback_host(const std::string& host) {
-  if (host == "localhost")
-    return true;
-  boost::system::error_code ec;
-  auto address = boost::asio::ip::make_address(host, ec);
-  return !ec && address.is_loopback();
+  return api::is_loopback_host(host);
 }
 
 namespace {

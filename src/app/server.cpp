@@ -534,12 +534,19 @@ int serve(const config& cfg) {
     http.on_refusal = [&counted = *metrics_registry](unsigned status) {
       counted.http_response("server", status);
     };
+    http.check_header = routes.check_header();
+    // Without keys, a browser page whose name an attacker points at 127.0.0.1 (DNS rebinding)
+    // could read what any local process can: only requests addressed to loopback are served.
+    const bool loopback_hosts_only =
+        cfg.auth.mode == auth_config::auth_mode::none && !cfg.auth.allow_unauthenticated_on_network;
+    http.loopback_hosts_only = loopback_hosts_only;
     api::http_server server{std::move(http), routes.handler()};
     std::unique_ptr<api::http_server> metrics_server;
     if (!cfg.metrics_listen.empty()) {
       api::http_options metrics_http;
       apply_listen(cfg.metrics_listen, metrics_http);
       metrics_http.io_threads = 1;
+      metrics_http.loopback_hosts_only = loopback_hosts_only;
       metrics_server = std::make_unique<api::http_server>(metrics_http, routes.metrics_handler());
     }
     try {

@@ -84,6 +84,7 @@ int serve(Fake& fake, const sim_provider_options& options, const char* mode,
         http.port = options.listen.port;
         http.max_body_bytes = 1 << 20;
         http.io_threads = 2;
+        http.max_connections_per_peer = http.max_connections; // herald nodes share loopback
         auto server = std::make_unique<api::http_server>(http, fake_handler(fake));
         server->start();
         return server;
@@ -181,7 +182,8 @@ int run_sim_provider(const std::vector<std::string>& args,
   http.port = options.listen.port;
   http.max_body_bytes = 1 << 20;
   http.io_threads = 2;
-  http.max_in_flight = 100000; // held calls stay in flight until dropped
+  http.max_in_flight = 100000;                          // held calls stay in flight until dropped
+  http.max_connections_per_peer = http.max_connections; // herald nodes share loopback
   http.idle_timeout = std::chrono::seconds(60);
   api::http_server server(http, service.handler());
   try {

@@ -44,17 +44,6 @@ std::string message(const std::string& biz_id, const std::string& user_id = "u-1
                    {"content", json::object{{"title", "reset"}, {"body", "code 123456"}}}});
 }
 
-/// `herald keys create` against `database`; the key it printed.
-std::string create_key(const std::string& database, const std::string& tenant,
-                       const std::string& scopes) {
-  auto run =
-      run_herald({"keys", "create", "--tenant", tenant, "--scopes", scopes, "--db", database});
-  BOOST_REQUIRE_MESSAGE(run.exit_code == 0, "keys create failed: " << run.err);
-  auto key = run.out.substr(0, run.out.find('\n'));
-  BOOST_REQUIRE_MESSAGE(key.rfind("hk_", 0) == 0, "unexpected key output: " << run.out);
-  return key;
-}
-
 header_list bearer(const std::string& key) {
   auto headers = json_headers();
   headers.emplace_back("Authorization", "Bearer " + key);
@@ -142,8 +131,8 @@ std::string unique_tenant(const std::string& name) {
 struct two_tenants {
   explicit two_tenants(const std::string& url = {})
       : database(url.empty() ? "sqlite:" + dir.file("herald.db") : url),
-        key_a(create_key(database, tenant_a, "submit,read,admin")),
-        key_b(create_key(database, tenant_b, "submit,read,admin")),
+        key_a(create_api_key(database, tenant_a, "submit,read,admin")),
+        key_b(create_api_key(database, tenant_b, "submit,read,admin")),
         herald(database, keyed_config()) {}
 
   temp_dir dir{"herald-e2e-auth"};
@@ -262,7 +251,7 @@ BOOST_AUTO_TEST_CASE(ids_are_keyed_without_api_keys_too) {
 }
 
 BOOST_FIXTURE_TEST_CASE(scopes_are_enforced_and_revocation_counts_within_the_bound, two_tenants) {
-  auto reader = create_key(database, tenant_a, "read");
+  auto reader = create_api_key(database, tenant_a, "read");
   // Created after start: usable once the table is refreshed (auth.key_refresh_ms = 100).
   BOOST_REQUIRE(answers_soon(herald, "/v1/dead-letters", reader, 200));
   auto refused = call(herald, "POST", "/v1/messages", reader, message("reset-4"));
@@ -297,7 +286,7 @@ BOOST_FIXTURE_TEST_CASE(node_wide_figures_need_ops_and_open_metrics_are_logged, 
   for (const std::string target : {"/v1/channels", "/v1/cluster"}) {
     BOOST_TEST(call(herald, "GET", target, key_a).status == 403, target);
   }
-  const auto operations = create_key(database, tenant_a, "ops");
+  const auto operations = create_api_key(database, tenant_a, "ops");
   BOOST_REQUIRE(answers_soon(herald, "/v1/channels", operations, 200));
   BOOST_TEST(call(herald, "GET", "/v1/cluster", operations).status == 200);
   BOOST_TEST(call(herald, "GET", "/v1/stats", operations).status == 403);

@@ -223,15 +223,9 @@ BOOST_AUTO_TEST_CASE(without_keys_the_tenant_parameter_separates_users) {
 BOOST_AUTO_TEST_CASE(a_key_sees_and_changes_only_its_tenants_users) {
   temp_dir dir{"herald-e2e-users"};
   const auto database = "sqlite:" + dir.file("herald.db");
-  auto create_key = [&database](const std::string& tenant, const std::string& scopes) {
-    auto run =
-        run_herald({"keys", "create", "--tenant", tenant, "--scopes", scopes, "--db", database});
-    BOOST_REQUIRE_MESSAGE(run.exit_code == 0, "keys create failed: " << run.err);
-    return run.out.substr(0, run.out.find('\n'));
-  };
-  const auto backend_a = create_key("tenant-a", "submit,read");
-  const auto reader_a = create_key("tenant-a", "read");
-  const auto backend_b = create_key("tenant-b", "submit,read");
+  const auto backend_a = create_api_key(database, "tenant-a", "submit,read");
+  const auto reader_a = create_api_key(database, "tenant-a", "read");
+  const auto backend_b = create_api_key(database, "tenant-b", "submit,read");
   running_herald herald{database, R"({"auth":{"mode":"api_keys"},"channels":[{"name":"sms","type":)"
                                   R"("simulated"},{"name":"email","type":"simulated"}]})"};
   auto as = [](const std::string& key) {

@@ -1,6 +1,7 @@
 #include "support/herald_server.hpp"
 
 #include <sstream>
+#include <sys/resource.h>
 #include <thread>
 
 #include <boost/json.hpp>
@@ -29,6 +30,26 @@ running_herald::running_herald(const std::string& database, const std::string& c
       process_(arguments(port_, dir_, database, config, extra), dir_.file("herald.log")) {
   if (!process_.wait_ready(host, port_, std::chrono::seconds(30)))
     BOOST_FAIL("herald did not answer /healthz within 30 s; its output:\n" << process_.log());
+}
+
+void raise_own_open_file_limit(std::size_t needed) {
+  rlimit limit{};
+  BOOST_REQUIRE(::getrlimit(RLIMIT_NOFILE, &limit) == 0);
+  limit.rlim_cur = limit.rlim_max;
+  BOOST_REQUIRE(::setrlimit(RLIMIT_NOFILE, &limit) == 0);
+  BOOST_REQUIRE_MESSAGE(limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= needed,
+                        "the test needs at least " << needed << " descriptors, the hard limit is "
+                                                   << limit.rlim_cur);
+}
+
+std::string create_api_key(const std::string& database, const std::string& tenant,
+                           const std::string& scopes) {
+  auto run =
+      run_herald({"keys", "create", "--tenant", tenant, "--scopes", scopes, "--db", database});
+  BOOST_REQUIRE_MESSAGE(run.exit_code == 0, "keys create failed: " << run.err);
+  auto key = run.out.substr(0, run.out.find('\n'));
+  BOOST_REQUIRE_MESSAGE(key.rfind("hk_", 0) == 0, "unexpected key output: " << run.out);
+  return key;
 }
 
 std::string submit_to(running_herald& herald, const std::string& channel, const std::string& biz_id,

@@ -48,6 +48,14 @@ private:
   herald_process process_;
 };
 
+/// Lifts this test process's soft limit on open files to its hard limit, for tests that hold
+/// many sockets; fails the test when even that is below `needed`.
+void raise_own_open_file_limit(std::size_t needed);
+
+/// `herald keys create` against `database` (a --db URL): the key it printed.
+std::string create_api_key(const std::string& database, const std::string& tenant,
+                           const std::string& scopes);
+
 /// Submits one message for a single channel with a title and body (POST /v1/messages, which
 /// must answer 202); its message id. biz_type "E2E", user "u-<biz_id>".
 std::string submit_to(running_herald& herald, const std::string& channel, const std::string& biz_id,

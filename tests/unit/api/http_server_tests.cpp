@@ -7,7 +7,9 @@
 #include "observability/log.hpp"
 #include "observability/metrics.hpp"
 #include "providers/webhook_signature.hpp"
+#include "support/eventually.hpp"
 #include "support/http_client.hpp"
+#include "support/raw_socket.hpp"
 
 #include <condition_variable>
 #include <deque>
@@ -1180,6 +1182,68 @@ BOOST_AUTO_TEST_CASE(plain_chunked_and_plain_length_still_work) {
       200);
   BOOST_TEST(server.handled() == (std::vector<std::string>{"/chunked", "/length"}),
              boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+/// The server with a body budget of 256 KiB: four bodies of 60000 bytes leave it 22144.
+struct small_budget_server : server_fixture {
+  small_budget_server() : server_fixture(options()) {}
+
+  static api::http_options options() {
+    auto options = small_options();
+    options.max_body_bytes_in_flight = 256 * 1024;
+    return options;
+  }
+};
+
+/// A chunked POST /v1/messages of `body` in chunks of 10000 bytes.
+std::string chunked_post(const std::string& body) {
+  std::ostringstream out;
+  out << "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+         "Transfer-Encoding: chunked\r\n\r\n";
+  for (std::size_t at = 0; at < body.size(); at += 10000) {
+    const auto chunk = body.substr(at, 10000);
+    out << std::hex << chunk.size() << "\r\n" << chunk << "\r\n";
+  }
+  out << "0\r\n\r\n";
+  return out.str();
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(http_body_budget_tests, small_budget_server)
+
+BOOST_AUTO_TEST_CASE(a_chunked_body_reserves_as_it_grows_and_is_refused_when_the_budget_is_full) {
+  // Four bodies announced and never sent hold 240000 bytes of the budget.
+  std::vector<std::unique_ptr<test::raw_socket>> holders;
+  for (int i = 0; i < 4; ++i) {
+    holders.push_back(std::make_unique<test::raw_socket>(port));
+    holders.back()->send_some("POST /v1/messages HTTP/1.1\r\nHost: x\r\n"
+                              "Content-Type: application/json\r\nContent-Length: 60000\r\n\r\n");
+  }
+  // A 30000-byte chunked body takes its first step (one read buffer, 20480 bytes), which fits,
+  // and is refused at the second, which does not, before the rest of it is read.
+  const std::string padded = shipped + std::string(30000, ' ');
+  BOOST_TEST(test::eventually(
+      [&] {
+        http_connection connection("127.0.0.1", port, std::chrono::seconds(5));
+        const auto response = connection.raw(chunked_post(padded));
+        return response.status == 503 && text(error_of(response).at("code")) == "overloaded" &&
+               response.header("retry-after") == "1";
+      },
+      std::chrono::seconds(5)));
+
+  // Their room comes back as they close; 202, not 200: the refused copy stored nothing.
+  holders.clear();
+  BOOST_TEST(test::eventually(
+      [&] {
+        http_connection connection("127.0.0.1", port, std::chrono::seconds(5));
+        return connection.raw(chunked_post(padded)).status == 202;
+      },
+      std::chrono::seconds(5)));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
