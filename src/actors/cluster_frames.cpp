@@ -120,7 +120,10 @@ bool basp_frame_check::accept_header(const unsigned char* data) {
     valid = source == 0 && dest == 0 && payload != 0 && payload <= max_handshake_payload;
     break;
   case direct_message: // from an actor (a reply goes to it) to an actor
-    valid = source != 0 && dest != 0 && payload != 0;
+    // The operation data is the message id; its category bits tell CAF how to read the
+    // message. A stream category makes CAF take the first element for stream data (found by
+    // fuzzing: a heartbeat marked so crashed the node): herald sends only ordinary messages.
+    valid = source != 0 && dest != 0 && payload != 0 && (op_data >> 60 & 0x3) < 2;
     break;
   case monitor_message:
     valid = payload != 0 && payload <= max_control_payload && op_data == 0;

@@ -102,6 +102,36 @@ struct cluster_transport::guard {
     return true;
   }
 
+  /// Counts a refused frame and keeps a short description of it for the next log line: the
+  /// header's fields, or a payload's first bytes (printable ones only, as sent).
+  void count_malformed(const unsigned char* data, std::size_t size) {
+    std::string what;
+    if (size == basp_header_size) {
+      what = "header";
+      for (std::size_t i = 0; i < size; i += 8) {
+        what += ' ';
+        for (std::size_t j = i; j < i + 8; ++j) {
+          static constexpr char digits[] = "0123456789abcdef";
+          what += digits[data[j] >> 4];
+          what += digits[data[j] & 0xf];
+        }
+      }
+    } else {
+      what = "payload of " + std::to_string(size) + " bytes: ";
+      for (std::size_t i = 0; i < std::min<std::size_t>(size, 64); ++i)
+        what += data[i] >= 0x20 && data[i] < 0x7f ? static_cast<char>(data[i]) : '.';
+    }
+    std::lock_guard<std::mutex> lock{mutex_};
+    malformed += 1;
+    last_malformed_ = std::move(what);
+  }
+
+  /// The description of the last frame refused, once.
+  std::string take_last_malformed() {
+    std::lock_guard<std::mutex> lock{mutex_};
+    return std::exchange(last_malformed_, {});
+  }
+
   /// The connection `fd` is past its handshake, or about to be closed.
   void forget(net::native_socket fd) {
     std::lock_guard<std::mutex> lock{mutex_};
@@ -133,6 +163,7 @@ struct cluster_transport::guard {
 private:
   std::mutex mutex_;
   std::map<net::native_socket, pending> pending_;
+  std::string last_malformed_;
 };
 
 namespace {
@@ -146,7 +177,8 @@ public:
   guarded_scribe(net::default_multiplexer& mpx, net::native_socket fd, Policy policy,
                  guard_ptr guard, connection_side side)
       : caf::io::scribe(net::conn_hdl_from_socket(fd)), stream_(mpx, fd, std::move(policy)),
-        guard_(std::move(guard)), frames_(side, guard_->limits.max_frame_bytes) {}
+        guard_(std::move(guard)), frames_(side, guard_->limits.max_frame_bytes),
+        holds_writes_(std::is_same_v<Policy, tls_policy> && side == connection_side::accepted) {}
 
   ~guarded_scribe() override { guard_->forget(stream_.fd()); }
 
@@ -159,7 +191,18 @@ public:
   void ack_writes(bool enable) override { stream_.ack_writes(enable); }
   std::vector<char>& wr_buf() override { return stream_.wr_buf(); }
   std::vector<char>& rd_buf() override { return stream_.rd_buf(); }
-  void flush() override { stream_.flush(this); }
+  // An accepted TLS connection writes nothing before its peer's first frame has passed. The
+  // broker writes its server handshake at once, and a write pending while SSL_accept still
+  // waits for the client makes CAF's session report success with nothing written: the
+  // level-triggered multiplexer would then spin on the writable socket until the handshake
+  // deadline, a core per silent stranger. A BASP client sends its handshake without waiting
+  // for the server's, so holding the server's costs a legitimate peer nothing.
+  void flush() override {
+    if (holds_writes_)
+      write_held_ = true;
+    else
+      stream_.flush(this);
+  }
 
   void graceful_shutdown() override {
     stream_.graceful_shutdown();
@@ -178,12 +221,17 @@ public:
 
   bool consume(caf::execution_unit* ctx, const void* data, std::size_t size) override {
     if (!frames_.accept(static_cast<const unsigned char*>(data), size)) {
-      guard_->malformed += 1;
+      guard_->count_malformed(static_cast<const unsigned char*>(data), size);
       // As the stream does when a read fails: the broker drops the connection. The socket is
       // shut down too, so that a write still queued for the peer fails instead of waiting.
       ::shutdown(stream_.fd(), SHUT_RDWR);
       io_failure(ctx, net::operation::read);
       return false;
+    }
+    if (holds_writes_) {
+      holds_writes_ = false;
+      if (write_held_)
+        stream_.flush(this);
     }
     if (frames_.past_handshake() && !known_peer_) {
       known_peer_ = true;
@@ -196,9 +244,12 @@ private:
   void launch() {
     launched_ = true;
     stream_.start(this);
-    // A TLS session still has to complete SSL_accept or SSL_connect: a write event drives it.
+    // A dialed TLS session has to start SSL_connect: a write event drives it. An accepted one
+    // is driven by the client's bytes as they are read, and must not take a write event
+    // before the peer has spoken: one would send the server handshake held by flush().
     if constexpr (std::is_same_v<Policy, tls_policy>)
-      stream_.force_empty_write(this);
+      if (!holds_writes_)
+        stream_.force_empty_write(this);
   }
 
   bool launched_ = false;
@@ -206,6 +257,8 @@ private:
   net::stream_impl<Policy> stream_;
   guard_ptr guard_;
   basp_frame_check frames_;
+  bool holds_writes_;       ///< until the peer's first frame passed (see flush)
+  bool write_held_ = false; ///< the broker flushed while writes were held
 };
 
 /// Accepts connections on the cluster port within the guard's caps.
@@ -413,7 +466,8 @@ void cluster_transport::sweep() {
       log::warn("cluster.connections_closed",
                 {{"refused", std::to_string(now.refused - logged.refused)},
                  {"expired", std::to_string(now.expired - logged.expired)},
-                 {"malformed", std::to_string(now.malformed - logged.malformed)}});
+                 {"malformed", std::to_string(now.malformed - logged.malformed)},
+                 {"last_malformed", guard_->take_last_malformed()}});
       logged = now;
       next_log = steady::now() + log_period;
     }

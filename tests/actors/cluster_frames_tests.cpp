@@ -205,7 +205,11 @@ BOOST_AUTO_TEST_CASE(every_operation_is_held_to_its_shape) {
       {{direct_message, 8, 0, 5, 0}, false}, // no receiver
       {{direct_message, 8, 0, 0, 7}, false}, // no sender: nobody to answer, nobody to check
       {{direct_message, 0, 0, 5, 7}, false}, // no message
-      {{routed_message, 8, 0, 5, 7}, false}, // herald's nodes all talk directly
+      {{direct_message, 8, 0x1000000000000001, 5, 7}, true},  // a normal message's id
+      {{direct_message, 8, 0x8000000000000001, 5, 7}, true},  // an urgent response's
+      {{direct_message, 8, 0x2000000000000000, 5, 7}, false}, // stream data (upstream)
+      {{direct_message, 8, 0x3000000000000000, 5, 7}, false}, // stream data (downstream)
+      {{routed_message, 8, 0, 5, 7}, false},                  // herald's nodes all talk directly
       {{monitor_message, 8}, true},
       {{monitor_message, 8, 1}, false},
       {{monitor_message, max_control_payload + 1}, false}, // node ids are short

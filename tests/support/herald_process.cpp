@@ -95,6 +95,9 @@ temp_dir::temp_dir(const std::string& prefix) {
 }
 
 temp_dir::~temp_dir() {
+  // HERALD_TEST_KEEP_DIRS=1 keeps the folders (node logs, configs) to look into a failure.
+  if (const char* keep = std::getenv("HERALD_TEST_KEEP_DIRS"); keep && std::string(keep) == "1")
+    return;
   std::error_code ignored;
   std::filesystem::remove_all(path_, ignored);
 }
