@@ -1,6 +1,7 @@
 #include "actors/cluster_transport.hpp"
 
 #include "actors/cluster_frames.hpp"
+#include "domain/api_key.hpp"
 #include "observability/log.hpp"
 #include "observability/metrics.hpp"
 
@@ -108,14 +109,8 @@ struct cluster_transport::guard {
     std::string what;
     if (size == basp_header_size) {
       what = "header";
-      for (std::size_t i = 0; i < size; i += 8) {
-        what += ' ';
-        for (std::size_t j = i; j < i + 8; ++j) {
-          static constexpr char digits[] = "0123456789abcdef";
-          what += digits[data[j] >> 4];
-          what += digits[data[j] & 0xf];
-        }
-      }
+      for (std::size_t i = 0; i < size; i += 8)
+        what += ' ' + domain::to_hex({reinterpret_cast<const char*>(data + i), 8});
     } else {
       what = "payload of " + std::to_string(size) + " bytes: ";
       for (std::size_t i = 0; i < std::min<std::size_t>(size, 64); ++i)
