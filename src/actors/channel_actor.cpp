@@ -413,16 +413,18 @@ void record(self_pointer self, domain::delivery task, persistence::state_change 
 
 void requeue(self_pointer self, domain::delivery task);
 
-// The fallback channel has its own task for this message already, so failing over would send
-// nothing: a task never tried waits for its own channel; a failed one ends as a dead letter
-// that says so (and can be replayed).
+// Failing over would send nothing new: the fallback channel has its own task for this message
+// already, or (`refused`) policy refuses every fallback. A task never tried waits for its own
+// channel; a failed one ends as a dead letter that says so (and can be replayed).
 void keep_despite_fallback(self_pointer self, domain::delivery task,
-                           persistence::state_change change, attempt_records attempts) {
+                           persistence::state_change change, attempt_records attempts,
+                           bool refused) {
   auto& st = self->state;
-  log::warn("channel.fallback_exists", {{"channel", st.settings.name},
-                                        {"fallback", st.settings.fallback},
-                                        {"task_id", task.task_id},
-                                        {"trace_id", task.trace_id}});
+  log::warn(refused ? "channel.fallbacks_refused" : "channel.fallback_exists",
+            {{"channel", st.settings.name},
+             {"fallback", st.settings.fallback},
+             {"task_id", task.task_id},
+             {"trace_id", task.trace_id}});
   if (change.to == task_state::suppressed) {
     st.no_failover.insert(task.task_id);
     requeue(self, std::move(task));
@@ -433,45 +435,80 @@ void keep_despite_fallback(self_pointer self, domain::delivery task,
   record(self, std::move(task), std::move(change), std::move(attempts));
 }
 
+// The failover committed: counts each hop along the chain and dispatches the fallback task that
+// will be sent; a chain policy refused to the end leaves the user nothing on any fallback,
+// which an operator must hear of (and finds in GET /v1/dead-letters?coverage=none).
 void failed_over(self_pointer self, const domain::delivery& task, task_state to,
-                 const persistence::claim_result& claim, const domain::message_plan& plan) {
+                 const std::vector<persistence::fallback_link>& chain) {
   auto& st = self->state;
-  st.metrics->failover(st.settings.name, st.settings.fallback);
-  if (to == task_state::failed)
+  if (to != task_state::suppressed)
     st.metrics->dead_letter(st.settings.name);
-  deliveries created; // none when policy suppressed or deferred the fallback
-  collect_created(claim, plan.tasks, *st.metrics, created);
-  log::info("channel.failed_over", {{"channel", st.settings.name},
-                                    {"fallback", st.settings.fallback},
-                                    {"task_id", task.task_id},
-                                    {"trace_id", task.trace_id}});
+  deliveries created; // none when policy refused or deferred the last fallback
+  std::string from = st.settings.name;
+  for (const auto& link : chain) {
+    const auto& outcome = link.claim.tasks.front();
+    st.metrics->failover(from, outcome.channel);
+    collect_created(link.claim, link.plan.tasks, *st.metrics, created);
+    log::info("channel.failed_over", {{"channel", from},
+                                      {"fallback", outcome.channel},
+                                      {"task_id", task.task_id},
+                                      {"trace_id", task.trace_id},
+                                      {"fallback_task_id", outcome.task_id},
+                                      {"state", std::string{domain::to_string(outcome.state)}}});
+    from = outcome.channel;
+  }
+  const auto& last = chain.back().claim.tasks.front();
+  if (last.state == task_state::suppressed)
+    log::warn(
+        "channel.fallbacks_refused",
+        {{"channel", st.settings.name},
+         {"task_id", task.task_id},
+         {"trace_id", task.trace_id},
+         {"last_fallback", last.channel},
+         {"policy_reason", last.policy_reason ? std::string{domain::to_string(*last.policy_reason)}
+                                              : std::string{"exists"}}});
   if (!created.empty())
     self->send(st.dispatcher, dispatch_atom_v, std::move(created));
 }
 
-// Applies `change` to the task and claims its fallback `plan` in one transaction, so the task
-// is never given up without its fallback, nor sent on both channels.
+// Applies `change` to the task and claims its fallback along the chain in one transaction, so
+// the task is never given up without its fallback, nor sent on both channels.
 void fail_over(self_pointer self, domain::delivery task, persistence::state_change change,
-               attempt_records attempts, domain::message_plan plan, bool was_failing = false) {
+               attempt_records attempts, bool was_failing = false) {
   write_sent(self->state, settles_call(change));
   self->request(self->state.store, self->state.settings.store_timeout, failover_atom_v, change,
-                attempts, plan)
+                attempts, task)
       .then(
-          [self, task, change, attempts, plan,
+          [self, task, change, attempts,
            was_failing](persistence::failover_result& result) mutable {
             auto& st = self->state;
             write_ended(st, settles_call(change));
             using outcome = persistence::failover_result::outcome;
-            if (result.result == outcome::fallback_exists) {
-              keep_despite_fallback(self, std::move(task), std::move(change), std::move(attempts));
-            } else {
+            switch (result.result) {
+            case outcome::fallback_exists:
+            case outcome::fallbacks_refused:
+              keep_despite_fallback(self, std::move(task), std::move(change), std::move(attempts),
+                                    result.result == outcome::fallbacks_refused);
+              break;
+            case outcome::no_fallback: // nowhere to go: the change alone
+              if (change.to == task_state::suppressed) {
+                st.no_failover.insert(task.task_id);
+                requeue(self, std::move(task));
+              } else {
+                record(self, std::move(task), std::move(change), std::move(attempts));
+              }
+              break;
+            case outcome::failed_over:
               forget(st, task.task_id);
-              if (result.result == outcome::failed_over)
-                failed_over(self, task, change.to, *result.claim, plan);
+              failed_over(self, task, change.to, result.chain);
+              break;
+            case outcome::moved_on:
+              forget(st, task.task_id);
+              break;
             }
             write_answered(self, was_failing);
           },
-          [self, task, change, attempts, plan, was_failing](caf::error& err) mutable {
+          [self, task, change, attempts, was_failing](caf::error& err) mutable {
             auto& st = self->state;
             write_ended(st, settles_call(change));
             log::error("channel.failover_failed", {{"channel", st.settings.name},
@@ -481,9 +518,8 @@ void fail_over(self_pointer self, domain::delivery task, persistence::state_chan
             rewrite_later(
                 self,
                 [self, task = std::move(task), change = std::move(change),
-                 attempts = std::move(attempts), plan = std::move(plan)]() mutable {
-                  fail_over(self, std::move(task), std::move(change), std::move(attempts),
-                            std::move(plan), true);
+                 attempts = std::move(attempts)]() mutable {
+                  fail_over(self, std::move(task), std::move(change), std::move(attempts), true);
                 },
                 err, was_failing);
           });
@@ -501,12 +537,8 @@ void fail_over_fresh_tasks(self_pointer self, domain::timestamp now) {
       // A task not yet due (scheduled, deferred, an escalation step) is not failed over early:
       // pump hands it to the timer, and it is judged when it comes back due.
       const bool due = !task.send_at || *task.send_at <= now;
-      auto plan =
-          due && task.attempts == 0 && task.state == task_state::pending &&
-                  st.no_failover.count(task.task_id) == 0
-              ? domain::fallback_plan(task, st.settings.fallback, st.settings.id_secret, now)
-              : std::nullopt;
-      if (!plan) { // tried before, no address for the fallback, or it has its own task: wait
+      if (!due || task.attempts != 0 || task.state != task_state::pending ||
+          st.no_failover.count(task.task_id) != 0) { // tried before, or no fallback takes it
         keep.push_back(std::move(task));
         continue;
       }
@@ -515,7 +547,7 @@ void fail_over_fresh_tasks(self_pointer self, domain::timestamp now) {
                               "failed over to " + st.settings.fallback + ": circuit open");
       // A token lets the store recognise this failover if it is sent again (a lost answer).
       change.lease_token = st.take_prefix + std::to_string(++st.takes);
-      fail_over(self, std::move(task), std::move(change), {}, std::move(*plan));
+      fail_over(self, std::move(task), std::move(change), {});
     }
     lane = std::move(keep);
   }
@@ -776,11 +808,11 @@ void on_result(self_pointer self, const std::string& task_id,
               {"outcome", std::string{to_string(result.outcome)}},
               {"state", std::string{domain::to_string(change.to)}},
               {"attempt", std::to_string(change.attempts)}});
-  auto plan = change.to == task_state::failed && !st.settings.fallback.empty()
-                  ? domain::fallback_plan(task, st.settings.fallback, st.settings.id_secret, now)
-                  : std::nullopt;
-  if (plan)
-    fail_over(self, std::move(task), std::move(change), std::move(attempts), std::move(*plan));
+  // A permanent error, or retries exhausted: either way the user has nothing from this
+  // channel, and its fallback chain takes over.
+  if ((change.to == task_state::failed || change.to == task_state::dead) &&
+      !st.settings.fallback.empty())
+    fail_over(self, std::move(task), std::move(change), std::move(attempts));
   else
     record(self, std::move(task), std::move(change), std::move(attempts));
   answer_drain_if_idle(st);

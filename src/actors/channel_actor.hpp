@@ -32,7 +32,8 @@ struct channel_settings {
   double burst = 100;         ///< token bucket size
   std::size_t window = 64;    ///< provider calls in flight at most
   domain::retry_policy retry = domain::default_retry_policy();
-  std::string fallback;                         ///< channel to fail over to; empty: none
+  /// Channel to fail over to (the store follows the chain beyond it); empty: none.
+  std::string fallback;
   std::uint32_t circuit_failure_threshold = 20; ///< consecutive failures that open the circuit
   std::chrono::milliseconds circuit_cool_down{30000};
   std::chrono::milliseconds throttle_pause{1000}; ///< pause after a 429 without Retry-After
@@ -41,8 +42,7 @@ struct channel_settings {
   /// starts only while at least this much of its lease is left, so it ends before another node
   /// may take the task over.
   std::chrono::milliseconds call_budget{0};
-  std::string node_id;         ///< lease owner name of this process
-  domain::id_secret id_secret; ///< keys the ids of fallback tasks
+  std::string node_id; ///< lease owner name of this process
   std::chrono::milliseconds store_timeout{10000};
   /// Tasks queued in memory at most; beyond it they wait in the database for the next sweep.
   std::size_t queue_limit = 10000;
@@ -109,7 +109,8 @@ struct channel_state {
   std::array<std::deque<domain::delivery>, 3> lanes; ///< by domain::priority
   std::size_t queued = 0;                            ///< tasks in the lanes
   std::unordered_set<std::string> known; ///< queued, being marked, in flight or being recorded
-  std::unordered_set<std::string> no_failover; ///< their fallback has its own task already
+  /// Tasks no fallback takes (it has its own task already, or policy refuses every one).
+  std::unordered_set<std::string> no_failover;
   /// Recovered SENDING tasks the provider said it never got (or could not say): resent without
   /// asking again.
   std::unordered_set<std::string> asked;

@@ -124,10 +124,10 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
                     done(to_service_error(err));
                   });
       },
-      [self](letters_atom, std::string& tenant, std::string& channel, std::string& after,
-             std::uint64_t limit, letters_callback& done) {
+      [self](letters_atom, std::string& tenant, persistence::dead_letter_filter& filter,
+             std::string& after, std::uint64_t limit, letters_callback& done) {
         self->request(self->state.reader, self->state.config.claim_timeout, letters_atom_v,
-                      std::move(tenant), std::move(channel), std::move(after), limit)
+                      std::move(tenant), std::move(filter), std::move(after), limit)
             .then([done](dead_letters& letters) { done(std::move(letters)); },
                   [done](caf::error& err) {
                     log::warn("ingest.dead_letters_failed", {{"error", describe(err)}});

@@ -40,10 +40,10 @@ using store_writer_actor = caf::typed_actor<
     caf::replies_to<claim_atom, message_plans>::with<claim_results>,
     /// Applies guarded state changes and records attempts; answers the ids that applied.
     caf::replies_to<apply_atom, state_changes, attempt_records>::with<task_ids>,
-    /// Applies a task's change and claims its fallback in one transaction, or writes nothing
-    /// (the task moved on, or the fallback's task exists already).
+    /// Applies a failed task's change and claims its fallback along the chain in one
+    /// transaction, or writes nothing (persistence::task_store::fail_over).
     caf::replies_to<failover_atom, persistence::state_change, attempt_records,
-                    domain::message_plan>::with<persistence::failover_result>,
+                    domain::delivery>::with<persistence::failover_result>,
     /// Moves a dead letter of a tenant (empty: any) back to PENDING at the given time
     /// (replaying twice replays once).
     caf::replies_to<replay_atom, std::string, std::string,
@@ -78,8 +78,8 @@ using store_reader_actor = caf::typed_actor<
     /// with their recorded receipts (the reconciler's page).
     caf::replies_to<awaiting_atom, std::string, domain::timestamp, persistence::awaiting_cursor,
                     std::uint64_t>::with<awaiting_receipts>,
-    /// Dead letters of a tenant and a channel (empty: all) after a task id, at most a limit.
-    caf::replies_to<letters_atom, std::string, std::string, std::string,
+    /// Dead letters of a tenant that pass a filter, after a task id, at most a limit.
+    caf::replies_to<letters_atom, std::string, persistence::dead_letter_filter, std::string,
                     std::uint64_t>::with<dead_letters>,
     /// Task counts per channel and state (GET /v1/stats).
     caf::replies_to<stats_atom, persistence::stats_query>::with<stats_report>,
@@ -200,9 +200,9 @@ using dispatcher_actor = caf::typed_actor<
 
 /// The HTTP layer's entry point: answers through callbacks, so HTTP threads never block.
 using ingest_actor = caf::typed_actor<
-    /// Lists dead letters (tenant, channel, after task id, limit).
-    caf::reacts_to<letters_atom, std::string, std::string, std::string, std::uint64_t,
-                   letters_callback>,
+    /// Lists dead letters (tenant, filter, after task id, limit).
+    caf::reacts_to<letters_atom, std::string, persistence::dead_letter_filter, std::string,
+                   std::uint64_t, letters_callback>,
     /// Replays a tenant's dead letter (tenant, task id) and dispatches it.
     caf::reacts_to<replay_atom, std::string, std::string, replay_callback>,
     /// Claims a planned message through its shard; calls back after COMMIT.

@@ -40,10 +40,10 @@ store_reader(store_reader_actor::stateful_pointer<store_reader_state> self,
       [self](load_atom, const task_ids& ids, domain::timestamp now) {
         return guarded<deliveries>([&] { return self->state.store->load_deliveries(ids, now); });
       },
-      [self](letters_atom, const std::string& tenant, const std::string& channel,
+      [self](letters_atom, const std::string& tenant, const persistence::dead_letter_filter& filter,
              const std::string& after, std::uint64_t limit) {
         return guarded<dead_letters>([&] {
-          return self->state.store->list_dead_letters(tenant, channel, after,
+          return self->state.store->list_dead_letters(tenant, filter, after,
                                                       static_cast<std::size_t>(limit));
         });
       },

@@ -118,7 +118,7 @@ void commit_receipts(store_writer_state& st) {
     now = std::max(now, pending.now);
   }
   try {
-    auto outcomes = st.store->record_receipts(all, st.config.undelivered, now);
+    auto outcomes = st.store->record_receipts(all, st.config.fallbacks, now);
     std::size_t next = 0;
     for (auto& pending : batch) {
       receipt_outcomes mine(
@@ -233,11 +233,11 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
       },
       [self](failover_atom, const persistence::state_change& change,
              const attempt_records& attempts,
-             const domain::message_plan& fallback) -> caf::result<persistence::failover_result> {
+             const domain::delivery& failed) -> caf::result<persistence::failover_result> {
         auto& st = self->state;
         flush(st); // what came before is committed before, as in a batch
         try {
-          return st.store->fail_over(change, attempts, fallback);
+          return st.store->fail_over(change, attempts, failed, st.config.fallbacks);
         } catch (const std::exception& e) {
           log::error("store.failover_failed",
                      {{"task_id", change.task_id}, {"error", domain::mask_free_text(e.what())}});

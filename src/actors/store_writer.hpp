@@ -15,7 +15,7 @@ namespace herald::actors {
 struct store_writer_config {
   std::size_t batch_max = 1000; ///< commit at once when this many requests wait
   /// Where tasks a receipt makes UNDELIVERED fail over to.
-  persistence::undelivered_failover undelivered;
+  persistence::fallback_routes fallbacks;
 
   /// An empty string when valid, else the reason.
   std::string validate() const;

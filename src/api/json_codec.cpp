@@ -914,6 +914,20 @@ std::string encode_dead_letters(const std::vector<persistence::dead_letter>& let
   for (const auto& letter : letters) {
     auto item = encode_task(letter.task);
     item["message_id"] = letter.message_id;
+    item["coverage"] = sv(domain::to_string(letter.coverage));
+    json::array others;
+    for (const auto& other : letter.other_tasks) {
+      json::object entry;
+      entry["task_id"] = other.task_id;
+      entry["channel"] = other.channel;
+      entry["status"] = sv(domain::to_string(other.state));
+      if (other.policy_reason)
+        entry["policy_reason"] = sv(domain::to_string(*other.policy_reason));
+      else
+        entry["policy_reason"] = nullptr;
+      others.push_back(std::move(entry));
+    }
+    item["other_tasks"] = std::move(others);
     items.push_back(std::move(item));
   }
   json::object body;

@@ -938,6 +938,14 @@ void routes::list_dead_letters(std::string_view query, const caller& who, const 
     return ex->error(*refused);
   auto channel = query_value(query, "channel").value_or("");
   auto after = query_value(query, "after").value_or("");
+  persistence::dead_letter_filter filter;
+  filter.channel = std::string(channel);
+  if (auto coverage = query_value(query, "coverage")) {
+    filter.coverage = domain::parse_coverage(*coverage);
+    if (!filter.coverage)
+      return ex->error(http::status::bad_request, "invalid_request",
+                       "coverage must be covered, pending or none", "coverage");
+  }
   std::size_t limit = 100;
   if (auto text = query_value(query, "limit")) {
     auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), limit);
@@ -951,7 +959,7 @@ void routes::list_dead_letters(std::string_view query, const caller& who, const 
       return ex->error(http::status::bad_request, "invalid_request",
                        std::string(name) + " must be a plain name or id", name);
   service_.list_dead_letters(
-      who.tenant, std::string(channel), std::string(after), limit,
+      who.tenant, std::move(filter), std::string(after), limit,
       guarded(ex,
               [limit](const exchange_ptr& exchange,
                       std::variant<std::vector<persistence::dead_letter>, service_error>& result) {

@@ -53,10 +53,11 @@ public:
       std::function<void(std::variant<std::optional<persistence::message_view>, service_error>)>
           done) = 0;
 
-  /// Dead letters (DEAD, FAILED and SUPPRESSED tasks) of `tenant` and `channel` (empty: all) after
+  /// Dead letters (DEAD, FAILED and SUPPRESSED tasks) of `tenant` that pass `filter`, after
   /// `after_task_id`.
   virtual void list_dead_letters(
-      std::string tenant, std::string channel, std::string after_task_id, std::size_t limit,
+      std::string tenant, persistence::dead_letter_filter filter, std::string after_task_id,
+      std::size_t limit,
       std::function<void(std::variant<std::vector<persistence::dead_letter>, service_error>)>
           done) = 0;
 

@@ -55,10 +55,11 @@ void actor_service::find_message(
 }
 
 void actor_service::list_dead_letters(
-    std::string tenant, std::string channel, std::string after_task_id, std::size_t limit,
+    std::string tenant, persistence::dead_letter_filter filter, std::string after_task_id,
+    std::size_t limit,
     std::function<void(std::variant<std::vector<persistence::dead_letter>, api::service_error>)>
         done) {
-  caf::anon_send(ingest_, actors::letters_atom_v, std::move(tenant), std::move(channel),
+  caf::anon_send(ingest_, actors::letters_atom_v, std::move(tenant), std::move(filter),
                  std::move(after_task_id), static_cast<std::uint64_t>(limit),
                  actors::letters_callback{std::move(done)});
 }

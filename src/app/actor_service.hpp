@@ -52,7 +52,8 @@ public:
                         done) override;
 
   void list_dead_letters(
-      std::string tenant, std::string channel, std::string after_task_id, std::size_t limit,
+      std::string tenant, persistence::dead_letter_filter filter, std::string after_task_id,
+      std::size_t limit,
       std::function<void(std::variant<std::vector<persistence::dead_letter>, api::service_error>)>
           done) override;
 

@@ -111,7 +111,7 @@ inbox_stores open_inbox_stores(const config& cfg, const persistence::database_ur
 }
 
 std::vector<actors::channel_spec>
-make_channel_specs(const config& cfg, const std::string& node_id, const domain::id_secret& secret,
+make_channel_specs(const config& cfg, const std::string& node_id,
                    const std::shared_ptr<providers::delay_scheduler>& delays,
                    const std::shared_ptr<metrics>& counters, const inbox_stores& inboxes,
                    const std::shared_ptr<const domain::clock>& clock) {
@@ -128,7 +128,6 @@ make_channel_specs(const config& cfg, const std::string& node_id, const domain::
   for (auto& ch : cfg.channels) {
     auto settings = ch.settings;
     settings.node_id = node_id;
-    settings.id_secret = secret;
     std::shared_ptr<providers::provider_adapter> provider;
     if (ch.type == "webhook") {
       provider = std::make_shared<providers::webhook_provider>(ch.webhook);
@@ -207,9 +206,9 @@ actors::supervised_component start_events(caf::actor_system& sys, const events_c
 
 /// Where a task an UNDELIVERED receipt ends fails over to: its channel's fallback, as a
 /// permanent failure does.
-persistence::undelivered_failover undelivered_failover_of(const config& cfg,
-                                                          const domain::id_secret& secret) {
-  persistence::undelivered_failover failover{{}, secret};
+persistence::fallback_routes fallback_routes_of(const config& cfg,
+                                                const domain::id_secret& secret) {
+  persistence::fallback_routes failover{{}, secret};
   for (auto& ch : cfg.channels)
     if (!ch.settings.fallback.empty())
       failover.fallback_of[ch.settings.name] = ch.settings.fallback;
@@ -250,7 +249,7 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
                 std::shared_ptr<actors::published_templates> published_templates,
                 std::vector<actors::channel_spec> specs, std::shared_ptr<metrics> metrics,
                 std::shared_ptr<const domain::clock> clock, std::shared_ptr<health_board> health,
-                const persistence::undelivered_failover& undelivered_failover,
+                const persistence::fallback_routes& fallback_routes,
                 const std::optional<actors::cluster_config>& cluster) {
   using actors::shutdown_stage;
   std::vector<actors::supervised_component> components;
@@ -258,7 +257,7 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
   // actors are not restartable: every other actor holds their handles, and a new connection
   // would not fix what killed the old one. Their death is reported on the health board.
   auto writer_config = cfg.store;
-  writer_config.undelivered = undelivered_failover;
+  writer_config.fallbacks = fallback_routes;
   auto writer =
       sys.spawn<caf::detached>(actors::store_writer, std::move(writer_store), writer_config);
   components.push_back(
@@ -431,7 +430,7 @@ int serve(const config& cfg) {
     if (!cfg.events.url.empty())
       writer_options.event_states = domain::event_states_for(cfg.events.types);
     writer_options.takes_receipts = takes_receipts(cfg);
-    writer_options.undelivered = undelivered_failover_of(cfg, id_secret);
+    writer_options.fallbacks = fallback_routes_of(cfg, id_secret);
     writer_options.suppressed = [metrics_registry](const std::string& channel,
                                                    domain::policy_reason reason) {
       metrics_registry->task_suppressed(channel, domain::to_string(reason));
@@ -507,14 +506,13 @@ int serve(const config& cfg) {
   {
     caf::actor_system sys{caf_cfg};
     const auto node_id = lease_owner_of(name);
-    auto specs =
-        make_channel_specs(cfg, node_id, id_secret, delays, metrics_registry, inboxes, clock);
+    auto specs = make_channel_specs(cfg, node_id, delays, metrics_registry, inboxes, clock);
     inboxes.clear(); // the adapters own their connections now
     auto options = routes_options_of(cfg, specs);
     auto n = spawn_node(sys, cfg, writer_store, claims_store, reader_store, std::move(events_store),
                         std::move(template_store), published_templates, std::move(specs),
                         metrics_registry, clock, std::make_shared<health_board>(),
-                        undelivered_failover_of(cfg, id_secret), cluster);
+                        fallback_routes_of(cfg, id_secret), cluster);
     writer_store.reset(); // the actors own the connections now
     claims_store.reset();
     reader_store.reset();

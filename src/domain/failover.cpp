@@ -1,6 +1,8 @@
 #include "domain/keys.hpp"
 #include "domain/message.hpp"
 
+#include <algorithm>
+
 namespace herald::domain {
 
 task_record task_of(const message_key& key, const std::string& channel, std::string recipient,
@@ -27,6 +29,7 @@ delivery make_delivery(const message_record& message, const task_record& task) {
   d.body = task.own_content ? task.own_content->body : message.body;
   d.trace_id = message.trace_id;
   d.priority = message.priority;
+  d.category = message.category;
   d.send_at = message.send_at;
   d.escalation = task.escalation;
   d.expire_at = message.expire_at;
@@ -48,6 +51,7 @@ std::optional<message_plan> fallback_plan(const delivery& failed,
   m.title = failed.title;
   m.body = failed.body;
   m.priority = failed.priority;
+  m.category = failed.category;
   m.expire_at = failed.expire_at;
   m.trace_id = failed.trace_id;
   m.created_at = now; // only used if the message row were missing, which it never is
@@ -58,6 +62,26 @@ std::optional<message_plan> fallback_plan(const delivery& failed,
   task.own_content = content{failed.title, failed.body};
   plan.tasks.push_back(std::move(task));
   return plan;
+}
+
+std::vector<std::string> fallback_chain(const std::map<std::string, std::string>& fallback_of,
+                                        const std::string& channel) {
+  std::vector<std::string> chain;
+  for (auto next = fallback_of.find(channel);
+       next != fallback_of.end() && !next->second.empty() && next->second != channel &&
+       std::find(chain.begin(), chain.end(), next->second) == chain.end();
+       next = fallback_of.find(next->second))
+    chain.push_back(next->second);
+  return chain;
+}
+
+std::optional<message_plan> first_fallback_plan(const delivery& failed,
+                                                const std::vector<std::string>& chain,
+                                                const id_secret& secret, timestamp now) {
+  for (const auto& channel : chain)
+    if (auto plan = fallback_plan(failed, channel, secret, now))
+      return plan;
+  return std::nullopt;
 }
 
 } // namespace herald::domain

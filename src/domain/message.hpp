@@ -110,6 +110,8 @@ struct delivery {
   std::string body;
   std::string trace_id;
   domain::priority priority = domain::priority::normal;
+  /// The message's: policy judges a fallback task by it, as it judged the message.
+  domain::category category = domain::category::transactional;
   task_state state = task_state::pending;
   std::uint32_t attempts = 0;               ///< provider calls already made
   std::optional<timestamp> next_attempt_at; ///< when RETRY_WAIT is due
@@ -134,5 +136,18 @@ delivery make_delivery(const message_record& message, const task_record& task);
 std::optional<message_plan> fallback_plan(const delivery& failed,
                                           const std::string& fallback_channel,
                                           const id_secret& secret, timestamp now);
+
+/// The channels a task on `channel` fails over to, in order: its fallback, that channel's
+/// fallback, and so on (`fallback_of`: channel -> fallback), each once, never `channel` itself:
+/// a cycle ends the chain.
+std::vector<std::string> fallback_chain(const std::map<std::string, std::string>& fallback_of,
+                                        const std::string& channel);
+
+/// The fallback plan (fallback_plan) for the first channel of `chain` that `failed`'s message
+/// has an address for: a channel it cannot be sent on is passed over for the next. nullopt when
+/// the message has an address for none of them.
+std::optional<message_plan> first_fallback_plan(const delivery& failed,
+                                                const std::vector<std::string>& chain,
+                                                const id_secret& secret, timestamp now);
 
 } // namespace herald::domain

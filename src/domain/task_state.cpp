@@ -38,6 +38,13 @@ std::optional<task_state> parse_task_state(std::string_view text) {
   return std::nullopt;
 }
 
+std::vector<task_state> all_task_states() {
+  std::vector<task_state> states;
+  for (const auto& entry : names)
+    states.push_back(entry.first);
+  return states;
+}
+
 bool can_transition(task_state from, task_state to) {
   using s = task_state;
   // Forward only (design.md §3). Replaying a dead letter (FAILED/DEAD -> PENDING) is
@@ -85,6 +92,30 @@ bool is_terminal(task_state state) {
 bool can_replay(task_state state) {
   return state == task_state::dead || state == task_state::failed ||
          state == task_state::suppressed;
+}
+
+bool reached_user(task_state state) {
+  return state == task_state::sent || state == task_state::delivered || state == task_state::read ||
+         state == task_state::clicked;
+}
+
+std::string_view to_string(coverage value) {
+  switch (value) {
+  case coverage::covered:
+    return "covered";
+  case coverage::pending:
+    return "pending";
+  case coverage::none:
+    return "none";
+  }
+  return "none";
+}
+
+std::optional<coverage> parse_coverage(std::string_view text) {
+  for (auto value : {coverage::covered, coverage::pending, coverage::none})
+    if (to_string(value) == text)
+      return value;
+  return std::nullopt;
 }
 
 } // namespace herald::domain

@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace herald::domain {
 
@@ -28,6 +29,9 @@ std::string_view to_string(task_state state);
 /// Inverse of to_string; nullopt for anything else.
 std::optional<task_state> parse_task_state(std::string_view text);
 
+/// Every state there is.
+std::vector<task_state> all_task_states();
+
 /// Whether design.md §3 allows moving from `from` to `to`.
 bool can_transition(task_state from, task_state to);
 
@@ -37,5 +41,31 @@ bool can_replay(task_state state);
 
 /// Whether no further provider call will be made for a task in this state.
 bool is_terminal(task_state state);
+
+/// Whether a task in this state reached its user: the provider took it (SENT) or said it
+/// arrived (DELIVERED, READ, CLICKED).
+bool reached_user(task_state state);
+
+/// Whether the user of a message that one task failed to reach got it anyway, judged by the
+/// message's other tasks (GET /v1/dead-letters `coverage`).
+enum class coverage {
+  covered, ///< another task of the message reached the user
+  pending, ///< none did yet, but another is still on its way
+  none,    ///< none did and none will: the user got nothing
+};
+
+std::string_view to_string(coverage value);
+std::optional<coverage> parse_coverage(std::string_view text);
+
+/// The coverage given the states of the message's other tasks.
+template <class States> coverage coverage_of(const States& others) {
+  bool waiting = false;
+  for (task_state state : others) {
+    if (reached_user(state))
+      return coverage::covered;
+    waiting = waiting || !is_terminal(state);
+  }
+  return waiting ? coverage::pending : coverage::none;
+}
 
 } // namespace herald::domain

@@ -80,13 +80,14 @@ std::vector<std::string> faulty_task_store::apply(const std::vector<state_change
 
 failover_result faulty_task_store::fail_over(const state_change& change,
                                              const std::vector<attempt_record>& attempts,
-                                             const domain::message_plan& fallback) {
-  return write("fail_over", [&] { return real_->fail_over(change, attempts, fallback); });
+                                             const domain::delivery& failed,
+                                             const fallback_routes& routes) {
+  return write("fail_over", [&] { return real_->fail_over(change, attempts, failed, routes); });
 }
 
 std::vector<receipt_outcome>
 faulty_task_store::record_receipts(const std::vector<receipt_input>& receipts,
-                                   const undelivered_failover& failover, domain::timestamp now) {
+                                   const fallback_routes& failover, domain::timestamp now) {
   return write("record_receipts", [&] { return real_->record_receipts(receipts, failover, now); });
 }
 
@@ -147,10 +148,10 @@ faulty_task_store::load_awaiting_receipt(const std::string& channel, domain::tim
 }
 
 std::vector<dead_letter> faulty_task_store::list_dead_letters(const std::string& tenant,
-                                                              const std::string& channel,
+                                                              const dead_letter_filter& filter,
                                                               const std::string& after_task_id,
                                                               std::size_t limit) {
-  return real_->list_dead_letters(tenant, channel, after_task_id, limit);
+  return real_->list_dead_letters(tenant, filter, after_task_id, limit);
 }
 
 replay_result faulty_task_store::replay(const std::string& tenant, const std::string& task_id,

@@ -163,14 +163,50 @@ std::string page_of_ids(const std::vector<std::pair<domain::task_state, std::str
   return out;
 }
 
+/// Whether tasks `a` and `b` are of one message. A message's tasks share its business key: the
+/// unique key's index finds them.
+std::string same_message(const std::string& a, const std::string& b) {
+  return a + ".tenant = " + b + ".tenant AND " + a + ".biz_type = " + b + ".biz_type AND " + a +
+         ".biz_id = " + b + ".biz_id AND " + a + ".user_id = " + b + ".user_id";
+}
+
+/// `'A', 'B', …`: the states for which `pick` holds, for an SQL IN list.
+template <class Pick> std::string states_where(Pick pick) {
+  std::string list;
+  for (auto state : domain::all_task_states())
+    if (pick(state))
+      list.append(list.empty() ? "'" : ", '").append(state_text(state)).append("'");
+  return list;
+}
+
+/// The condition that a dead letter `tasks` has `wanted` coverage (domain::coverage_of).
+std::string coverage_condition(domain::coverage wanted) {
+  const auto others_in = [](const std::string& states) {
+    return "EXISTS (SELECT 1 FROM tasks o WHERE " + same_message("o", "tasks") +
+           " AND o.id <> tasks.id AND o.status IN (" + states + "))";
+  };
+  const auto reached = others_in(states_where(domain::reached_user));
+  const auto waiting =
+      others_in(states_where([](domain::task_state s) { return !domain::is_terminal(s); }));
+  switch (wanted) {
+  case domain::coverage::covered:
+    return " AND " + reached;
+  case domain::coverage::pending:
+    return " AND NOT " + reached + " AND " + waiting;
+  case domain::coverage::none:
+    break;
+  }
+  return " AND NOT " + reached + " AND NOT " + waiting;
+}
+
 /// Columns of a delivery: tasks `t` joined with their message `m` (see delivery_of).
 const std::string delivery_columns =
     "t.id, t.message_id, t.tenant, t.biz_type, t.biz_id, t.user_id, m.recipients_json, "
     "t.channel, t.recipient, t.provider_request_id, COALESCE(t.content_title, m.title), "
     "COALESCE(t.content_body, m.body), m.trace_id, m.priority, "
     "t.status, t.attempts, t.next_attempt_at, COALESCE(t.send_at, m.send_at), m.expire_at, "
-    "m.created_at, t.escalation";
-constexpr std::size_t delivery_column_count = 21;
+    "m.created_at, t.escalation, m.category";
+constexpr std::size_t delivery_column_count = 22;
 
 domain::delivery delivery_of(const sql_row& row) {
   domain::delivery d;
@@ -192,6 +228,7 @@ domain::delivery delivery_of(const sql_row& row) {
   d.expire_at = time_of(row[18]);
   d.accepted_at = domain::from_unix_micros(to_int(row[19]));
   d.escalation = to_int(row[20]) != 0;
+  d.category = category_of(row[21]);
   return d;
 }
 
@@ -858,11 +895,6 @@ sql_task_store::run_escalation_checks(const std::vector<state_change>& changes) 
   if (rows.empty())
     return {};
   const auto rows_json = rows.finish();
-  // A message's tasks share its business key: the unique key's index finds them.
-  const auto same_message = [](const std::string& a, const std::string& b) {
-    return a + ".tenant = " + b + ".tenant AND " + a + ".biz_type = " + b + ".biz_type AND " + a +
-           ".biz_id = " + b + ".biz_id AND " + a + ".user_id = " + b + ".user_id";
-  };
   if (!dialect_.lock_tasks().empty())
     statements_->fetch("SELECT t.id FROM " + dialect_.json_rows("rows", escalation_check_columns) +
                            " JOIN tasks s ON s.id = r.task_id JOIN tasks t ON " +
@@ -1172,27 +1204,32 @@ namespace {
 
 // Thrown inside a failover transaction to roll it back: the fallback's task was there already.
 struct fallback_task_exists {};
+// Thrown inside a failover transaction to roll it back: policy refused every fallback of a task
+// that can still wait for its own channel.
+struct fallbacks_refused {};
 
 } // namespace
 
 failover_result sql_task_store::fail_over(const state_change& change,
                                           const std::vector<attempt_record>& attempts,
-                                          const domain::message_plan& fallback) {
+                                          const domain::delivery& failed,
+                                          const fallback_routes& routes) {
+  auto first = domain::first_fallback_plan(
+      failed, domain::fallback_chain(routes.fallback_of, failed.channel), routes.secret, change.at);
+  if (!first)
+    return {failover_result::outcome::no_fallback, {}};
   const apply_batch changes(dialect_, {change}, attempts);
-  const std::vector<domain::message_plan> plans{fallback};
-  const claim_batch claims(dialect_, plans);
-  using claimed =
-      std::pair<std::vector<claim_answer>, std::unordered_map<std::string, domain::message_record>>;
-  std::optional<claimed> answers;
+  const std::vector<domain::message_plan> plans{std::move(*first)};
+  std::optional<std::vector<fallback_link>> chain;
   try {
-    answers = in_transaction("fail_over", [&]() -> std::optional<claimed> {
+    chain = in_transaction("fail_over", [&]() -> std::optional<std::vector<fallback_link>> {
       // The fallback is judged like any new task (a user's DND, opt-outs, caps); the user
       // lock comes first, before this transaction holds any task row.
       std::optional<policy_state> policy;
       if (options_.policy)
         policy = read_policy_state(plans);
-      // The same failover sent again after its answer was lost: the fallback task found
-      // below is the one that first commit created, not a task of its own.
+      // The same failover sent again after its answer was lost: the fallback tasks found
+      // below are the ones that first commit created, not tasks of their own.
       const bool again =
           change.lease_token &&
           !statements_
@@ -1204,22 +1241,87 @@ failover_result sql_task_store::fail_over(const state_change& change,
         return std::nullopt; // the task moved on: nothing written, nothing claimed
       run_attempts(changes);
       run_events({{change.task_id, change.to, change.at}});
-      auto [claimed_answers, new_messages] = run_claim(claims, policy ? &*policy : nullptr);
-      if (!again && std::any_of(claimed_answers.begin(), claimed_answers.end(),
-                                [](const claim_answer& a) { return !a.created; }))
+      auto chains = claim_fallback_chains(plans, {failed.channel}, routes,
+                                          policy ? &*policy : nullptr, change.at, again);
+      auto& links = chains.at(0);
+      if (!links.front().claim.tasks.front().created)
         throw fallback_task_exists{}; // giving the task up would send nothing: roll back
-      if (again)
-        for (auto& answer : claimed_answers)
-          answer.created = true; // created by this failover's first commit
-      return claimed{std::move(claimed_answers), stored_messages(plans, new_messages)};
+      // A task never tried may still go on its own channel once the circuit closes: it leaves
+      // only for a fallback that will be sent.
+      if (change.to == domain::task_state::suppressed &&
+          links.back().claim.tasks.front().state == domain::task_state::suppressed)
+        throw fallbacks_refused{};
+      return std::move(links);
     });
   } catch (const fallback_task_exists&) {
-    return {failover_result::outcome::fallback_exists, std::nullopt};
+    return {failover_result::outcome::fallback_exists, {}};
+  } catch (const fallbacks_refused&) {
+    return {failover_result::outcome::fallbacks_refused, {}};
   }
-  if (!answers)
-    return {failover_result::outcome::moved_on, std::nullopt};
-  return {failover_result::outcome::failed_over,
-          claim_results(plans, claims, answers->first, answers->second).at(0)};
+  if (!chain)
+    return {failover_result::outcome::moved_on, {}};
+  return {failover_result::outcome::failed_over, std::move(*chain)};
+}
+
+namespace {
+
+bool on_chain(const std::vector<fallback_link>& chain, const std::string& channel) {
+  return std::any_of(chain.begin(), chain.end(), [&](const fallback_link& link) {
+    return link.claim.tasks.front().channel == channel;
+  });
+}
+
+} // namespace
+
+// Claims each plan (the first fallback of a task failed on `failed_channels`, in order) inside
+// the open transaction and, while
+// policy refuses a chain's last link (created SUPPRESSED: an opt-out, DND, no contact), the next
+// channel along that link's chain the message has an address for, a batch per step. A chain
+// ends with a task that will be sent, one that existed already (its channel has its own task
+// for the message, or the chain came round), or a refused link with nowhere left to go.
+// `again`: the same failover committed before (its answer was lost), so the tasks found are
+// the ones that commit created.
+std::vector<std::vector<fallback_link>> sql_task_store::claim_fallback_chains(
+    std::vector<domain::message_plan> plans, const std::vector<std::string>& failed_channels,
+    const fallback_routes& routes, policy_state* policy, domain::timestamp now, bool again) {
+  std::vector<std::vector<fallback_link>> chains(plans.size());
+  std::vector<std::size_t> growing(plans.size()); // the chain each of `plans` extends
+  for (std::size_t i = 0; i < growing.size(); ++i)
+    growing[i] = i;
+  while (!plans.empty()) {
+    const claim_batch batch(dialect_, plans);
+    auto claimed = run_claim(batch, policy);
+    if (again)
+      for (auto& answer : claimed.answers)
+        answer.created = true;
+    auto results =
+        claim_results(plans, batch, claimed.answers, stored_messages(plans, claimed.new_messages));
+    std::vector<domain::message_plan> next_plans;
+    std::vector<std::size_t> next_growing;
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      auto& link = chains[growing[i]].emplace_back(
+          fallback_link{std::move(plans[i]), std::move(results[i])});
+      const auto& outcome = link.claim.tasks.front();
+      if (!outcome.created || outcome.state != domain::task_state::suppressed)
+        continue;
+      // Onwards from the refused channel, never back to a channel this chain has been on.
+      auto onwards = domain::fallback_chain(routes.fallback_of, outcome.channel);
+      onwards.erase(std::remove_if(onwards.begin(), onwards.end(),
+                                   [&](const std::string& channel) {
+                                     return channel == failed_channels[growing[i]] ||
+                                            on_chain(chains[growing[i]], channel);
+                                   }),
+                    onwards.end());
+      auto refused = domain::make_delivery(link.claim.message, link.plan.tasks.front());
+      if (auto next = domain::first_fallback_plan(refused, onwards, routes.secret, now)) {
+        next_plans.push_back(std::move(*next));
+        next_growing.push_back(growing[i]);
+      }
+    }
+    plans = std::move(next_plans);
+    growing = std::move(next_growing);
+  }
+  return chains;
 }
 
 namespace {
@@ -1293,7 +1395,7 @@ std::unordered_set<std::string> sql_task_store::run_moves(const receipt_moves& m
 
 std::vector<receipt_outcome>
 sql_task_store::record_receipts(const std::vector<receipt_input>& receipts,
-                                const undelivered_failover& failover, domain::timestamp now) {
+                                const fallback_routes& failover, domain::timestamp now) {
   if (receipts.empty())
     return {};
   // A receipt names its task by herald's request id, or else by the provider's message id.
@@ -1446,7 +1548,7 @@ void sql_task_store::run_inbox_marks(const std::vector<receipt_input>& receipts,
 // task id (a fallback channel with a task of its own already gets nothing new to send).
 std::unordered_map<std::string, domain::delivery>
 sql_task_store::claim_fallbacks(const std::vector<std::string>& undelivered,
-                                const undelivered_failover& failover, domain::timestamp now) {
+                                const fallback_routes& failover, domain::timestamp now) {
   std::unordered_map<std::string, domain::delivery> created;
   if (undelivered.empty() || failover.fallback_of.empty())
     return created;
@@ -1460,33 +1562,34 @@ sql_task_store::claim_fallbacks(const std::vector<std::string>& undelivered,
     ids.text(id);
   }
   std::vector<std::string> failed_ids;
+  std::vector<std::string> failed_channels;
   std::vector<domain::message_plan> plans;
   for (const auto& row : statements_->fetch(query, {ids.finish()}, delivery_column_count)) {
     auto failed = delivery_of(row);
-    auto fallback = failover.fallback_of.find(failed.channel);
-    if (fallback == failover.fallback_of.end() || fallback->second.empty())
-      continue;
-    if (auto plan = domain::fallback_plan(failed, fallback->second, failover.secret, now)) {
+    if (auto plan = domain::first_fallback_plan(
+            failed, domain::fallback_chain(failover.fallback_of, failed.channel), failover.secret,
+            now)) {
       failed_ids.push_back(failed.task_id);
+      failed_channels.push_back(failed.channel);
       plans.push_back(std::move(*plan));
     }
   }
   if (plans.empty())
     return created;
-  const claim_batch batch(dialect_, plans);
   // Judged like any new task (a user's DND, opt-outs, caps). The user lock is taken while
   // this transaction holds task rows: a claim waiting on one of them while holding the lock
   // is a deadlock PostgreSQL breaks, and the transaction reruns.
   std::optional<policy_state> policy;
   if (options_.policy)
     policy = read_policy_state(plans);
-  auto claimed = run_claim(batch, policy ? &*policy : nullptr);
-  auto results =
-      claim_results(plans, batch, claimed.answers, stored_messages(plans, claimed.new_messages));
-  for (std::size_t i = 0; i < failed_ids.size(); ++i)
-    if (const auto& outcome = results[i].tasks.front(); outcome.created && !outcome.policy_reason)
+  const auto chains = claim_fallback_chains(std::move(plans), failed_channels, failover,
+                                            policy ? &*policy : nullptr, now, false);
+  for (std::size_t i = 0; i < failed_ids.size(); ++i) {
+    const auto& last = chains[i].back();
+    if (const auto& outcome = last.claim.tasks.front(); outcome.created && !outcome.policy_reason)
       created.emplace(failed_ids[i],
-                      domain::make_delivery(results[i].message, plans[i].tasks.front()));
+                      domain::make_delivery(last.claim.message, last.plan.tasks.front()));
+  }
   return created;
 }
 
@@ -1514,7 +1617,7 @@ void sql_task_store::run_receipt_catch_up(const std::vector<std::string>& sent_i
   for (const auto& id : run_moves(moves, at))
     if (moves.by_task.at(id).second == domain::task_state::undelivered)
       undelivered.push_back(id);
-  auto created = claim_fallbacks(undelivered, options_.undelivered, at);
+  auto created = claim_fallbacks(undelivered, options_.fallbacks, at);
   for (const auto& [failed, fallback] : created)
     log::info("store.undelivered_failed_over", {{"task_id", failed},
                                                 {"trace_id", fallback.trace_id},
@@ -2004,14 +2107,15 @@ sql_task_store::load_deliveries(const std::vector<std::string>& task_ids, domain
 }
 
 std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& tenant,
-                                                           const std::string& channel,
+                                                           const dead_letter_filter& filter,
                                                            const std::string& after_task_id,
                                                            std::size_t limit) {
   if (limit == 0)
     return {};
   using domain::task_state;
   const std::string of_channel =
-      " AND (CAST(:channel# AS TEXT) = '' OR channel = :other_channel#)" + of_tenant("", "#");
+      " AND (CAST(:channel# AS TEXT) = '' OR channel = :other_channel#)" + of_tenant("", "#") +
+      (filter.coverage ? coverage_condition(*filter.coverage) : std::string{});
   const std::string tasks_query =
       "SELECT t.message_id, " + task_view_columns + " FROM (" +
       page_of_ids({{task_state::dead, of_channel},
@@ -2019,8 +2123,16 @@ std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& te
                    {task_state::suppressed, of_channel + " AND policy_reason IS NULL"}},
                   limit) +
       ") AS page JOIN tasks t ON t.id = page.id ORDER BY t.id LIMIT " + std::to_string(limit);
+  // The other tasks of the letters' messages, found by the message's business key.
+  const std::string others_query = "SELECT s.id, o.id, o.channel, o.status, o.policy_reason FROM " +
+                                   dialect_.json_rows("ids", id_columns) +
+                                   " JOIN tasks s ON s.id = r.task_id JOIN tasks o ON " +
+                                   same_message("o", "s") + " AND o.id <> s.id ORDER BY o.id";
+  const auto& channel = filter.channel;
   return outside_transaction("list_dead_letters", [&] {
     std::vector<dead_letter> letters;
+    std::unordered_map<std::string, std::size_t> index;
+    json_batch ids(dialect_, id_columns);
     for (const auto& row : statements_->fetch(tasks_query,
                                               {channel, channel, tenant, tenant, after_task_id,
                                                channel, channel, tenant, tenant, after_task_id,
@@ -2029,11 +2141,25 @@ std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& te
       dead_letter letter;
       letter.message_id = text_of(row[0]);
       letter.task = task_view_of(sql_row(row.begin() + 1, row.end()));
+      index.emplace(letter.task.task_id, letters.size());
+      ids.add_row();
+      ids.text(letter.task.task_id);
       letters.push_back(std::move(letter));
     }
+    if (letters.empty())
+      return letters;
+    for (const auto& row : statements_->fetch(others_query, {ids.finish()}, 5))
+      letters[index.at(text_of(row[0]))].other_tasks.push_back(
+          {text_of(row[1]), text_of(row[2]), state_of(row[3]),
+           domain::parse_policy_reason(text_of(row[4]))});
     std::vector<task_view*> tasks;
-    for (auto& letter : letters)
+    for (auto& letter : letters) {
+      std::vector<task_state> others;
+      for (const auto& other : letter.other_tasks)
+        others.push_back(other.state);
+      letter.coverage = domain::coverage_of(others);
       tasks.push_back(&letter.task);
+    }
     fill_histories(tasks);
     return letters;
   });

@@ -48,9 +48,9 @@ public:
   std::vector<std::string> apply(const std::vector<state_change>& changes,
                                  const std::vector<attempt_record>& attempts) override;
   failover_result fail_over(const state_change& change, const std::vector<attempt_record>& attempts,
-                            const domain::message_plan& fallback) override;
+                            const domain::delivery& failed, const fallback_routes& routes) override;
   std::vector<receipt_outcome> record_receipts(const std::vector<receipt_input>& receipts,
-                                               const undelivered_failover& failover,
+                                               const fallback_routes& failover,
                                                domain::timestamp now) override;
   std::vector<bool> admit_pushes(const std::vector<domain::push_seal>& seals,
                                  domain::timestamp now) override;
@@ -74,7 +74,8 @@ public:
                                                       domain::timestamp sent_before,
                                                       const awaiting_cursor& after,
                                                       std::size_t limit) override;
-  std::vector<dead_letter> list_dead_letters(const std::string& tenant, const std::string& channel,
+  std::vector<dead_letter> list_dead_letters(const std::string& tenant,
+                                             const dead_letter_filter& filter,
                                              const std::string& after_task_id,
                                              std::size_t limit) override;
   replay_result replay(const std::string& tenant, const std::string& task_id,
@@ -110,8 +111,13 @@ private:
   void run_attempts(const store_detail::apply_batch& batch);
   std::unordered_set<std::string> run_moves(const store_detail::receipt_moves& moves,
                                             domain::timestamp at);
+  std::vector<std::vector<fallback_link>>
+  claim_fallback_chains(std::vector<domain::message_plan> plans,
+                        const std::vector<std::string>& failed_channels,
+                        const fallback_routes& routes, store_detail::policy_state* policy,
+                        domain::timestamp now, bool again);
   std::unordered_map<std::string, domain::delivery>
-  claim_fallbacks(const std::vector<std::string>& undelivered, const undelivered_failover& failover,
+  claim_fallbacks(const std::vector<std::string>& undelivered, const fallback_routes& failover,
                   domain::timestamp now);
   void run_inbox_marks(const std::vector<receipt_input>& receipts,
                        const std::vector<receipt_outcome>& found);

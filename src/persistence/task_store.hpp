@@ -126,11 +126,28 @@ struct message_view {
   std::vector<task_view> tasks;
 };
 
+/// Another task of a dead letter's message, as the dead-letter list shows it.
+struct other_task {
+  std::string task_id;
+  std::string channel;
+  domain::task_state state = domain::task_state::pending;
+  std::optional<domain::policy_reason> policy_reason;
+};
+
 /// A task that will not be sent without an operator: DEAD (attempts exhausted), FAILED
-/// (permanent error) or SUPPRESSED (failed over to another channel).
+/// (permanent error) or SUPPRESSED (failed over to another channel), with whether its user got
+/// the message anyway on another of its tasks (a fallback, or another channel asked for).
 struct dead_letter {
   std::string message_id;
   task_view task;
+  domain::coverage coverage = domain::coverage::none;
+  std::vector<other_task> other_tasks; ///< the message's other tasks, in task-id order
+};
+
+/// Which dead letters to list: of one channel (empty: all), of one coverage (none: any).
+struct dead_letter_filter {
+  std::string channel;
+  std::optional<domain::coverage> coverage = std::nullopt;
 };
 
 /// What replaying a dead letter did.
@@ -149,17 +166,32 @@ struct replay_result {
 /// (`<node name>/<16 hex digits>`), drawn at each start.
 inline constexpr std::size_t lease_incarnation_length = 16;
 
+/// One link of a failover chain: the plan claimed on a fallback channel, and what its claim
+/// answered.
+struct fallback_link {
+  domain::message_plan plan;
+  claim_result claim;
+};
+
 /// What a failover did.
 struct failover_result {
   enum class outcome {
-    failed_over,     ///< the change applied and `claim` created the fallback task (also when
-                     ///< the same change, with its token, is sent again after a lost answer)
-    moved_on,        ///< the task was no longer in `from`: nothing written
-    fallback_exists, ///< the fallback's task already existed: nothing written, so the task
-                     ///< must wait for its own channel or end as a dead letter
+    failed_over,       ///< the change applied and `chain` was claimed (also when the same
+                       ///< change, with its token, is sent again after a lost answer)
+    moved_on,          ///< the task was no longer in `from`: nothing written
+    fallback_exists,   ///< the first fallback's task already existed: nothing written, so the
+                       ///< task must wait for its own channel or end as a dead letter
+    no_fallback,       ///< no channel along the chain has an address for the message: nothing
+                       ///< written
+    fallbacks_refused, ///< a never-tried task leaving an open circuit (`to` SUPPRESSED) whose
+                       ///< every fallback policy refused: nothing written, it waits instead
   };
   outcome result = outcome::moved_on;
-  std::optional<claim_result> claim; ///< with failed_over
+  /// With failed_over: the first fallback's claim, then, while policy refused the last one
+  /// (created SUPPRESSED: an opt-out, DND, no contact), the claim of the next channel along the
+  /// chain. The last link is the task that will be sent, unless policy refused it too: then
+  /// the user gets nothing on any fallback.
+  std::vector<fallback_link> chain;
 };
 
 /// A receipt to record: it names its task by herald's provider request id or by the
@@ -173,9 +205,11 @@ struct receipt_input {
   std::string task_id; ///< set: the task (of `channel`) is this one, the ids above are unused
 };
 
-/// Where UNDELIVERED tasks fail over to: a channel's fallback (none: it has none), and the
-/// installation's secret that keys the fallback task's ids (domain::fallback_plan).
-struct undelivered_failover {
+/// Where tasks fail over to: a channel's fallback (none: it has none), and the installation's
+/// secret that keys the fallback task's ids (domain::fallback_plan). A fallback that policy
+/// refuses (the user opted out of that channel, DND) hands over to its own fallback, and so on
+/// along the chain.
+struct fallback_routes {
   std::map<std::string, std::string> fallback_of; ///< channel -> fallback channel
   domain::id_secret secret;
 };
@@ -329,8 +363,9 @@ struct store_options {
   /// receipts that came before it (a fast provider), in the same transaction. false skips that
   /// read on every SENT batch.
   bool takes_receipts = false;
-  /// Where a task that an early UNDELIVERED receipt ends fails over to, at that SENT commit.
-  undelivered_failover undelivered;
+  /// Where a failed task fails over to: at a failover, along the chain past fallbacks policy
+  /// refuses; at a SENT commit, for a task an early UNDELIVERED receipt ends.
+  fallback_routes fallbacks;
   /// What claims apply to the tasks they create (docs/policy.md); none: every task is sent as
   /// asked (no user look-up at all).
   std::shared_ptr<const claim_policy> policy;
@@ -375,22 +410,27 @@ public:
   virtual std::vector<std::string> apply(const std::vector<state_change>& changes,
                                          const std::vector<attempt_record>& attempts) = 0;
 
-  /// Failover in one transaction: applies the guarded `change` to the failing task (with its
-  /// `attempts`) and claims `fallback` (a plan from domain::fallback_plan, whose message row
-  /// already exists) exactly as claim() would. Commits only when both happened: when the change
-  /// does not apply, or the fallback's task already exists (the fallback channel has, or had,
-  /// its own task for this message, so failing over would send nothing new), nothing is written.
+  /// Failover in one transaction: applies the guarded `change` to the `failed` task (with its
+  /// `attempts`) and claims its fallback along `routes` — the first channel of its chain the
+  /// message has an address for (domain::first_fallback_plan) — exactly as claim() would,
+  /// policy judging it by the message's category; a fallback policy refuses hands over to the
+  /// next channel of the chain, in the same transaction. Commits only when the change applied
+  /// and the first fallback's task is new (else the fallback channel has, or had, its own task
+  /// for this message, and failing over would send nothing new); a never-tried task leaving an
+  /// open circuit also needs a fallback that will be sent. Otherwise nothing is written.
   virtual failover_result fail_over(const state_change& change,
                                     const std::vector<attempt_record>& attempts,
-                                    const domain::message_plan& fallback) = 0;
+                                    const domain::delivery& failed,
+                                    const fallback_routes& routes) = 0;
 
   /// Records the receipts and moves their tasks forward (domain::state_after_receipt) in one
   /// transaction; an UNDELIVERED task whose channel has a fallback claims the fallback's task
-  /// in that same transaction. Outcomes in input order. Idempotent: the same receipt again
-  /// writes nothing and answers where the task stands. A READ or CLICKED receipt from the inbox
-  /// (source inbox) also marks the task's inbox item read (and clicked), once.
+  /// in that same transaction, along the chain as fail_over() does. Outcomes in input order.
+  /// Idempotent: the same receipt again writes nothing and answers where the task stands. A READ or
+  /// CLICKED receipt from the inbox (source inbox) also marks the task's inbox item read (and
+  /// clicked), once.
   virtual std::vector<receipt_outcome> record_receipts(const std::vector<receipt_input>& receipts,
-                                                       const undelivered_failover& failover,
+                                                       const fallback_routes& failover,
                                                        domain::timestamp now) = 0;
 
   /// Admits signed pushes (domain::push_seal) in one transaction: a seal whose (channel,
@@ -452,10 +492,10 @@ public:
                                                               const awaiting_cursor& after,
                                                               std::size_t limit) = 0;
 
-  /// DEAD, FAILED and SUPPRESSED tasks of `tenant` (empty: any tenant), optionally of one
-  /// channel (empty: all), after `after_task_id` in task-id order (paging).
+  /// DEAD, FAILED and SUPPRESSED tasks of `tenant` (empty: any tenant) that pass `filter`,
+  /// after `after_task_id` in task-id order (paging).
   virtual std::vector<dead_letter> list_dead_letters(const std::string& tenant,
-                                                     const std::string& channel,
+                                                     const dead_letter_filter& filter,
                                                      const std::string& after_task_id,
                                                      std::size_t limit) = 0;
 

@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(a_final_status_found_is_recorded_as_a_query_receipt) {
 
 BOOST_AUTO_TEST_CASE(an_undelivered_status_found_fails_over_like_a_receipt) {
   actors::store_writer_config config;
-  config.undelivered.fallback_of = {{"sms", "email"}};
+  config.fallbacks.fallback_of = {{"sms", "email"}};
   auto failing_over_writer = spawn_writer(config);
   auto s = settings();
   s.fallback = "email";

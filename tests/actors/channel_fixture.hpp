@@ -19,10 +19,18 @@ namespace herald::test {
 
 struct channel_fixture : test::actor_fixture {
   std::shared_ptr<recording_provider> provider = std::make_shared<recording_provider>();
-  actors::store_writer_actor writer = spawn_writer();
+  actors::store_writer_actor writer = spawn_writer(failing_over_to_email());
   actors::store_reader_actor reader = spawn_reader();
 
   ~channel_fixture() { provider->drop_held(); } // held callbacks hold the channel's handle
+
+  /// The store's failover routes: sms falls back to email (ids keyed as plan() keys them). A
+  /// test's channel fails over only when its settings name that fallback too.
+  static actors::store_writer_config failing_over_to_email() {
+    actors::store_writer_config config;
+    config.fallbacks = {{{"sms", "email"}}, domain::id_secret{}};
+    return config;
+  }
 
   static actors::channel_settings settings() {
     actors::channel_settings s;

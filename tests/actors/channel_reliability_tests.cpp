@@ -156,7 +156,31 @@ BOOST_AUTO_TEST_CASE(a_permanent_failure_whose_fallback_exists_is_a_dead_letter_
   auto row = task(sms);
   BOOST_TEST(to_string(row.state) == "FAILED");
   BOOST_TEST(row.last_error.rfind("fallback_exists", 0) == 0u, row.last_error);
-  BOOST_TEST(db->list_dead_letters("", "sms", "", 10).size() == 1u);
+  BOOST_TEST(db->list_dead_letters("", {"sms"}, "", 10).size() == 1u);
+}
+
+// Retries exhausted leave the user as empty-handed as a permanent error: DEAD fails over too,
+// in the transaction that records it.
+BOOST_AUTO_TEST_CASE(a_task_whose_retries_run_out_fails_over_to_its_fallback) {
+  auto with_email = plan("order-dead", {"sms"});
+  with_email.message.recipients["email"] = "u-1@example.com"; // retries read it back stored
+  auto alone = seed({with_email}).at(0);
+  auto s = settings(); // three attempts, a second apart
+  s.fallback = "email";
+  provider->script({recording_provider::retryable(), recording_provider::retryable(),
+                    recording_provider::retryable()});
+  channel = spawn_channel(s);
+  dispatch(channel, {delivery_of(alone)});
+  advance_both(std::chrono::milliseconds{1000});
+  advance_both(std::chrono::milliseconds{1000});
+  BOOST_TEST(provider->calls_for(alone) == 3u);
+  BOOST_TEST(state(alone) == "DEAD");
+  const auto letters = db->list_dead_letters("", {"sms"}, "", 10);
+  BOOST_REQUIRE_EQUAL(letters.size(), 1u);
+  BOOST_REQUIRE_EQUAL(letters[0].other_tasks.size(), 1u);
+  BOOST_TEST(letters[0].other_tasks[0].channel == "email");
+  BOOST_TEST((letters[0].coverage == domain::coverage::pending)); // email is on its way
+  BOOST_TEST(metric_line("herald_failovers_total{from=\"sms\",to=\"email\"}") != "");
 }
 
 BOOST_AUTO_TEST_CASE(a_fresh_task_fails_over_when_its_fallback_has_no_task) {
@@ -172,7 +196,7 @@ BOOST_AUTO_TEST_CASE(a_fresh_task_fails_over_when_its_fallback_has_no_task) {
   d.recipients["email"] = "u-1@example.com";
   dispatch(channel, {d});
   BOOST_TEST(state(alone) == "SUPPRESSED");
-  auto letters = db->list_dead_letters("", "sms", "", 10); // listed, so it can be replayed
+  auto letters = db->list_dead_letters("", {"sms"}, "", 10); // listed, so it can be replayed
   BOOST_REQUIRE_EQUAL(letters.size(), 1u);
   BOOST_TEST(letters[0].task.task_id == alone);
 }

@@ -45,7 +45,7 @@ struct reconciler_fixture : test::actor_fixture {
 
   static actors::store_writer_config failing_over() {
     actors::store_writer_config c;
-    c.undelivered.fallback_of = {{"sms", "email"}};
+    c.fallbacks.fallback_of = {{"sms", "email"}};
     return c;
   }
 

@@ -37,7 +37,7 @@ silent_writer(actors::store_writer_actor::pointer self, std::shared_ptr<held_cla
         return actors::task_ids{};
       },
       [](actors::failover_atom, persistence::state_change&, actors::attempt_records&,
-         domain::message_plan&) { return persistence::failover_result{}; },
+         domain::delivery&) { return persistence::failover_result{}; },
       [](actors::replay_atom, std::string&, std::string&, domain::timestamp) {
         return persistence::replay_result{};
       },

@@ -45,10 +45,11 @@ public:
 
   persistence::failover_result fail_over(const persistence::state_change& change,
                                          const std::vector<persistence::attempt_record>& attempts,
-                                         const domain::message_plan& fallback) override {
+                                         const domain::delivery& failed,
+                                         const persistence::fallback_routes& routes) override {
     ++apply_batches;
     changes.push_back(change);
-    return real_->fail_over(change, attempts, fallback);
+    return real_->fail_over(change, attempts, failed, routes);
   }
 
   std::vector<bool> admit_pushes(const std::vector<domain::push_seal>& seals,
@@ -107,11 +108,10 @@ public:
     return real_->load_awaiting_receipt(channel, sent_before, after, limit);
   }
 
-  std::vector<persistence::dead_letter> list_dead_letters(const std::string& tenant,
-                                                          const std::string& channel,
-                                                          const std::string& after_task_id,
-                                                          std::size_t limit) override {
-    return real_->list_dead_letters(tenant, channel, after_task_id, limit);
+  std::vector<persistence::dead_letter>
+  list_dead_letters(const std::string& tenant, const persistence::dead_letter_filter& filter,
+                    const std::string& after_task_id, std::size_t limit) override {
+    return real_->list_dead_letters(tenant, filter, after_task_id, limit);
   }
 
   persistence::replay_result replay(const std::string& tenant, const std::string& task_id,
@@ -125,8 +125,7 @@ public:
 
   std::vector<persistence::receipt_outcome>
   record_receipts(const std::vector<persistence::receipt_input>& receipts_in,
-                  const persistence::undelivered_failover& failover,
-                  domain::timestamp now) override {
+                  const persistence::fallback_routes& failover, domain::timestamp now) override {
     ++receipt_batches;
     receipts.insert(receipts.end(), receipts_in.begin(), receipts_in.end());
     return real_->record_receipts(receipts_in, failover, now);

@@ -267,7 +267,7 @@ BOOST_AUTO_TEST_CASE(apply_records_attempts_in_the_same_transaction) {
 // fallback (the writer's `undelivered` map) in that same transaction.
 BOOST_AUTO_TEST_CASE(receipts_queued_together_commit_in_one_transaction) {
   actors::store_writer_config config;
-  config.undelivered.fallback_of = {{"sms", "email"}};
+  config.fallbacks.fallback_of = {{"sms", "email"}};
   auto writer = spawn_writer(config);
   auto first = plan("order-r1", {"sms"});
   auto second = plan("order-r2", {"sms"});

@@ -199,11 +199,10 @@ inline void fail_over_writes_the_failing_tasks_event(store_backend& backend) {
   const auto& sms = plan.tasks[0].id;
   auto page = store->load_unfinished("", 10, micros(1'890'000'000'000'000));
   BOOST_TEST_REQUIRE(page.size() == 1u);
-  auto fallback =
-      domain::fallback_plan(page[0], "email", task_store_contract::test_id_secret, micros(t0));
-  BOOST_TEST_REQUIRE(fallback.has_value());
+  const persistence::fallback_routes to_email{{{"sms", "email"}},
+                                              task_store_contract::test_id_secret};
   auto failed = change(sms, task_state::pending, task_state::suppressed, 0, t0 + 5);
-  BOOST_TEST((store->fail_over(failed, {}, *fallback).result ==
+  BOOST_TEST((store->fail_over(failed, {}, page[0], to_email).result ==
               persistence::failover_result::outcome::failed_over));
   auto due = store->load_due_events(micros(t0 + 10), 10);
   BOOST_TEST_REQUIRE(due.size() == 1u);
@@ -218,12 +217,9 @@ inline void fail_over_writes_the_failing_tasks_event(store_backend& backend) {
   for (const auto& d : other_page)
     if (d.task_id == other.tasks[0].id)
       other_sms = d;
-  auto other_fallback =
-      domain::fallback_plan(other_sms, "email", task_store_contract::test_id_secret, micros(t0));
-  BOOST_TEST_REQUIRE(other_fallback.has_value());
   BOOST_TEST((store
                   ->fail_over(change(other.tasks[0].id, task_state::pending, task_state::failed),
-                              {}, *other_fallback)
+                              {}, other_sms, to_email)
                   .result == persistence::failover_result::outcome::fallback_exists));
   BOOST_TEST(event_rows(backend) == 1u);
 }

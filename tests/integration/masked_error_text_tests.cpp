@@ -73,16 +73,15 @@ void fail_over_stores_error_text_masked_and_bounded(test::store_backend& backend
   store->apply({take_lease(sms.id, domain::task_state::pending)}, {});
   auto page = store->load_unfinished("", 10, micros(1'890'000'000'000'000));
   BOOST_TEST_REQUIRE(page.size() == 1u);
-  auto fallback = domain::fallback_plan(page[0], "email", test::task_store_contract::test_id_secret,
-                                        micros(1'790'000'030'000'000));
-  BOOST_TEST_REQUIRE(fallback.has_value());
   // Long, with a NUL and a broken UTF-8 sequence: PostgreSQL refuses both in text columns.
   const std::string hostile = provider_text + std::string(1, '\0') + "\xC3" + std::string(900, 'y');
   const auto failed = change(sms.id, domain::task_state::sending, domain::task_state::failed, 1,
                              1'790'000'021'000'000, hostile);
   BOOST_TEST_REQUIRE(
-      (store->fail_over(failed, {attempt_of(sms, "permanent", hostile)}, *fallback).result ==
-       persistence::failover_result::outcome::failed_over));
+      (store
+           ->fail_over(failed, {attempt_of(sms, "permanent", hostile)}, page[0],
+                       {{{"sms", "email"}}, test::task_store_contract::test_id_secret})
+           .result == persistence::failover_result::outcome::failed_over));
 
   const auto view = store->find_message("default", plan.message.id);
   BOOST_TEST_REQUIRE(view.has_value());

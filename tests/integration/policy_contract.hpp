@@ -17,6 +17,7 @@
 
 namespace herald::test::policy_contract {
 
+using domain::category;
 using domain::task_state;
 using task_store_contract::make_plan;
 using task_store_contract::micros;
@@ -76,6 +77,53 @@ inline std::vector<task_state> states_of(const std::vector<persistence::claim_re
   for (const auto& result : results)
     states.push_back(result.tasks.at(0).state);
   return states;
+}
+
+/// An SMS message of `user` whose SMS task is loaded PENDING, with addresses for email and app
+/// too, failing over along sms -> email -> app.
+struct failing_sms {
+  domain::message_plan plan;
+  domain::delivery sms;
+  persistence::fallback_routes routes{{{"sms", "email"}, {"email", "app"}},
+                                      task_store_contract::test_id_secret};
+};
+
+inline failing_sms claim_failing_sms(persistence::task_store& store, const std::string& biz_id,
+                                     const std::string& user, domain::category category) {
+  failing_sms failing;
+  failing.plan = make_plan(biz_id, {"sms"}, user);
+  failing.plan.message.category = category;
+  failing.plan.message.recipients["app"] = "to-app-" + user;
+  store.claim({failing.plan});
+  auto loaded = store.load_deliveries({failing.plan.tasks.at(0).id}, micros(1'790'000'020'000'000));
+  BOOST_REQUIRE_EQUAL(loaded.size(), 1u);
+  failing.sms = loaded.at(0);
+  return failing;
+}
+
+inline void opt_out(persistence::task_store& store, const std::string& user,
+                    std::set<std::string> channels) {
+  domain::user_patch patch;
+  patch.opted_out_channels = std::move(channels);
+  store.update_user("default", user, patch, micros(1));
+}
+
+/// The SMS task failed permanently (or, with `to` SUPPRESSED, left an open circuit untried).
+inline persistence::failover_result fail_sms(persistence::task_store& store,
+                                             const failing_sms& failing,
+                                             task_state to = task_state::failed) {
+  const auto from = to == task_state::suppressed ? task_state::pending : task_state::sending;
+  if (from == task_state::sending)
+    store.apply({task_store_contract::take_lease(failing.sms.task_id, task_state::pending)}, {});
+  return store.fail_over(task_store_contract::change(failing.sms.task_id, from, to, 1,
+                                                     1'790'000'031'000'000, "unknown number"),
+                         {}, failing.sms, failing.routes);
+}
+
+inline const persistence::claim_outcome& link_outcome(const persistence::failover_result& result,
+                                                      std::size_t link) {
+  BOOST_REQUIRE_GT(result.chain.size(), link);
+  return result.chain.at(link).claim.tasks.at(0);
 }
 
 } // namespace herald::test::policy_contract
@@ -183,35 +231,88 @@ inline std::vector<task_state> states_of(const std::vector<persistence::claim_re
     const auto results = store->claim(plans);                                                      \
     const auto& capped = results.at(3).tasks.at(0);                                                \
     BOOST_REQUIRE((capped.state == task_state::suppressed));                                       \
-    BOOST_TEST(store->list_dead_letters("", "", "", 100).empty());                                 \
+    BOOST_TEST(store->list_dead_letters("", {}, "", 100).empty());                                 \
     const auto replay = store->replay("", capped.task_id, micros(5));                              \
     BOOST_TEST((replay.result == herald::persistence::replay_result::outcome::not_replayable));    \
     BOOST_TEST((replay.state == task_state::suppressed));                                          \
   }                                                                                                \
                                                                                                    \
-  BOOST_AUTO_TEST_CASE(a_failover_judges_its_fallback_task) {                                      \
+  /* A fallback is judged like any new task, by its message's category: an opted-out channel is    \
+     passed for the next one along the chain, in the failover's transaction. */                    \
+  BOOST_AUTO_TEST_CASE(a_fallback_policy_refuses_hands_over_to_the_next_one) {                     \
     using namespace herald::test::policy_contract;                                                 \
-    using herald::test::task_store_contract::change;                                               \
-    using herald::test::task_store_contract::test_id_secret;                                       \
     auto store = herald::persistence::open_task_store(url(), true, with_cap());                    \
-    herald::domain::user_patch opt_out;                                                            \
-    opt_out.opted_out_channels = std::set<std::string>{"email"};                                   \
-    store->update_user("default", "u-fo", opt_out, micros(1));                                     \
-    const auto plan = make_plan("fo-1", {"sms"}, "u-fo"); /* its message has an email too */       \
-    store->claim({plan});                                                                          \
-    const auto sms = store->load_deliveries({plan.tasks.at(0).id}, micros(1'790'000'020'000'000)); \
-    BOOST_REQUIRE_EQUAL(sms.size(), 1u);                                                           \
-    auto fallback = herald::domain::fallback_plan(sms.at(0), "email", test_id_secret,              \
-                                                  micros(1'790'000'030'000'000));                  \
-    BOOST_REQUIRE(fallback.has_value());                                                           \
-    auto suppress = change(plan.tasks.at(0).id, task_state::pending, task_state::suppressed, 0,    \
-                           1'790'000'031'000'000, "failed over to email: circuit open");           \
-    const auto outcome = store->fail_over(suppress, {}, *fallback);                                \
-    BOOST_REQUIRE(outcome.claim.has_value());                                                      \
-    const auto& email = outcome.claim->tasks.at(0);                                                \
-    BOOST_TEST(email.created);                                                                     \
-    BOOST_TEST((email.state == task_state::suppressed));                                           \
+    opt_out(*store, "u-fo", {"email"});                                                            \
+    const auto failing = claim_failing_sms(*store, "fo-1", "u-fo", category::transactional);       \
+    const auto outcome = fail_sms(*store, failing);                                                \
+    BOOST_REQUIRE((outcome.result == herald::persistence::failover_result::outcome::failed_over)); \
+    BOOST_REQUIRE_EQUAL(outcome.chain.size(), 2u);                                                 \
+    const auto& email = link_outcome(outcome, 0);                                                  \
+    BOOST_TEST((email.created && email.state == task_state::suppressed));                          \
     BOOST_TEST((email.policy_reason == herald::domain::policy_reason::channel_opted_out));         \
+    const auto& app = link_outcome(outcome, 1);                                                    \
+    BOOST_TEST((app.created && app.state == task_state::pending && !app.policy_reason));           \
+    BOOST_TEST(app.recipient == "to-app-u-fo");                                                    \
+    /* The SMS is a dead letter whose user is still to get the message on app. */                  \
+    using herald::domain::coverage;                                                                \
+    const auto letters = store->list_dead_letters("", {"", coverage::pending}, "", 10);            \
+    BOOST_REQUIRE_EQUAL(letters.size(), 1u);                                                       \
+    BOOST_TEST(letters.at(0).task.task_id == failing.sms.task_id);                                 \
+    BOOST_TEST(letters.at(0).other_tasks.size() == 2u);                                            \
+    BOOST_TEST(store->list_dead_letters("", {"", coverage::none}, "", 10).empty());                \
+    BOOST_TEST(store->list_dead_letters("", {"", coverage::covered}, "", 10).empty());             \
+  }                                                                                                \
+                                                                                                   \
+  /* Every fallback refused: the user gets nothing, and the dead-letter list says so. */           \
+  BOOST_AUTO_TEST_CASE(a_chain_refused_to_the_end_is_listed_as_reaching_no_one) {                  \
+    using namespace herald::test::policy_contract;                                                 \
+    auto store = herald::persistence::open_task_store(url(), true, with_cap());                    \
+    opt_out(*store, "u-none", {"email", "app"});                                                   \
+    const auto failing = claim_failing_sms(*store, "fo-2", "u-none", category::transactional);     \
+    const auto outcome = fail_sms(*store, failing);                                                \
+    BOOST_REQUIRE((outcome.result == herald::persistence::failover_result::outcome::failed_over)); \
+    BOOST_REQUIRE_EQUAL(outcome.chain.size(), 2u);                                                 \
+    BOOST_TEST((link_outcome(outcome, 1).state == task_state::suppressed));                        \
+    using herald::domain::coverage;                                                                \
+    const auto letters = store->list_dead_letters("", {"sms", coverage::none}, "", 10);            \
+    BOOST_REQUIRE_EQUAL(letters.size(), 1u);                                                       \
+    BOOST_TEST((letters.at(0).coverage == coverage::none));                                        \
+    BOOST_REQUIRE_EQUAL(letters.at(0).other_tasks.size(), 2u);                                     \
+    for (const auto& other : letters.at(0).other_tasks)                                            \
+      BOOST_TEST((other.policy_reason == herald::domain::policy_reason::channel_opted_out));       \
+  }                                                                                                \
+                                                                                                   \
+  /* A never-tried task leaving an open circuit goes only to a fallback that will be sent: with    \
+     every fallback refused it stays, to wait for its own channel. */                              \
+  BOOST_AUTO_TEST_CASE(an_open_circuit_keeps_a_task_whose_fallbacks_are_all_refused) {             \
+    using namespace herald::test::policy_contract;                                                 \
+    auto store = herald::persistence::open_task_store(url(), true, with_cap());                    \
+    opt_out(*store, "u-wait", {"email", "app"});                                                   \
+    const auto failing = claim_failing_sms(*store, "fo-3", "u-wait", category::transactional);     \
+    const auto outcome = fail_sms(*store, failing, task_state::suppressed);                        \
+    BOOST_TEST(                                                                                    \
+        (outcome.result == herald::persistence::failover_result::outcome::fallbacks_refused));     \
+    BOOST_TEST(                                                                                    \
+        (stored_task(*store, failing.plan.message.id, "sms").state == task_state::pending));       \
+    BOOST_TEST(store->find_message("default", failing.plan.message.id)->tasks.size() == 1u);       \
+  }                                                                                                \
+                                                                                                   \
+  /* The fallback of a verification message passes the user's DND, as the message did; a           \
+     transactional one's does not. */                                                              \
+  BOOST_AUTO_TEST_CASE(a_fallback_keeps_its_messages_category) {                                   \
+    using namespace herald::test::policy_contract;                                                 \
+    auto store = herald::persistence::open_task_store(url(), true, with_cap());                    \
+    const auto code = claim_failing_sms(*store, "fo-4", "u-dnd", category::verification);          \
+    const auto news = claim_failing_sms(*store, "fo-5", "u-dnd", category::transactional);         \
+    BOOST_TEST((code.sms.category == category::verification));                                     \
+    herald::domain::user_patch dnd; /* turned on after both were accepted */                       \
+    dnd.dnd = herald::domain::user_patch::dnd_change::set;                                         \
+    dnd.dnd_until = micros(1'900'000'000'000'000);                                                 \
+    store->update_user("default", "u-dnd", dnd, micros(1));                                        \
+    const auto& email = link_outcome(fail_sms(*store, code), 0);                                   \
+    BOOST_TEST((email.created && email.state == task_state::pending && !email.policy_reason));     \
+    const auto outcome = fail_sms(*store, news);                                                   \
+    BOOST_TEST((link_outcome(outcome, 0).policy_reason == herald::domain::policy_reason::dnd));    \
   }                                                                                                \
                                                                                                    \
   /* An escalation step waits for its own time, and its SENDING mark suppresses it when a task     \

@@ -48,7 +48,7 @@ inline persistence::receipt_input receipt(const domain::task_record& task, recei
   return r;
 }
 
-inline persistence::undelivered_failover no_fallbacks() {
+inline persistence::fallback_routes no_fallbacks() {
   return {{}, test_id_secret};
 }
 
@@ -216,7 +216,7 @@ inline void the_provider_message_id_finds_the_task(store_backend& backend) {
 // transaction, once; a fallback channel with its own task gets nothing new.
 inline void undelivered_fails_over_once(store_backend& backend) {
   auto store = backend.open_store();
-  const persistence::undelivered_failover to_email{{{"sms", "email"}}, test_id_secret};
+  const persistence::fallback_routes to_email{{{"sms", "email"}}, test_id_secret};
   auto plan = make_plan("order-und", {"sms"});
   const auto& task = send_first(*store, plan);
   auto outcomes = store->record_receipts({receipt(task, receipt_status::undelivered)}, to_email,
@@ -342,11 +342,11 @@ inline void an_early_undelivered_is_applied_by_the_sent_commit(store_backend& ba
   backend.open_store(); // migrates
   persistence::store_options options;
   options.takes_receipts = true;
-  options.undelivered = {{{"sms", "email"}}, test_id_secret};
+  options.fallbacks = {{{"sms", "email"}}, test_id_secret};
   auto store = persistence::open_task_store(backend.url(), false, options);
   auto plan = make_plan("order-early-und", {"sms"});
   const auto& task = send_first(*store, plan, true);
-  store->record_receipts({receipt(task, receipt_status::undelivered)}, options.undelivered,
+  store->record_receipts({receipt(task, receipt_status::undelivered)}, options.fallbacks,
                          micros(t_receipt));
   BOOST_TEST(store->apply({change(task.id, task_state::sending, task_state::sent, 1, t_sent)}, {})
                  .size() == 1u);

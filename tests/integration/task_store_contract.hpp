@@ -754,13 +754,13 @@ inline void dead_letters_are_listed_by_channel_and_paged(store_backend& backend)
       all_dead.insert(plans[i].tasks[1].id);
     }
   }
-  BOOST_TEST(store->list_dead_letters("default", "", "", 0).empty());
+  BOOST_TEST(store->list_dead_letters("default", {}, "", 0).empty());
 
   auto collect = [&](const std::string& channel, std::size_t page_size) {
     std::vector<persistence::dead_letter> seen;
     std::string after;
     for (;;) {
-      auto page = store->list_dead_letters("default", channel, after, page_size);
+      auto page = store->list_dead_letters("default", {channel}, after, page_size);
       BOOST_TEST_REQUIRE(page.size() <= page_size);
       if (page.empty())
         break;
@@ -855,7 +855,7 @@ inline void replay_moves_a_dead_letter_back_once(store_backend& backend) {
   BOOST_TEST(sms->attempts == 3u);
   BOOST_TEST(sms->attempt_log.size() == 3u);
   BOOST_TEST(domain::to_unix_micros(sms->updated_at) == domain::to_unix_micros(now));
-  BOOST_TEST(store->list_dead_letters("default", "", "", 10).empty());
+  BOOST_TEST(store->list_dead_letters("default", {}, "", 10).empty());
   BOOST_TEST(has_task(store->load_unfinished("", 10, now), id));
 
   // A FAILED task replays too; then, sent to DEAD again, it can be replayed again.
@@ -910,9 +910,8 @@ inline void fail_over_applies_and_claims_together(store_backend& backend) {
   BOOST_TEST(store->apply({take_lease(sms, task_state::pending)}, {}).size() == 1u);
   auto page = store->load_unfinished("", 10, micros(1'890'000'000'000'000));
   BOOST_TEST_REQUIRE(page.size() == 1u);
-  auto fallback =
-      domain::fallback_plan(page[0], "email", test_id_secret, micros(1'790'000'030'000'000));
-  BOOST_TEST_REQUIRE(fallback.has_value());
+  const persistence::fallback_routes to_email{{{"sms", "email"}}, test_id_secret};
+  const auto fallback_id = domain::task_of(plan.message.key, "email", "", test_id_secret).id;
 
   persistence::attempt_record attempt;
   attempt.task_id = sms;
@@ -924,20 +923,20 @@ inline void fail_over_applies_and_claims_together(store_backend& backend) {
   attempt.finished_at = micros(1'790'000'020'100'000);
   auto failed =
       change(sms, task_state::sending, task_state::failed, 1, 1'790'000'021'000'000, "unknown");
-  auto failed_over = store->fail_over(failed, {attempt}, *fallback);
+  auto failed_over = store->fail_over(failed, {attempt}, page[0], to_email);
   BOOST_TEST_REQUIRE((failed_over.result == persistence::failover_result::outcome::failed_over));
-  BOOST_TEST_REQUIRE(failed_over.claim.has_value());
-  const auto& result = failed_over.claim;
-  BOOST_TEST(result->message_id == plan.message.id);
-  BOOST_TEST_REQUIRE(result->tasks.size() == 1u);
-  BOOST_TEST(result->tasks[0].created);
-  BOOST_TEST(result->tasks[0].channel == "email");
-  BOOST_TEST(result->tasks[0].task_id == fallback->tasks[0].id);
+  BOOST_TEST_REQUIRE(failed_over.chain.size() == 1u);
+  const auto& result = failed_over.chain[0].claim;
+  BOOST_TEST(result.message_id == plan.message.id);
+  BOOST_TEST_REQUIRE(result.tasks.size() == 1u);
+  BOOST_TEST(result.tasks[0].created);
+  BOOST_TEST(result.tasks[0].channel == "email");
+  BOOST_TEST(result.tasks[0].task_id == fallback_id);
 
   // Again, from a state the task has left: nothing applies, nothing is written.
-  auto again = store->fail_over(failed, {attempt}, *fallback);
+  auto again = store->fail_over(failed, {attempt}, page[0], to_email);
   BOOST_TEST((again.result == persistence::failover_result::outcome::moved_on));
-  BOOST_TEST(!again.claim.has_value());
+  BOOST_TEST(again.chain.empty());
   auto view = store->find_message("default", plan.message.id);
   BOOST_TEST_REQUIRE(view.has_value());
   BOOST_TEST_REQUIRE(view->tasks.size() == 2u);
@@ -952,11 +951,11 @@ inline void fail_over_applies_and_claims_together(store_backend& backend) {
   store->claim({other});
   auto stale = change(other.tasks[0].id, task_state::sending, task_state::failed, 1);
   attempt.task_id = other.tasks[0].id;
-  auto other_fallback = *fallback;
-  other_fallback.message.id = other.message.id;
-  other_fallback.message.key = other.message.key;
-  other_fallback.tasks[0].id = "never-written";
-  BOOST_TEST((store->fail_over(stale, {attempt}, other_fallback).result ==
+  auto other_failed = page[0];
+  other_failed.task_id = other.tasks[0].id;
+  other_failed.message_id = other.message.id;
+  other_failed.key = other.message.key;
+  BOOST_TEST((store->fail_over(stale, {attempt}, other_failed, to_email).result ==
               persistence::failover_result::outcome::moved_on));
   BOOST_TEST(store->find_message("default", other.message.id)->tasks.at(0).attempt_log.empty());
   BOOST_TEST(total_tasks(*store) == 3u);
@@ -972,14 +971,11 @@ inline void fail_over_to_an_existing_task_writes_nothing(store_backend& backend)
   auto page = store->load_unfinished("", 10, micros(1'790'000'020'000'000));
   const auto pending_sms =
       *std::find_if(page.begin(), page.end(), [&](const auto& d) { return d.task_id == sms; });
-  auto fallback =
-      domain::fallback_plan(pending_sms, "email", test_id_secret, micros(1'790'000'030'000'000));
-  BOOST_TEST_REQUIRE(fallback.has_value());
   auto suppress = change(sms, task_state::pending, task_state::suppressed, 0, 1'790'000'031'000'000,
                          "failed over to email");
-  auto outcome = store->fail_over(suppress, {}, *fallback);
+  auto outcome = store->fail_over(suppress, {}, pending_sms, {{{"sms", "email"}}, test_id_secret});
   BOOST_TEST((outcome.result == persistence::failover_result::outcome::fallback_exists));
-  BOOST_TEST(!outcome.claim.has_value());
+  BOOST_TEST(outcome.chain.empty());
   BOOST_TEST(tasks_in(*store, task_state::pending) == 2u);
   BOOST_TEST(tasks_in(*store, task_state::suppressed) == 0u);
   BOOST_TEST(total_tasks(*store) == 2u);
@@ -1046,22 +1042,22 @@ inline void a_failover_sent_again_is_recognised(store_backend& backend) {
   const auto& sms = plan.tasks[0].id;
   auto page = store->load_unfinished("", 10, micros(1'790'000'020'000'000));
   BOOST_TEST_REQUIRE(page.size() == 1u);
-  auto fallback =
-      domain::fallback_plan(page[0], "email", test_id_secret, micros(1'790'000'030'000'000));
-  BOOST_TEST_REQUIRE(fallback.has_value());
+  const persistence::fallback_routes to_email{{{"sms", "email"}}, test_id_secret};
   auto suppress = change(sms, task_state::pending, task_state::suppressed, 0, 1'790'000'031'000'000,
                          "failed over to email");
   suppress.lease_token = "failover-1";
-  const auto first = store->fail_over(suppress, {}, *fallback);
+  const auto first = store->fail_over(suppress, {}, page[0], to_email);
   BOOST_TEST_REQUIRE((first.result == persistence::failover_result::outcome::failed_over));
-  const auto again = store->fail_over(suppress, {}, *fallback);
+  const auto again = store->fail_over(suppress, {}, page[0], to_email);
   BOOST_TEST_REQUIRE((again.result == persistence::failover_result::outcome::failed_over));
-  BOOST_TEST_REQUIRE(again.claim.has_value());
-  BOOST_TEST(again.claim->tasks.at(0).task_id == first.claim->tasks.at(0).task_id);
+  BOOST_TEST_REQUIRE(again.chain.size() == 1u);
+  BOOST_TEST(again.chain.at(0).claim.tasks.at(0).created);
+  BOOST_TEST(again.chain.at(0).claim.tasks.at(0).task_id ==
+             first.chain.at(0).claim.tasks.at(0).task_id);
   BOOST_TEST(total_tasks(*store) == 2u);
   auto untokened = suppress;
   untokened.lease_token.reset();
-  BOOST_TEST((store->fail_over(untokened, {}, *fallback).result ==
+  BOOST_TEST((store->fail_over(untokened, {}, page[0], to_email).result ==
               persistence::failover_result::outcome::moved_on));
 }
 
@@ -1111,7 +1107,7 @@ inline void suppressed_tasks_are_listed_and_replayable(store_backend& backend) {
                                  1'790'000'011'000'000, "failed over to app: circuit open")},
                          {})
                  .size() == 1u);
-  auto letters = store->list_dead_letters("", "sms", "", 10);
+  auto letters = store->list_dead_letters("", {"sms"}, "", 10);
   BOOST_TEST_REQUIRE(letters.size() == 1u);
   BOOST_TEST((letters[0].task.state == task_state::suppressed));
   BOOST_TEST(letters[0].task.last_error == "failed over to app: circuit open");
@@ -1210,18 +1206,18 @@ inline void reads_and_replays_are_scoped_to_a_tenant(store_backend& backend) {
   BOOST_TEST(!store->find_message("tenant-a", theirs.message.id).has_value());
   BOOST_TEST(store->find_message("", theirs.message.id).has_value());
 
-  auto letters = store->list_dead_letters("tenant-a", "", "", 10);
+  auto letters = store->list_dead_letters("tenant-a", {}, "", 10);
   BOOST_TEST_REQUIRE(letters.size() == 1u);
   BOOST_TEST(letters[0].task.task_id == mine.tasks[0].id);
-  BOOST_TEST(store->list_dead_letters("tenant-a", "sms", "", 10).size() == 1u);
-  BOOST_TEST(store->list_dead_letters("tenant-c", "", "", 10).empty());
-  BOOST_TEST(store->list_dead_letters("", "", "", 10).size() == 2u);
+  BOOST_TEST(store->list_dead_letters("tenant-a", {"sms"}, "", 10).size() == 1u);
+  BOOST_TEST(store->list_dead_letters("tenant-c", {}, "", 10).empty());
+  BOOST_TEST(store->list_dead_letters("", {}, "", 10).size() == 2u);
 
   const auto now = micros(1'790'000'500'000'000);
   auto refused = store->replay("tenant-a", theirs.tasks[0].id, now);
   BOOST_TEST((refused.result == persistence::replay_result::outcome::not_found));
   BOOST_TEST(!refused.task.has_value());
-  BOOST_TEST(store->list_dead_letters("tenant-b", "", "", 10).size() == 1u); // left alone
+  BOOST_TEST(store->list_dead_letters("tenant-b", {}, "", 10).size() == 1u); // left alone
   BOOST_TEST((store->replay("tenant-b", theirs.tasks[0].id, now).result ==
               persistence::replay_result::outcome::replayed));
   BOOST_TEST((store->replay("", mine.tasks[0].id, now).result ==

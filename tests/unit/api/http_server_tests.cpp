@@ -127,15 +127,17 @@ public:
 
   /// One dead letter, "tsk_dead" on sms, until it is replayed.
   void list_dead_letters(
-      std::string tenant, std::string channel, std::string after, std::size_t limit,
+      std::string tenant, persistence::dead_letter_filter filter, std::string after,
+      std::size_t limit,
       std::function<void(std::variant<std::vector<persistence::dead_letter>, api::service_error>)>
           done) override {
     enqueue(
-        [this, tenant, channel, after, limit, done = std::move(done)] {
+        [this, tenant, filter, after, limit, done = std::move(done)] {
           remember_tenant(tenant);
           std::vector<persistence::dead_letter> page;
-          if (!replayed_ && (channel.empty() || channel == "sms") && after < "tsk_dead" &&
-              limit > 0) {
+          if (!replayed_ && (filter.channel.empty() || filter.channel == "sms") &&
+              filter.coverage.value_or(domain::coverage::none) == domain::coverage::none &&
+              after < "tsk_dead" && limit > 0) {
             persistence::dead_letter letter;
             letter.message_id = "msg_dead";
             letter.task.task_id = "tsk_dead";

@@ -96,4 +96,24 @@ BOOST_AUTO_TEST_CASE(dead_letters_and_failed_over_tasks_are_replayable) {
     BOOST_TEST(can_replay(state) == (replayable.count(state) == 1), to_string(state));
 }
 
+BOOST_AUTO_TEST_CASE(coverage_is_judged_by_the_other_tasks_of_the_message) {
+  using s = task_state;
+  BOOST_TEST((coverage_of(std::vector<s>{}) == coverage::none));
+  BOOST_TEST((coverage_of(std::vector<s>{s::suppressed, s::failed}) == coverage::none));
+  BOOST_TEST((coverage_of(std::vector<s>{s::suppressed, s::retry_wait}) == coverage::pending));
+  BOOST_TEST((coverage_of(std::vector<s>{s::pending, s::delivered}) == coverage::covered));
+  BOOST_TEST((coverage_of(std::vector<s>{s::sent}) == coverage::covered));
+  BOOST_TEST((coverage_of(std::vector<s>{s::undelivered, s::expired}) == coverage::none));
+  for (auto value : {coverage::covered, coverage::pending, coverage::none})
+    BOOST_TEST((parse_coverage(to_string(value)) == value));
+  BOOST_TEST(!parse_coverage("all").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(all_states_are_listed_once) {
+  const auto states = all_task_states();
+  BOOST_TEST(states.size() == 13u);
+  for (auto state : states)
+    BOOST_TEST((parse_task_state(to_string(state)) == state));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
