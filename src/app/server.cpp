@@ -404,7 +404,7 @@ void drain(node& n, caf::actor_system& sys, api::http_server& server,
 int serve(const config& cfg) {
   persistence::database_url url;
   try {
-    url = persistence::parse_database_url(cfg.database);
+    url = database_url_of(cfg);
   } catch (const std::invalid_argument& e) {
     std::cerr << "herald: " << e.what() << "\n";
     return 2;
@@ -608,7 +608,7 @@ int serve(const config& cfg) {
 
 int migrate(const config& cfg) {
   try {
-    auto url = persistence::parse_database_url(cfg.database);
+    auto url = database_url_of(cfg);
     auto version = persistence::migrate(url);
     persistence::installation_secret(url); // created once, here, before any node plans an id
     std::cout << "schema at version " << version << " (" << url.text << ")\n";
