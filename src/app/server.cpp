@@ -110,6 +110,15 @@ inbox_stores open_inbox_stores(const config& cfg, const persistence::database_ur
   return stores;
 }
 
+/// Unix seconds of herald's clock, for the webhook-timestamp (and body timestamp) of what herald
+/// signs: with --test-clock they follow it, as every other time herald writes does.
+std::function<std::int64_t()> unix_seconds_of(std::shared_ptr<const domain::clock> clock) {
+  return [clock = std::move(clock)] {
+    return std::chrono::duration_cast<std::chrono::seconds>(clock->now().time_since_epoch())
+        .count();
+  };
+}
+
 std::vector<actors::channel_spec>
 make_channel_specs(const config& cfg, const std::string& node_id, const domain::id_secret& secret,
                    const std::shared_ptr<providers::delay_scheduler>& delays,
@@ -131,7 +140,7 @@ make_channel_specs(const config& cfg, const std::string& node_id, const domain::
     settings.id_secret = secret;
     std::shared_ptr<providers::provider_adapter> provider;
     if (ch.type == "webhook") {
-      provider = std::make_shared<providers::webhook_provider>(ch.webhook);
+      provider = std::make_shared<providers::webhook_provider>(ch.webhook, unix_seconds_of(clock));
     } else if (ch.type == "wechat_template") {
       auto wechat = ch.wechat;
       wechat.push_tolerance =
@@ -197,7 +206,8 @@ actors::supervised_component start_events(caf::actor_system& sys, const events_c
   config.retry = events.retry;
   auto poster = std::make_shared<providers::signed_poster>(
       providers::poster_config{events.url, *providers::decode_webhook_secret(events.secret),
-                               events.timeout, config.max_in_flight, "herald-events/1"});
+                               events.timeout, config.max_in_flight, "herald-events/1"},
+      unix_seconds_of(clock));
   actors::event_poster post = [poster](providers::signed_post p, providers::post_callback done) {
     poster->post(std::move(p), std::move(done));
   };
