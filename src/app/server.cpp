@@ -419,6 +419,20 @@ int serve(const config& cfg) {
     std::cerr << "herald: " << e.what() << "\n";
     return 2;
   }
+  // The ports first: one in use stops herald with its one line, before anything opened or logged.
+  std::optional<api::bound_listener> api_listener;
+  std::optional<api::bound_listener> metrics_listener;
+  try {
+    api_listener.emplace(cfg.http.host, cfg.http.port);
+    if (!cfg.metrics_listen.empty()) {
+      api::http_options metrics_http;
+      apply_listen(cfg.metrics_listen, metrics_http);
+      metrics_listener.emplace(metrics_http.host, metrics_http.port);
+    }
+  } catch (const std::system_error& e) {
+    std::cerr << "herald: " << e.what() << "\n";
+    return 1;
+  }
   std::shared_ptr<persistence::task_store> writer_store;
   std::shared_ptr<persistence::task_store> claims_store; // none: the writer claims too
   std::shared_ptr<persistence::task_store> reader_store;
@@ -562,8 +576,8 @@ int serve(const config& cfg) {
     try {
       // Metrics first: once /healthz answers on the API listener, /metrics answers too.
       if (metrics_server)
-        metrics_server->start();
-      server.start();
+        metrics_server->start(std::move(*metrics_listener));
+      server.start(std::move(*api_listener));
       if (n.cluster) {
         publish_cluster_member(sys, n, *cfg.cluster);
         // Dialing waits for the middleman; published first, a peer dialing here finds us. Sent
