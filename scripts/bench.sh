@@ -2,10 +2,12 @@
 # The standard benchmark of docs/benchmarks.md: prints its table.
 #
 #   scripts/bench.sh [--events N] [--db sqlite|postgresql|both] [--herald PATH]
+#                    [--sqlite-synchronous full|normal]
 #
 # For each database it starts `herald serve` on a fresh database (PostgreSQL: a throwaway
 # cluster with fsync and synchronous_commit ON, started by scripts/with-postgres.sh) with the
-# embedded default channels (simulated, succeed at once), and runs `herald load` four times,
+# embedded default channels (simulated, succeed at once; SQLite with the embedded default
+# sqlite.synchronous, full, unless --sqlite-synchronous names one), and runs `herald load` four times,
 # each on a fresh database, each ending with the invariant checks (a row whose checks failed
 # says FAIL and its figures must not be reported):
 #   closed   N events x 3 channels, 30 % resubmissions, 32 keep-alive connections: accepted
@@ -20,23 +22,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-events=20000 dbs=both
+events=20000 dbs=both sqlite_synchronous=""
 herald="${HERALD_BINARY:-$PWD/build/herald}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --events) events=$2; shift 2 ;;
     --db) dbs=$2; shift 2 ;;
     --herald) herald=$2; shift 2 ;;
+    --sqlite-synchronous) sqlite_synchronous=$2; shift 2 ;;
     *) echo "bench: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
 [ -x "$herald" ] || { echo "bench: no herald binary at $herald (build first)" >&2; exit 2; }
 case "$dbs" in sqlite | postgresql | both) ;; *) echo "bench: --db sqlite|postgresql|both" >&2; exit 2 ;; esac
+case "$sqlite_synchronous" in "" | full | normal) ;;
+  *) echo "bench: --sqlite-synchronous full|normal" >&2; exit 2 ;; esac
 
 if [ "$dbs" != sqlite ] && [ -z "${HERALD_TEST_POSTGRES_URL:-}" ]; then
   # Re-run this script inside a durable throwaway cluster.
   HERALD_PG_DURABLE=1 exec scripts/with-postgres.sh "$0" --events "$events" --db "$dbs" \
-    --herald "$herald"
+    --herald "$herald" ${sqlite_synchronous:+--sqlite-synchronous "$sqlite_synchronous"}
 fi
 
 work=$(mktemp -d /tmp/herald-bench.XXXXXX)
@@ -55,6 +60,16 @@ field() { # field FILE python-expression-over-j
   python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"
 }
 
+# The embedded default configuration with another sqlite.synchronous, when one is asked for.
+config_args=()
+if [ -n "$sqlite_synchronous" ]; then
+  sed 's/"synchronous": "full"/"synchronous": "'"$sqlite_synchronous"'"/' config/herald.json \
+    >"$work/herald.json"
+  grep -q "\"synchronous\": \"$sqlite_synchronous\"" "$work/herald.json" ||
+    { echo "bench: config/herald.json names no sqlite.synchronous to replace" >&2; exit 2; }
+  config_args=(--config "$work/herald.json")
+fi
+
 # Starts herald on a fresh database of kind $1; sets herald_pid and port.
 start_herald() {
   local db_url
@@ -68,7 +83,7 @@ start_herald() {
     db_url="${HERALD_TEST_POSTGRES_URL%/*}/herald_bench"
   fi
   port=$(free_port)
-  "$herald" serve --listen "127.0.0.1:$port" --db "$db_url" --log-level warn \
+  "$herald" serve "${config_args[@]}" --listen "127.0.0.1:$port" --db "$db_url" --log-level warn \
     >"$work/serve.log" 2>&1 &
   herald_pid=$!
   for _ in $(seq 1 100); do
@@ -142,7 +157,8 @@ done
 
 echo
 echo "herald $("$herald" --version 2>/dev/null | head -1), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores, $(date -u +%F)"
-echo "$events events x 3 channels, 30 % resubmissions; simulated channels"
+echo "$events events x 3 channels, 30 % resubmissions; simulated channels;" \
+  "SQLite synchronous=${sqlite_synchronous:-full (the default)}"
 echo
 echo "| database | accepted POSTs/s | accepted tasks/s | delivered tasks/s (end to end) | batch: accepted tasks/s | open loop at half load: p50 / p99 / p999 | pgbench INSERT … ON CONFLICT | checks (closed, batch, open) |"
 echo "|---|---|---|---|---|---|---|---|"

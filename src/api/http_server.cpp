@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <system_error>
 #include <thread>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -1117,33 +1118,26 @@ http_server::~http_server() {
   stop();
 }
 
-void http_server::start() {
-  std::lock_guard<std::mutex> lock(core_->lifecycle);
-  if (core_->started)
-    throw std::logic_error("http_server::start called twice");
-  const auto& options = core_->options;
-  const std::string where = options.host + ":" + std::to_string(options.port);
-
+bound_listener::bound_listener(const std::string& host, std::uint16_t port) {
+  const std::string where = host + ":" + std::to_string(port);
+  asio::io_context ioc;
   beast::error_code ec;
   tcp::endpoint endpoint;
-  auto address = asio::ip::make_address(options.host, ec);
+  auto address = asio::ip::make_address(host, ec);
   if (!ec) {
-    endpoint = tcp::endpoint(address, options.port);
+    endpoint = tcp::endpoint(address, port);
   } else {
-    tcp::resolver resolver(*core_->ioc);
-    auto results =
-        resolver.resolve(options.host, std::to_string(options.port), tcp::resolver::passive, ec);
+    tcp::resolver resolver(ioc);
+    auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
     if (ec || results.empty())
       throw std::system_error(ec ? std::error_code(ec)
                                  : std::make_error_code(std::errc::invalid_argument),
-                              "cannot resolve listen host " + options.host);
+                              "cannot resolve listen host " + host);
     endpoint = results.begin()->endpoint();
   }
 
-  auto& acceptor = core_->acceptor;
+  tcp::acceptor acceptor(ioc);
   auto fail = [&](const char* what) {
-    beast::error_code ignored;
-    acceptor.close(ignored);
     throw std::system_error(ec, std::string("cannot listen on ") + where + " (" + what + ")");
   };
   acceptor.open(endpoint.protocol(), ec);
@@ -1158,7 +1152,30 @@ void http_server::start() {
   acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
     fail("listen");
-  core_->bound_port = acceptor.local_endpoint().port();
+  port_ = acceptor.local_endpoint().port();
+  ipv6_ = endpoint.protocol() == tcp::v6();
+  fd_ = acceptor.release();
+}
+
+bound_listener::~bound_listener() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+bound_listener::bound_listener(bound_listener&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), ipv6_(other.ipv6_), port_(other.port_) {}
+
+void http_server::start() {
+  start(bound_listener{core_->options.host, core_->options.port});
+}
+
+void http_server::start(bound_listener listener) {
+  std::lock_guard<std::mutex> lock(core_->lifecycle);
+  if (core_->started)
+    throw std::logic_error("http_server::start called twice");
+  const auto& options = core_->options;
+  core_->acceptor.assign(listener.ipv6_ ? tcp::v6() : tcp::v4(), std::exchange(listener.fd_, -1));
+  core_->bound_port = listener.port();
   core_->max_connections = connection_cap(options.max_connections, raise_open_file_limit());
 
   core_->work.emplace(core_->ioc->get_executor());

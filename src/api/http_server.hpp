@@ -87,6 +87,30 @@ struct http_options {
 /// "localhost", 127.0.0.0/8 or ::1.
 bool is_loopback_host(std::string_view host);
 
+/// A socket bound and listening before the server that serves it exists: herald takes its
+/// ports before it opens the database or starts an actor, so a port in use stops it with one
+/// line and nothing to undo. Closed on destruction unless a server took it.
+class bound_listener {
+public:
+  /// Resolves `host`, binds `port` (0: a free one) and listens. Throws std::system_error
+  /// naming the address when it cannot (port taken, bad host).
+  bound_listener(const std::string& host, std::uint16_t port);
+  ~bound_listener();
+  bound_listener(bound_listener&& other) noexcept;
+  bound_listener& operator=(bound_listener&&) = delete;
+  bound_listener(const bound_listener&) = delete;
+  bound_listener& operator=(const bound_listener&) = delete;
+
+  /// The port bound.
+  std::uint16_t port() const { return port_; }
+
+private:
+  friend class http_server;
+  int fd_ = -1;
+  bool ipv6_ = false;
+  std::uint16_t port_ = 0;
+};
+
 /// Asynchronous HTTP/1.1 server (Boost.Beast) with keep-alive, one strand per connection and
 /// a bounded number of requests in flight. Never blocks its IO threads; a malformed or
 /// oversized request gets a JSON error, never a crash.
@@ -102,6 +126,9 @@ public:
   /// to the hard limit (logging both). Throws std::system_error naming the address when it
   /// cannot listen (port taken, bad host).
   void start();
+
+  /// start() on a socket bound before (on the options' address); cannot fail to listen.
+  void start(bound_listener listener);
 
   /// The port actually bound (useful with port 0); 0 before start().
   std::uint16_t port() const;

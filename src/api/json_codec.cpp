@@ -587,6 +587,26 @@ std::variant<receipt_callback_body, domain::validation_error> decode_receipt(std
 
 namespace {
 
+/// Tasks a receipt (or the reconciler, for want of one) has settled: confirmed or not.
+std::uint64_t settled_by_receipts(std::map<domain::task_state, std::uint64_t>& by_state) {
+  using domain::task_state;
+  return by_state[task_state::delivered] + by_state[task_state::read] +
+         by_state[task_state::clicked] + by_state[task_state::undelivered] +
+         by_state[task_state::unconfirmed];
+}
+
+/// (delivered + read + clicked) / (sent-or-later), or null while no receipt has settled any
+/// task: on a channel without receipts SENT is final, and 0 would read as "nothing arrived".
+json::value delivery_rate(std::map<domain::task_state, std::uint64_t>& by_state) {
+  using domain::task_state;
+  if (settled_by_receipts(by_state) == 0)
+    return nullptr;
+  const auto confirmed =
+      by_state[task_state::delivered] + by_state[task_state::read] + by_state[task_state::clicked];
+  const auto sent_or_later = settled_by_receipts(by_state) + by_state[task_state::sent];
+  return static_cast<double>(confirmed) / static_cast<double>(sent_or_later);
+}
+
 json::object encode_counts(const std::vector<persistence::state_count>& states) {
   using domain::task_state;
   constexpr task_state all[] = {
@@ -608,14 +628,7 @@ json::object encode_counts(const std::vector<persistence::state_count>& states) 
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     body[name] = by_state[state];
   }
-  auto confirmed =
-      by_state[task_state::delivered] + by_state[task_state::read] + by_state[task_state::clicked];
-  auto sent_or_later = confirmed + by_state[task_state::sent] + by_state[task_state::undelivered] +
-                       by_state[task_state::unconfirmed];
-  if (sent_or_later == 0)
-    body["delivery_rate"] = nullptr;
-  else
-    body["delivery_rate"] = static_cast<double>(confirmed) / static_cast<double>(sent_or_later);
+  body["delivery_rate"] = delivery_rate(by_state);
   return body;
 }
 
@@ -659,14 +672,21 @@ std::string encode_stats(const persistence::stats_report& report,
   const auto& stats = report.channels;
   json::array channels;
   std::map<domain::task_state, std::uint64_t> total;
+  // The total's rate counts the channels that have a rate: another channel's SENT tasks are
+  // final, not waiting for a receipt, and would pull it down.
+  std::map<domain::task_state, std::uint64_t> with_receipts;
   persistence::channel_stats total_policy;
   for (const auto& channel : stats) {
     auto item = encode_counts(channel.states);
+    const bool has_rate = !item["delivery_rate"].is_null();
     item["channel"] = channel.channel;
     item["policy"] = encode_policy_counts(channel);
     channels.push_back(std::move(item));
-    for (const auto& count : channel.states)
+    for (const auto& count : channel.states) {
       total[count.state] += count.count;
+      if (has_rate)
+        with_receipts[count.state] += count.count;
+    }
     for (const auto& [reason, count] : channel.suppressed_by_policy)
       total_policy.suppressed_by_policy[reason] += count;
     for (const auto& [reason, count] : channel.deferred_by_policy)
@@ -687,6 +707,7 @@ std::string encode_stats(const persistence::stats_report& report,
   body["to"] = which.to ? json::value(domain::format_rfc3339(*which.to)) : json::value(nullptr);
   body["channels"] = std::move(channels);
   body["total"] = encode_counts(total_counts);
+  body["total"].as_object()["delivery_rate"] = delivery_rate(with_receipts);
   body["total"].as_object()["policy"] = encode_policy_counts(total_policy);
   body["total"].as_object()["messages"] = report.messages;
   return json::serialize(body);

@@ -86,8 +86,9 @@ std::string encode_receipt_outcome(const persistence::receipt_outcome& outcome);
 
 /// GET /v1/stats: {"from","to" (RFC 3339 or null),"channels":[{"channel","accepted",<state>...,
 /// "delivery_rate"}],"total":{...}}; every state is a field (lower case), and they add up to
-/// accepted. delivery_rate = (delivered+read+clicked) / (sent-or-later), null when nothing was
-/// sent. A channel the query names is listed even with no task.
+/// accepted. delivery_rate = (delivered+read+clicked) / (sent-or-later), null while no task
+/// was settled by a receipt (always on a channel without receipts); the total's over the
+/// channels that have one. A channel the query names is listed even with no task.
 /// GET /v1/cluster's body (docs/cluster.md).
 std::string encode_cluster(const domain::cluster_view& view);
 

@@ -315,11 +315,11 @@ std::optional<domain::validation_error> query_keys_error(std::string_view query)
   return std::nullopt;
 }
 
-/// The tenant a tenant-scoped resource request (users, templates) acts for: a key's tenant is
-/// the tenant; without keys (auth mode none) the `tenant` query parameter names it (default
-/// "default"). `query` without its fragment.
-std::variant<std::string, domain::validation_error> tenant_of(std::string_view query,
-                                                              const caller& who) {
+/// The tenant a request names: a key's tenant; without keys (auth mode none) the `tenant` query
+/// parameter's, or nullopt when it names none. A parameter naming another tenant than the key's
+/// is refused. `query` without its fragment.
+std::variant<std::optional<std::string>, domain::validation_error>
+named_tenant(std::string_view query, const caller& who) {
   if (auto refused = query_keys_error(query))
     return *refused;
   std::optional<std::string> tenant;
@@ -333,7 +333,19 @@ std::variant<std::string, domain::validation_error> tenant_of(std::string_view q
   if (!who.tenant.empty() && tenant && *tenant != who.tenant)
     return domain::validation_error{403, "forbidden", "tenant is not the tenant of this API key",
                                     "tenant"};
-  return !who.tenant.empty() ? who.tenant : tenant.value_or("default");
+  if (!who.tenant.empty())
+    return std::optional<std::string>{who.tenant};
+  return tenant;
+}
+
+/// The tenant a tenant-scoped resource request (users, templates) acts for: named_tenant(),
+/// "default" when none is named.
+std::variant<std::string, domain::validation_error> tenant_of(std::string_view query,
+                                                              const caller& who) {
+  auto named = named_tenant(query, who);
+  if (auto* failure = std::get_if<domain::validation_error>(&named))
+    return *failure;
+  return std::get<std::optional<std::string>>(named).value_or("default");
 }
 
 std::string status_body(std::string_view status) {
@@ -1152,10 +1164,12 @@ void routes::cluster(const exchange_ptr& ex) {
 }
 
 void routes::stats(std::string_view query, const caller& who, const exchange_ptr& ex) {
-  if (auto refused = query_keys_error(query))
-    return ex->error(*refused);
+  // Figures of one tenant, or (without keys and without `tenant=`) of every tenant.
+  auto tenant = named_tenant(query, who);
+  if (auto* failure = std::get_if<domain::validation_error>(&tenant))
+    return ex->error(*failure);
   persistence::stats_query which;
-  which.tenant = who.tenant;
+  which.tenant = std::get<std::optional<std::string>>(tenant).value_or("");
   which.channel = std::string(query_value(query, "channel").value_or(""));
   if (!which.channel.empty() && !is_plausible_message_id(which.channel))
     return ex->error(http::status::bad_request, "invalid_request", "channel must be a plain name",

@@ -19,7 +19,7 @@ usage:
   herald --version
 
   --config FILE        JSON configuration (comments allowed); default: the built-in one
-                       (SQLite under ./var, simulated channels sms, wechat, app, email, inapp)
+                       (SQLite under ./var, simulated sms, wechat, app, email; the inbox inapp)
   --listen HOST:PORT   HTTP address; default 127.0.0.1:8080
   --db URL             sqlite:PATH or postgresql://user@host:port/db; default sqlite:var/herald.db
   --log-level LEVEL    debug, info, warn or error; default info

@@ -633,6 +633,16 @@ config parse_config(const std::string& text) {
     cfg.auth = read_auth(*auth);
   // A PostgreSQL URL may hold a password: database_env keeps it out of the file.
   r.read_secret("database", cfg.database);
+  if (auto* sqlite = r.find("sqlite")) {
+    object_reader q{*sqlite, "sqlite"};
+    std::string synchronous;
+    q.read("synchronous", synchronous);
+    if (synchronous == "normal")
+      cfg.sqlite_synchronous = persistence::database_url::sqlite_sync::normal;
+    else if (!synchronous.empty() && synchronous != "full")
+      q.fail("synchronous", "must be full or normal");
+    q.done();
+  }
   std::string level;
   r.read("log_level", level);
   if (!level.empty() && !log::parse_level(level, cfg.log_level))
@@ -766,6 +776,12 @@ config load_config_file(const std::string& path) {
   } catch (const config_error& e) {
     throw config_error(path + ": " + e.what());
   }
+}
+
+persistence::database_url database_url_of(const config& cfg) {
+  auto url = persistence::parse_database_url(cfg.database);
+  url.sqlite_synchronous = cfg.sqlite_synchronous;
+  return url;
 }
 
 void apply_listen(const std::string& listen, api::http_options& http) {

@@ -90,6 +90,9 @@ struct config {
   std::string metrics_listen;
   auth_config auth;
   std::string database = "sqlite:var/herald.db";
+  /// `sqlite.synchronous`: FULL (a commit survives a power loss) unless NORMAL is chosen.
+  persistence::database_url::sqlite_sync sqlite_synchronous =
+      persistence::database_url::sqlite_sync::full;
   log::level log_level = log::level::info;
   std::size_t shards = 8;
   unsigned scheduler_threads = 2;
@@ -133,6 +136,10 @@ void validate(const config& cfg);
 
 /// validate(), with `source` (the file name, or "embedded config") first in the message.
 void validate(const config& cfg, const std::string& source);
+
+/// The configured database: `database` parsed, with the SQLite settings applied. Throws
+/// std::invalid_argument with a one-line reason for a bad URL.
+persistence::database_url database_url_of(const config& cfg);
 
 /// Parses "HOST:PORT" into the HTTP options; throws config_error.
 void apply_listen(const std::string& listen, api::http_options& http);

@@ -62,7 +62,7 @@ int revoke_key(persistence::api_key_store& keys, const std::string& id, domain::
 
 int run_keys_command(const command_line& cmd, const config& cfg) {
   try {
-    auto url = persistence::parse_database_url(cfg.database);
+    auto url = database_url_of(cfg);
     persistence::migrate(url);
     persistence::installation_secret(url);
     persistence::api_key_store keys{url};

@@ -110,6 +110,15 @@ inbox_stores open_inbox_stores(const config& cfg, const persistence::database_ur
   return stores;
 }
 
+/// Unix seconds of herald's clock, for the webhook-timestamp (and body timestamp) of what herald
+/// signs: with --test-clock they follow it, as every other time herald writes does.
+std::function<std::int64_t()> unix_seconds_of(std::shared_ptr<const domain::clock> clock) {
+  return [clock = std::move(clock)] {
+    return std::chrono::duration_cast<std::chrono::seconds>(clock->now().time_since_epoch())
+        .count();
+  };
+}
+
 std::vector<actors::channel_spec>
 make_channel_specs(const config& cfg, const std::string& node_id,
                    const std::shared_ptr<providers::delay_scheduler>& delays,
@@ -130,7 +139,7 @@ make_channel_specs(const config& cfg, const std::string& node_id,
     settings.node_id = node_id;
     std::shared_ptr<providers::provider_adapter> provider;
     if (ch.type == "webhook") {
-      provider = std::make_shared<providers::webhook_provider>(ch.webhook);
+      provider = std::make_shared<providers::webhook_provider>(ch.webhook, unix_seconds_of(clock));
     } else if (ch.type == "wechat_template") {
       auto wechat = ch.wechat;
       wechat.push_tolerance =
@@ -196,7 +205,8 @@ actors::supervised_component start_events(caf::actor_system& sys, const events_c
   config.retry = events.retry;
   auto poster = std::make_shared<providers::signed_poster>(
       providers::poster_config{events.url, *providers::decode_webhook_secret(events.secret),
-                               events.timeout, config.max_in_flight, "herald-events/1"});
+                               events.timeout, config.max_in_flight, "herald-events/1"},
+      unix_seconds_of(clock));
   actors::event_poster post = [poster](providers::signed_post p, providers::post_callback done) {
     poster->post(std::move(p), std::move(done));
   };
@@ -403,10 +413,24 @@ void drain(node& n, caf::actor_system& sys, api::http_server& server,
 int serve(const config& cfg) {
   persistence::database_url url;
   try {
-    url = persistence::parse_database_url(cfg.database);
+    url = database_url_of(cfg);
   } catch (const std::invalid_argument& e) {
     std::cerr << "herald: " << e.what() << "\n";
     return 2;
+  }
+  // The ports first: one in use stops herald with its one line, before anything opened or logged.
+  std::optional<api::bound_listener> api_listener;
+  std::optional<api::bound_listener> metrics_listener;
+  try {
+    api_listener.emplace(cfg.http.host, cfg.http.port);
+    if (!cfg.metrics_listen.empty()) {
+      api::http_options metrics_http;
+      apply_listen(cfg.metrics_listen, metrics_http);
+      metrics_listener.emplace(metrics_http.host, metrics_http.port);
+    }
+  } catch (const std::system_error& e) {
+    std::cerr << "herald: " << e.what() << "\n";
+    return 1;
   }
   std::shared_ptr<persistence::task_store> writer_store;
   std::shared_ptr<persistence::task_store> claims_store; // none: the writer claims too
@@ -550,8 +574,8 @@ int serve(const config& cfg) {
     try {
       // Metrics first: once /healthz answers on the API listener, /metrics answers too.
       if (metrics_server)
-        metrics_server->start();
-      server.start();
+        metrics_server->start(std::move(*metrics_listener));
+      server.start(std::move(*api_listener));
       if (n.cluster) {
         publish_cluster_member(sys, n, *cfg.cluster);
         // Dialing waits for the middleman; published first, a peer dialing here finds us. Sent
@@ -606,7 +630,7 @@ int serve(const config& cfg) {
 
 int migrate(const config& cfg) {
   try {
-    auto url = persistence::parse_database_url(cfg.database);
+    auto url = database_url_of(cfg);
     auto version = persistence::migrate(url);
     persistence::installation_secret(url); // created once, here, before any node plans an id
     std::cout << "schema at version " << version << " (" << url.text << ")\n";

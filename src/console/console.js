@@ -371,11 +371,10 @@
     return bar;
   }
 
-  // The API's delivery_rate; where no receipt ever came (a channel without receipts), saying
-  // "0 %" would read as a failure, so the cell says so instead.
+  // The API's delivery_rate: null where no receipt settled a task (a channel without receipts);
+  // once something was sent the cell says why rather than stay blank.
   function deliveryRate(counts) {
-    const receipts = ['delivered', 'read', 'clicked', 'undelivered', 'unconfirmed'].reduce((n, st) => n + (counts[st] || 0), 0);
-    if (typeof counts.delivery_rate === 'number' && receipts === 0) return 'no receipts';
+    if (counts.delivery_rate === null && (counts.sent || 0) > 0) return 'no receipts';
     return fmtPct(counts.delivery_rate);
   }
 

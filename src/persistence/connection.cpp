@@ -82,7 +82,10 @@ void configure(soci::session& sql, const database_url& url) {
       std::this_thread::sleep_for(std::chrono::milliseconds{20}); // a blocking connect, by design
     }
   }
-  sql << "PRAGMA synchronous = NORMAL";
+  // "2xx means committed" must hold through a power loss too; NORMAL is an operator's opt-in.
+  sql << (url.sqlite_synchronous == database_url::sqlite_sync::full
+              ? "PRAGMA synchronous = FULL"
+              : "PRAGMA synchronous = NORMAL");
   sql << "PRAGMA foreign_keys = ON";
 }
 

@@ -538,10 +538,15 @@ public:
 /// Where the database is: "sqlite:PATH" or "postgresql://user@host:port/db".
 struct database_url {
   enum class kind { sqlite, postgresql };
+  /// SQLite's `PRAGMA synchronous` in WAL mode: `full` syncs the WAL at every commit, so a
+  /// commit survives a power loss; `normal` syncs at checkpoints only, so the last commits
+  /// before a power loss (not a crash of herald) may be lost.
+  enum class sqlite_sync { full, normal };
   kind backend = kind::sqlite;
-  std::string sqlite_path;       ///< for sqlite
-  std::string connection_string; ///< for postgresql: what SOCI/libpq is given
-  std::string text;              ///< as given, for logs (password masked)
+  std::string sqlite_path;                            ///< for sqlite
+  sqlite_sync sqlite_synchronous = sqlite_sync::full; ///< for sqlite (config sqlite.synchronous)
+  std::string connection_string;                      ///< for postgresql: what SOCI/libpq is given
+  std::string text;                                   ///< as given, for logs (password masked)
 };
 
 /// Parses the --db argument; throws std::invalid_argument with a one-line reason.

@@ -316,6 +316,28 @@ BOOST_AUTO_TEST_CASE(a_route_fills_in_what_the_request_leaves_open) {
   BOOST_TEST(message.at("tasks").as_array().size() == 2u);
 }
 
+// Without keys, /v1/stats counts the tenant ?tenant= names, and every tenant without it.
+BOOST_AUTO_TEST_CASE(stats_count_the_tenant_the_query_names) {
+  running_herald herald({});
+  for (const std::string tenant : {"acme", "acme", "default"}) {
+    const auto posted =
+        herald.post(R"({"tenant":")" + tenant + R"(","biz_type":"T","biz_id":")" + unique_prefix() +
+                    R"(","user_id":"u-1",)"
+                    R"("channels":["sms"],"to":{"sms":"+8613800000000"},)"
+                    R"("content":{"body":"b"}})");
+    BOOST_TEST_REQUIRE(posted.status == 202, posted.body);
+  }
+  auto accepted = [&](const std::string& query) {
+    const auto answer = herald.get("/v1/stats" + query);
+    BOOST_TEST_REQUIRE(answer.status == 200, answer.body);
+    return json::parse(answer.body).at("total").at("accepted").to_number<int>();
+  };
+  BOOST_TEST(accepted("?tenant=acme") == 2);
+  BOOST_TEST(accepted("?tenant=default") == 1);
+  BOOST_TEST(accepted("?tenant=nobody") == 0);
+  BOOST_TEST(accepted("") == 3);
+}
+
 BOOST_AUTO_TEST_CASE(version_exits_zero) {
   auto run = run_herald({"--version"});
   BOOST_TEST(run.exit_code == 0);

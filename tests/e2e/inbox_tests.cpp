@@ -95,6 +95,20 @@ BOOST_AUTO_TEST_CASE(a_send_lands_in_the_inbox_and_reading_it_moves_the_task) {
   BOOST_TEST(metric_sum(herald.metrics(), "herald_receipts_total", {"channel=\"inapp\""}) == 2);
 }
 
+BOOST_AUTO_TEST_CASE(a_first_run_on_the_embedded_default_fills_the_inbox) {
+  running_herald herald{""}; // no --config: the embedded default, whose default route is inapp
+  auto answer = herald.post(
+      R"({"biz_type":"WELCOME","biz_id":"welcome-1","user_id":"u-1","content":{"body":"Hi"}})");
+  BOOST_REQUIRE_EQUAL(answer.status, 202);
+  const auto message = text(json::parse(answer.body).at("message_id"));
+  const auto task = wait_for_status(herald, message, "SENT");
+  BOOST_TEST(text(task.at("channel")) == "inapp");
+  const auto listed = inbox(herald);
+  BOOST_TEST(listed.at("unread_count").as_int64() == 1);
+  BOOST_REQUIRE_EQUAL(listed.at("items").as_array().size(), 1u);
+  BOOST_TEST(text(listed.at("items").as_array()[0].at("task_id")) == text(task.at("task_id")));
+}
+
 BOOST_AUTO_TEST_CASE(a_resend_after_a_crash_writes_no_second_item) {
   temp_dir dir{"herald-inbox"};
   const auto database = "sqlite:" + dir.file("herald.db");

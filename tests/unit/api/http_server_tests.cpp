@@ -1760,6 +1760,28 @@ BOOST_AUTO_TEST_CASE(marking_an_item_records_an_inbox_receipt_after_the_service)
   BOOST_TEST(f.service.receipts.size() == 2u); // nothing recorded for the refused ones
 }
 
+BOOST_AUTO_TEST_CASE(stats_without_keys_count_the_named_tenant_or_every_tenant) {
+  server_fixture f;
+  BOOST_TEST(f.get("/v1/stats").status == 200);
+  BOOST_TEST(f.get("/v1/stats?tenant=acme+corp&channel=sms").status == 200);
+  BOOST_TEST(f.get("/v1/stats?tenant=%ff").status == 400);
+  BOOST_REQUIRE(f.service.stats_asked.size() == 2u);
+  BOOST_TEST(f.service.stats_asked[0].tenant == ""); // every tenant, as other reads
+  BOOST_TEST(f.service.stats_asked[1].tenant == "acme corp");
+  BOOST_TEST(f.service.stats_asked[1].channel == "sms");
+}
+
+BOOST_FIXTURE_TEST_CASE(stats_are_the_key_tenants, keyed_fixture) {
+  BOOST_TEST(http.get("/v1/stats", bearer(reader)).status == 200);
+  BOOST_TEST(http.get("/v1/stats?tenant=acme", bearer(reader)).status == 200);
+  auto other = http.get("/v1/stats?tenant=default", bearer(reader));
+  BOOST_TEST(other.status == 403);
+  BOOST_TEST(text(error_of(other).at("field")) == "tenant");
+  BOOST_REQUIRE(http.service.stats_asked.size() == 2u);
+  BOOST_TEST(http.service.stats_asked[0].tenant == "acme");
+  BOOST_TEST(http.service.stats_asked[1].tenant == "acme");
+}
+
 BOOST_FIXTURE_TEST_CASE(the_inbox_is_the_key_tenants_and_needs_read, keyed_fixture) {
   BOOST_TEST(http.get("/v1/users/u-1/inbox", bearer(reader)).status == 200);
   BOOST_TEST(http.service.inbox_asked.back().tenant == "acme");

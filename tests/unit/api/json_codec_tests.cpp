@@ -363,4 +363,29 @@ BOOST_AUTO_TEST_CASE(error_bodies_carry_a_position_when_there_is_one) {
   BOOST_TEST(api::encode_error(error).find("position") == std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(delivery_rate_is_null_where_no_receipt_settled_a_task) {
+  using domain::task_state;
+  persistence::stats_report report;
+  // sms takes receipts: 2 SENT still waiting, 1 DELIVERED, 1 UNDELIVERED.
+  report.channels.push_back(
+      {"sms",
+       {{task_state::sent, 2}, {task_state::delivered, 1}, {task_state::undelivered, 1}},
+       {},
+       {}});
+  // app gives none: SENT is final there.
+  report.channels.push_back({"app", {{task_state::sent, 5}}, {}, {}});
+  const auto body = boost::json::parse(api::encode_stats(report, {})).as_object();
+  const auto& channels = body.at("channels").as_array();
+  BOOST_TEST(channels.at(0).at("delivery_rate").to_number<double>() == 0.25);
+  BOOST_TEST(channels.at(1).at("delivery_rate").is_null());
+  // The total is sms's rate: app's final SENT tasks do not count as undelivered.
+  BOOST_TEST(body.at("total").at("delivery_rate").to_number<double>() == 0.25);
+  BOOST_TEST(body.at("total").at("sent").to_number<int>() == 7);
+
+  persistence::stats_report without_receipts;
+  without_receipts.channels.push_back({"app", {{task_state::sent, 5}}, {}, {}});
+  const auto none = boost::json::parse(api::encode_stats(without_receipts, {})).as_object();
+  BOOST_TEST(none.at("total").at("delivery_rate").is_null());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

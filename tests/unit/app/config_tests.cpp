@@ -120,6 +120,22 @@ BOOST_AUTO_TEST_CASE(embedded_default_parses_and_validates) {
   BOOST_TEST(cfg.channels.size() == 5u);
   BOOST_TEST(cfg.http.host == "127.0.0.1");
   BOOST_TEST(cfg.http.port == 8080);
+  // A first run's inbox fills: the embedded inapp channel is the real inbox.
+  BOOST_TEST(cfg.channels.back().settings.name == "inapp");
+  BOOST_TEST(cfg.channels.back().type == "inapp");
+}
+
+BOOST_AUTO_TEST_CASE(sqlite_is_durable_on_power_loss_unless_told_otherwise) {
+  using sync = persistence::database_url::sqlite_sync;
+  BOOST_TEST(
+      (app::parse_config(with_top(R"("log_level":"info")")).sqlite_synchronous == sync::full));
+  BOOST_TEST((app::parse_config(app::embedded_config_text()).sqlite_synchronous == sync::full));
+  const auto normal = app::parse_config(with_top(R"("sqlite":{"synchronous":"normal"})"));
+  BOOST_TEST((normal.sqlite_synchronous == sync::normal));
+  BOOST_TEST((app::database_url_of(normal).sqlite_synchronous == sync::normal));
+  BOOST_TEST(error_of(with_top(R"("sqlite":{"synchronous":"off"})")) ==
+             "sqlite.synchronous: must be full or normal");
+  BOOST_TEST(error_of(with_top(R"("sqlite":{"journal":"wal"})")) == "sqlite.journal: unknown key");
 }
 
 BOOST_AUTO_TEST_CASE(every_bound_is_inclusive_and_enforced) {
