@@ -7,3 +7,7 @@
 -- questions run out ends UNCONFIRMED with status_questions > 0, and is listed as a dead letter.
 ALTER TABLE tasks ADD COLUMN status_questions INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tasks ADD COLUMN next_question_at BIGINT NULL;
+
+-- The dead-letter list reads those in id order, as it reads DEAD, FAILED and SUPPRESSED ones
+-- (0007): a partial index of only them, so reconciled UNCONFIRMED tasks add no entries.
+CREATE INDEX tasks_unanswered_id ON tasks (id) WHERE status = 'UNCONFIRMED' AND status_questions > 0;
