@@ -453,7 +453,8 @@ ambiguous, bound, load_status = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv
 found, not_found, unknown = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
 if sys.argv[8] == "yes":
     print(f"  ambiguous SENDING tasks after {sys.argv[9]} kills + the outage: asked {found + not_found + unknown}: "
-          f"found {found} (recorded, not resent), not_found {not_found}, unknown {unknown} (resent)")
+          f"found {found} (recorded, not resent), not_found {not_found} (resent), unknown {unknown} "
+          f"(asked again, or UNCONFIRMED once the questions ran out; never resent)")
 for check in report["invariants"]:
     print(f"  {'PASS' if check['pass'] else 'FAIL'} {check['name']}: {check['detail']}")
 ok_ambiguous = ambiguous <= bound
