@@ -4,7 +4,7 @@
 #   scripts/fault-drill.sh [--db sqlite|postgresql] [--events N] [--kills K] [--outage-s S]
 #                          [--fail-rate F] [--permanent-rate F] [--duplicate-ratio R]
 #                          [--store-fail-rate F] [--status-queries] [--cluster N]
-#                          [--herald PATH] [--keep]
+#                          [--timeout-rate F] [--unanswered-questions] [--herald PATH] [--keep]
 #
 # Runs `herald sim-provider --dedupe-by-id` (failing at the given rates), `herald serve` with
 # three webhook channels (sms -> app fallback) and `herald load`; meanwhile SIGKILLs herald
@@ -23,6 +23,13 @@
 # URL): a task found SENDING after a kill is resent only when the provider never got it, so
 # "at most one effective delivery per request id" must hold without the provider's help. The
 # drill then also reports how the ambiguous tasks were resolved (found/not_found/unknown).
+# With --timeout-rate F that share of the provider's calls is processed but never answered (a
+# timed-out call herald asks about). With --unanswered-questions (implies --status-queries) the
+# provider answers status queries only after the channels' timeout_ms, so no question gets an
+# answer: each is asked again after a backoff (status_questions: 3 questions, 300 ms, 600 ms
+# apart) and then the task ends UNCONFIRMED, never resent. The drill checks that questions were
+# asked again (herald_status_questions_unanswered_total{then="asked_again"} > 0), that some tasks
+# ended UNCONFIRMED that way, and that no ambiguous task was resent at all.
 # With --cluster N (PostgreSQL only) the drill runs N herald nodes on loopback sharing the one
 # database, each with a `cluster` block (docs/cluster.md) naming the others as peers
 # (heartbeat 200 ms, timeout 1000 ms; channel leases 3000 ms) and talking over mutual TLS with
@@ -38,7 +45,7 @@
 set -euo pipefail
 
 db=sqlite events=2000 kills=5 outage_s=4 fail_rate=0.2 permanent_rate=0.02 duplicate_ratio=0.3
-store_fail_rate=0 status_queries=no cluster=0
+store_fail_rate=0 status_queries=no cluster=0 timeout_rate=0 unanswered=no
 herald="${HERALD_BINARY:-$(cd "$(dirname "$0")/.." && pwd)/build/herald}"
 keep=no
 while [ $# -gt 0 ]; do
@@ -52,6 +59,8 @@ while [ $# -gt 0 ]; do
     --duplicate-ratio) duplicate_ratio=$2; shift 2 ;;
     --store-fail-rate) store_fail_rate=$2; shift 2 ;;
     --status-queries) status_queries=yes; shift ;;
+    --timeout-rate) timeout_rate=$2; shift 2 ;;
+    --unanswered-questions) unanswered=yes status_queries=yes; shift ;;
     --cluster) cluster=$2; shift 2 ;;
     --herald) herald=$2; shift 2 ;;
     --keep) keep=yes; shift ;;
@@ -105,7 +114,10 @@ esac
 # request id unless the drill is about asking it instead.
 dedupe=--dedupe-by-id
 [ "$status_queries" = yes ] && dedupe=""
+status_latency_ms=0
+[ "$unanswered" = yes ] && status_latency_ms=1500 # the channels' timeout_ms is 1000
 "$herald" sim-provider --listen 127.0.0.1:0 --fail-rate "$fail_rate" \
+  --timeout-rate "$timeout_rate" --status-latency-ms "$status_latency_ms" \
   --permanent-rate "$permanent_rate" $dedupe --hold-ms 3000 >"$work/sim.out" 2>"$work/sim.log" &
 sim_pid=$!
 for _ in $(seq 1 500); do
@@ -160,6 +172,9 @@ write_config() {
   if [ "$status_queries" = yes ]; then
     common="$common, \"status_url\": \"http://127.0.0.1:$provider_port/status\""
   fi
+  if [ "$unanswered" = yes ]; then
+    common="$common, \"status_questions\": {\"schedule_ms\": [300, 600], \"max\": 3}"
+  fi
   cat >"$1" <<EOF
 {
   "listen": "127.0.0.1:${herald_ports[$3]}",
@@ -187,6 +202,7 @@ done
 
 runs=0
 ambiguous_total=0 resolved_found=0 resolved_not_found=0 resolved_unknown=0
+asked_again_total=0 questions_unconfirmed_total=0
 launch_herald() { # NODE CONFIG-KIND (herald or outage)
   local config log
   config=$(node_file "$2.json" "$1")
@@ -222,6 +238,10 @@ collect_ambiguous() {
       '/^herald_ambiguous_resolved_total/ && index($0, o) {s += $2} END {print s + 0}')
     eval "resolved_$outcome=\$((resolved_$outcome + n))"
   done
+  n=$(printf '%s\n' "$text" | awk '/^herald_status_questions_unanswered_total/ && /then="asked_again"/ {s += $2} END {print s + 0}')
+  asked_again_total=$((asked_again_total + n))
+  n=$(printf '%s\n' "$text" | awk '/^herald_status_questions_unanswered_total/ && /then="unconfirmed"/ {s += $2} END {print s + 0}')
+  questions_unconfirmed_total=$((questions_unconfirmed_total + n))
 }
 stop_herald() { # NODE SIGNAL
   collect_ambiguous "$1"
@@ -408,7 +428,8 @@ python3 - "$work/load.json" "$ambiguous_total" "$in_flight_bound" "$load_status"
   "$resolved_found" "$resolved_not_found" "$resolved_unknown" "$status_queries" "$kills" \
   "$work/membership.txt" "$membership_failures" "$takeover_bound_ms" "$rejoin_bound_ms" \
   "$cluster" "$member_lost_closed" "$member_lost_silent" "$in_flight_at_kills" \
-  "$lease_expired_before_call" <<'EOF' || status=$?
+  "$lease_expired_before_call" "$unanswered" "$asked_again_total" \
+  "$questions_unconfirmed_total" <<'EOF' || status=$?
 import json, sys
 report = json.load(open(sys.argv[1]))
 ok_membership = True
@@ -432,13 +453,28 @@ ambiguous, bound, load_status = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv
 found, not_found, unknown = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
 if sys.argv[8] == "yes":
     print(f"  ambiguous SENDING tasks after {sys.argv[9]} kills + the outage: asked {found + not_found + unknown}: "
-          f"found {found} (recorded, not resent), not_found {not_found}, unknown {unknown} (resent)")
+          f"found {found} (recorded, not resent), not_found {not_found} (resent), unknown {unknown} "
+          f"(asked again, or UNCONFIRMED once the questions ran out; never resent)")
 for check in report["invariants"]:
     print(f"  {'PASS' if check['pass'] else 'FAIL'} {check['name']}: {check['detail']}")
 ok_ambiguous = ambiguous <= bound
 print(f"  {'PASS' if ok_ambiguous else 'FAIL'} ambiguous_resends_bounded: {ambiguous} resends "
       f"<= {bound}: {sys.argv[17]} tasks that could be in flight at the kills + {sys.argv[18]} "
       f"marked SENDING whose lease ran out before their call")
+if sys.argv[19] == "yes":
+    asked_again, gave_up = int(sys.argv[20]), int(sys.argv[21])
+    unconfirmed = report["states"].get("UNCONFIRMED", 0)
+    checks = [
+        ("questions_asked_again", asked_again > 0,
+         f"{asked_again} unanswered status questions asked again after a backoff"),
+        ("exhausted_questions_unconfirmed", gave_up > 0 and unconfirmed > 0,
+         f"{gave_up} tasks' questions used up, {unconfirmed} tasks UNCONFIRMED"),
+        ("unanswered_never_resent", ambiguous == 0,
+         f"{ambiguous} ambiguous resends (none may go: no question was answered 'not found')"),
+    ]
+    for name, passed, detail in checks:
+        print(f"  {'PASS' if passed else 'FAIL'} {name}: {detail}")
+        ok_ambiguous = ok_ambiguous and passed
 ingest = report["ingest"]
 print(f"  accepted {ingest['accepted']} POSTs, {report['counts']['accepted_tasks']} tasks; "
       f"states {report['states']}")

@@ -26,6 +26,10 @@ std::string channel_settings::validate() const {
     return problem("retry.max_attempts must be >= 1");
   if (retry.schedule.empty())
     return problem("retry.schedule_ms must not be empty");
+  if (questions.max_attempts == 0)
+    return problem("status_questions.max must be >= 1");
+  if (questions.schedule.empty())
+    return problem("status_questions.schedule_ms must not be empty");
   if (circuit_failure_threshold == 0)
     return problem("circuit.failure_threshold must be >= 1");
   if (lease.count() <= 0)
@@ -367,7 +371,8 @@ void after_recorded(self_pointer self, domain::delivery task, bool applied) {
   // Due later: a retry, or a call that timed out to be asked about (still SENDING).
   if (task.state == task_state::retry_wait || task.state == task_state::sending)
     self->send(st.dispatcher, dispatch_atom_v, deliveries{std::move(task)});
-  else if (task.state == task_state::dead || task.state == task_state::failed)
+  else if (task.state == task_state::dead || task.state == task_state::failed ||
+           task.state == task_state::unconfirmed) // its questions went unanswered
     st.metrics->dead_letter(st.settings.name);
 }
 
@@ -882,6 +887,48 @@ void record_found(self_pointer self, channel_state::call asked,
   record(self, std::move(task), std::move(change), std::move(attempts), false, std::move(then));
 }
 
+// The provider gave no answer (a timeout, an error), which is not "not sent": it may have the
+// message. The task stays SENDING under this take, its lease held until the next question is
+// due (as a timed-out call's is), and is asked again then; its questions used up, or expire_at
+// passing first, it ends UNCONFIRMED and is never resent. The count survives a restart.
+void ask_again_later(self_pointer self, channel_state::call asked,
+                     const providers::status_answer& answer) {
+  auto& st = self->state;
+  const auto now = st.clock->now();
+  auto& task = asked.task;
+  const auto unit = std::uniform_real_distribution<double>{0.0, 1.0}(st.jitter_rng);
+  const auto verdict = domain::after_unanswered_question(
+      st.settings.questions, task.status_questions, now, task.expire_at, unit);
+  auto change = change_of(task, task_state::unconfirmed, task.attempts, now);
+  change.lease_token = asked.take_token;
+  change.status_questions = verdict.asked;
+  change.next_question_at = verdict.ask_again_at;
+  if (verdict.ask_again_at) {
+    change.to = task_state::sending;
+    change.lease_owner = st.settings.node_id;
+    change.lease_until = verdict.ask_again_at;
+    change.next_attempt_at = verdict.ask_again_at;
+    change.last_error = "status query without an answer: " + answer.detail;
+  } else {
+    change.last_error =
+        verdict.why_stopped +
+        "; the provider may have the message, so it is not sent again; last: " + answer.detail;
+  }
+  const std::string_view then = verdict.ask_again_at ? "asked_again" : "unconfirmed";
+  st.metrics->status_question_unanswered(st.settings.name, then);
+  log::write(verdict.ask_again_at ? log::level::info : log::level::warn,
+             "channel.status_question_unanswered",
+             {{"channel", st.settings.name},
+              {"task_id", task.task_id},
+              {"trace_id", task.trace_id},
+              {"questions", std::to_string(verdict.asked)},
+              {"then", std::string{then}},
+              {"detail", domain::mask_free_text(answer.detail)}});
+  task.status_questions = verdict.asked;
+  task.next_question_at = verdict.ask_again_at;
+  record(self, std::move(task), std::move(change), {});
+}
+
 void on_status(self_pointer self, const std::string& task_id,
                const providers::status_answer& answer) {
   auto& st = self->state;
@@ -904,10 +951,13 @@ void on_status(self_pointer self, const std::string& task_id,
              {"detail", domain::mask_free_text(answer.detail)}});
   if (has_it) {
     record_found(self, std::move(asked), answer);
-  } else {
-    // Never got it, or cannot say: taken again (a fresh lease for the call) and resent.
+  } else if (answer.result == providers::status_answer::kind::not_found) {
+    // The provider's own word that it never got the call: taken again (a fresh lease for the
+    // call) and resent.
     st.asked.insert(task_id);
     requeue(self, std::move(asked.task));
+  } else {
+    ask_again_later(self, std::move(asked), answer);
   }
   answer_drain_if_idle(st);
   pump(self);

@@ -5,6 +5,7 @@
 #include "domain/backoff.hpp"
 #include "domain/circuit_breaker.hpp"
 #include "domain/rate_limit.hpp"
+#include "domain/status_questions.hpp"
 #include "domain/time.hpp"
 #include "observability/health_board.hpp"
 #include "observability/metrics.hpp"
@@ -50,6 +51,10 @@ struct channel_settings {
   /// the provider (where it can be asked) or marks the task UNCONFIRMED. Zero: the channel
   /// gives no receipts and SENT is final.
   std::chrono::milliseconds receipt_window{0};
+  /// How a provider with a status API is asked about a call or receipt in doubt when it gives
+  /// no answer: asked again on this schedule, max_attempts questions in all (config
+  /// `status_questions`: schedule_ms, jitter, max); then the task ends UNCONFIRMED, not resent.
+  domain::retry_policy questions = domain::default_question_policy();
 
   /// An empty string when valid, else the reason.
   std::string validate() const;
@@ -65,11 +70,14 @@ struct channel_settings {
 /// is open, tasks never tried fail over to the fallback channel — unless that channel has its
 /// own task for the message already: then they wait for this channel.
 ///
-/// A task found SENDING by recovery is ambiguous: the crashed process may have called the
-/// provider. Where the provider can be asked (status API), the channel asks it first, holding
-/// the take's lease and a place in the window: if the provider has the message, the task is
-/// recorded SENT (and a final status it names as a receipt) without a call; if it never got
-/// the call, or cannot say, the task is taken again and resent with the same request id.
+/// A task found SENDING by recovery, or whose call timed out, is ambiguous: the provider may
+/// have the message. Where the provider can be asked (status API), the channel asks it first,
+/// holding the take's lease and a place in the window: if the provider has the message, the
+/// task is recorded SENT (and a final status it names as a receipt) without a call; if it says
+/// it never got the call, the task is taken again and resent with the same request id; if it
+/// gives no answer, the task stays SENDING and is asked again after a backoff (`questions`),
+/// and ends UNCONFIRMED, never resent, once its questions are used up or expire_at would pass.
+/// Where the provider cannot be asked, the task is resent with the same request id.
 ///
 /// A write whose answer is an error may still have committed (a lost acknowledgement), and a
 /// provider's answer is known nowhere else: so a failed write is never dropped nor guessed at.
@@ -111,8 +119,7 @@ struct channel_state {
   std::unordered_set<std::string> known; ///< queued, being marked, in flight or being recorded
   /// Tasks no fallback takes (it has its own task already, or policy refuses every one).
   std::unordered_set<std::string> no_failover;
-  /// Recovered SENDING tasks the provider said it never got (or could not say): resent without
-  /// asking again.
+  /// Recovered SENDING tasks the provider said it never got: resent without asking again.
   std::unordered_set<std::string> asked;
   std::unordered_map<std::string, call> calls; ///< in flight, by task id
   std::size_t marking = 0;                     ///< waiting for the SENDING commit

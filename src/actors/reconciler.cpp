@@ -106,8 +106,38 @@ void receipts_recorded(self_pointer self, channel_run& run, const receipt_inputs
   }
 }
 
-// Writes what the page's tasks came to: receipts in one request, UNCONFIRMED changes in
-// another; the store writer commits both in its next batch.
+// Applies `pending` (emptied) in one request; each applied change counts as reconciled with
+// `settled_as` (empty: not settled, only noted).
+void write_changes(self_pointer self, channel_run& run, state_changes& pending,
+                   std::string settled_as) {
+  if (pending.empty())
+    return;
+  auto& st = self->state;
+  const auto name = run.channel.settings.name;
+  run.writes += 1;
+  auto changes = std::move(pending);
+  pending.clear();
+  self->request(st.peers.store, st.config.store_timeout, apply_atom_v, changes, attempt_records{})
+      .then(
+          [self, name, settled_as](task_ids& applied) {
+            auto& owner = self->state.channels.at(name);
+            owner.writes -= 1;
+            if (!settled_as.empty())
+              for (std::size_t i = 0; i < applied.size(); ++i)
+                self->state.peers.metrics->reconciled(name, settled_as);
+            page_written(self, owner);
+          },
+          [self, name](caf::error& err) {
+            auto& owner = self->state.channels.at(name);
+            owner.writes -= 1;
+            owner.write_failed = true; // still SENT: the next pass reads them again
+            log::warn("reconciler.changes_failed", {{"channel", name}, {"error", describe(err)}});
+            page_written(self, owner);
+          });
+}
+
+// Writes what the page's tasks came to: receipts in one request, UNCONFIRMED changes and notes
+// of unanswered questions in others; the store writer commits them in its next batch.
 void write_page(self_pointer self, channel_run& run) {
   auto& st = self->state;
   const auto name = run.channel.settings.name;
@@ -135,28 +165,8 @@ void write_page(self_pointer self, channel_run& run) {
               page_written(self, owner);
             });
   }
-  if (!run.unconfirmed.empty()) {
-    run.writes += 1;
-    auto changes = std::move(run.unconfirmed);
-    run.unconfirmed.clear();
-    self->request(st.peers.store, st.config.store_timeout, apply_atom_v, changes, attempt_records{})
-        .then(
-            [self, name](task_ids& applied) {
-              auto& owner = self->state.channels.at(name);
-              owner.writes -= 1;
-              for (std::size_t i = 0; i < applied.size(); ++i)
-                self->state.peers.metrics->reconciled(name, "unconfirmed");
-              page_written(self, owner);
-            },
-            [self, name](caf::error& err) {
-              auto& owner = self->state.channels.at(name);
-              owner.writes -= 1;
-              owner.write_failed = true;
-              log::warn("reconciler.unconfirmed_failed",
-                        {{"channel", name}, {"error", describe(err)}});
-              page_written(self, owner);
-            });
-  }
+  write_changes(self, run, run.unconfirmed, "unconfirmed");
+  write_changes(self, run, run.unanswered, "");
   page_written(self, run);
 }
 
@@ -179,6 +189,9 @@ void on_page(self_pointer self, channel_run& run, awaiting_receipts& page) {
       for (const auto& receipt : awaiting.receipts)
         add_receipt(run, awaiting.task, receipt);
     } else if (can_ask) {
+      const auto& next = awaiting.task.next_question_at;
+      if (next && *next > now)
+        continue; // asked before without an answer: asked again when due, by a later pass
       run.to_ask.push_back(std::move(awaiting));
     } else {
       run.unconfirmed.push_back(
@@ -254,6 +267,29 @@ void ask_more(self_pointer self, channel_run& run) {
   }
 }
 
+// The provider gave no answer, which settles nothing: the question is noted on the task (a
+// SENT -> SENT change) and asked again when due, or, the channel's questions used up (or
+// expire_at passing first), the task is marked UNCONFIRMED.
+void note_unanswered(self_pointer self, channel_run& run, const domain::delivery& task,
+                     const providers::status_answer& answer, domain::timestamp now) {
+  auto& st = self->state;
+  const auto unit = std::uniform_real_distribution<double>{0.0, 1.0}(st.jitter_rng);
+  const auto verdict = domain::after_unanswered_question(
+      run.channel.settings.questions, task.status_questions, now, task.expire_at, unit);
+  const std::string_view then = verdict.ask_again_at ? "asked_again" : "unconfirmed";
+  st.peers.metrics->status_question_unanswered(run.channel.settings.name, then);
+  auto change = unconfirmed_change(task, now, verdict.why_stopped + "; last: " + answer.detail);
+  change.status_questions = verdict.asked;
+  change.next_question_at = verdict.ask_again_at;
+  if (verdict.ask_again_at) {
+    change.to = task_state::sent;
+    change.last_error = "status query without an answer: " + answer.detail;
+    run.unanswered.push_back(std::move(change));
+  } else {
+    run.unconfirmed.push_back(std::move(change));
+  }
+}
+
 void on_status(self_pointer self, channel_run& run, const std::string& task_id,
                const providers::status_answer& answer) {
   auto found = run.asking.find(task_id);
@@ -267,19 +303,13 @@ void on_status(self_pointer self, channel_run& run, const std::string& task_id,
   if (receipt) {
     add_receipt(run, awaiting.task,
                 {*receipt, domain::receipt_source::query, now, now, "status query"});
+  } else if (answer.result == answer_kind::unknown) {
+    note_unanswered(self, run, awaiting.task, answer, now);
   } else {
-    std::string why;
-    switch (answer.result) {
-    case answer_kind::found:
-      why = "the provider has no final word (" + std::string{to_string(answer.status)} + ")";
-      break;
-    case answer_kind::not_found:
-      why = "the provider does not know the message";
-      break;
-    case answer_kind::unknown:
-      why = "the provider could not say: " + answer.detail;
-      break;
-    }
+    auto why =
+        answer.result == answer_kind::found
+            ? "the provider has no final word (" + std::string{to_string(answer.status)} + ")"
+            : std::string{"the provider does not know the message"};
     run.unconfirmed.push_back(unconfirmed_change(awaiting.task, now, std::move(why)));
   }
   ask_more(self, run);

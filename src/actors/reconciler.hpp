@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -53,7 +54,10 @@ struct reconciler_peers {
 ///   - where the provider can be asked (status API) it is asked, in batches, at most
 ///     queries_in_flight at a time and within the channel's rate: a final status
 ///     (delivered, read, clicked, undelivered) is recorded as a receipt (source query); no
-///     final word (accepted, sent), not found or no answer marks the task UNCONFIRMED;
+///     final word (accepted, sent) or not found marks the task UNCONFIRMED; no answer (a
+///     timeout, an error) is noted on the task (its count of unanswered questions, when to ask
+///     next: the channel's status_questions) and asked again by a later pass, until the
+///     questions are used up or expire_at would pass first: then it is UNCONFIRMED;
 ///   - where it cannot be asked, the task is marked UNCONFIRMED.
 /// Every write goes through the store writer (receipts group-committed, UNCONFIRMED as a
 /// guarded SENT -> UNCONFIRMED change), so a task another writer moved meanwhile is left
@@ -78,14 +82,16 @@ struct reconciler_state {
     receipt_inputs receipts;                     ///< to record, for this page
     std::vector<domain::delivery> receipt_tasks; ///< the task of each receipt, in order
     state_changes unconfirmed;                   ///< to apply, for this page
-    std::size_t writes = 0;                      ///< write requests not yet answered
+    state_changes unanswered; ///< SENT -> SENT notes of questions to ask again, for this page
+    std::size_t writes = 0;   ///< write requests not yet answered
     bool write_failed = false;
     bool wake_queued = false;
   };
 
   reconciler_config config;
   reconciler_peers peers;
-  std::map<std::string, channel_run> channels; ///< by name: those with a receipt window
+  std::map<std::string, channel_run> channels;        ///< by name: those with a receipt window
+  std::mt19937_64 jitter_rng{std::random_device{}()}; ///< spreads the questions asked again
 };
 
 reconciler_actor::behavior_type

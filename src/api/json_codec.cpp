@@ -856,6 +856,8 @@ json::object encode_task(const persistence::task_view& task) {
     item["next_attempt_at"] = domain::format_rfc3339(*task.next_attempt_at);
   if (!task.last_error.empty())
     item["last_error"] = task.last_error;
+  if (task.status_questions != 0)
+    item["status_questions"] = task.status_questions;
   if (task.policy_reason)
     item["policy_reason"] = sv(domain::to_string(*task.policy_reason));
   if (task.send_at)

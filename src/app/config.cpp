@@ -220,8 +220,11 @@ providers::simulated_profile read_simulated(object_reader& r, providers::simulat
   return p;
 }
 
+// A schedule of delays and a bound on their count (`count_key`): a channel's retries, its
+// status questions, the events' posts.
 domain::retry_policy read_retry(const json::value& value, const std::string& path,
-                                domain::retry_policy policy) {
+                                domain::retry_policy policy,
+                                const char* count_key = "max_attempts") {
   object_reader r{value, path};
   if (auto* schedule = r.find("schedule_ms")) {
     constexpr std::size_t max_steps = 100;
@@ -235,7 +238,7 @@ domain::retry_policy read_retry(const json::value& value, const std::string& pat
           r.integer_in_range(step, "schedule_ms", 1, domain::max_retry_delay.count()));
   }
   r.read_number("jitter", policy.jitter, 0, 0.9);
-  r.read_integer("max_attempts", policy.max_attempts, 1, 1000);
+  r.read_integer(count_key, policy.max_attempts, 1, 1000);
   r.done();
   return policy;
 }
@@ -330,6 +333,9 @@ channel_config read_channel(const json::value& value, const std::string& path) {
   }
   if (auto* retry = r.find("retry"))
     ch.settings.retry = read_retry(*retry, r.path("retry"), ch.settings.retry);
+  if (auto* questions = r.find("status_questions"))
+    ch.settings.questions =
+        read_retry(*questions, r.path("status_questions"), ch.settings.questions, "max");
   r.done();
   return ch;
 }

@@ -119,6 +119,10 @@ struct delivery {
   std::optional<timestamp> expire_at;
   timestamp accepted_at;
   bool escalation = false; ///< an escalation step: its SENDING mark first looks for a READ
+  /// Status questions about it the provider left without an answer so far (a call or a receipt
+  /// in doubt), and when the next is due: bounded by the channel's status_questions.
+  std::uint32_t status_questions = 0;
+  std::optional<timestamp> next_question_at;
 };
 
 /// The task of the message `key` on `channel`, with its deterministic ids (keyed with

@@ -53,7 +53,10 @@ bool can_transition(task_state from, task_state to) {
   case s::pending:
     return to == s::sending || to == s::expired || to == s::suppressed;
   case s::sending:
-    return to == s::sent || to == s::retry_wait || to == s::failed || to == s::dead;
+    // UNCONFIRMED: a call whose outcome is unknown, and the provider gave no answer to every
+    // question about it; it may have the message, so it is not sent again.
+    return to == s::sent || to == s::retry_wait || to == s::failed || to == s::dead ||
+           to == s::unconfirmed;
   case s::retry_wait:
     return to == s::sending || to == s::expired || to == s::dead;
   case s::sent:

@@ -125,6 +125,12 @@ struct metrics::families {
                                .Help("Ambiguous SENDING tasks the provider was asked about before "
                                      "any resend")
                                .Register(r)),
+        status_questions_unanswered(
+            prometheus::BuildCounter()
+                .Name("herald_status_questions_unanswered_total")
+                .Help("Status questions the provider left without an answer, by what followed: "
+                      "asked_again (after a backoff) or unconfirmed (questions used up)")
+                .Register(r)),
         provider_config_errors(prometheus::BuildCounter()
                                    .Name("herald_provider_config_errors_total")
                                    .Help("Provider answers that blame herald's configuration "
@@ -188,6 +194,7 @@ struct metrics::families {
   prometheus::Family<prometheus::Counter>& receipts_rejected;
   prometheus::Family<prometheus::Counter>& reconciled;
   prometheus::Family<prometheus::Counter>& ambiguous_resolved;
+  prometheus::Family<prometheus::Counter>& status_questions_unanswered;
   prometheus::Family<prometheus::Counter>& provider_config_errors;
   prometheus::Family<prometheus::Counter>& provider_token_refreshes;
   prometheus::Family<prometheus::Gauge>& events_pending;
@@ -314,6 +321,11 @@ void metrics::reconciled(const std::string& channel, std::string_view outcome) {
 
 void metrics::ambiguous_resolved(const std::string& channel, std::string_view outcome) {
   families_->ambiguous_resolved.Add({{"channel", channel}, {"outcome", std::string(outcome)}})
+      .Increment();
+}
+
+void metrics::status_question_unanswered(const std::string& channel, std::string_view then) {
+  families_->status_questions_unanswered.Add({{"channel", channel}, {"then", std::string(then)}})
       .Increment();
 }
 

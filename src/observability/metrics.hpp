@@ -55,6 +55,9 @@ public:
   void reconciled(const std::string& channel, std::string_view outcome);
   /// An ambiguous SENDING task the provider was asked about (found, not_found, unknown).
   void ambiguous_resolved(const std::string& channel, std::string_view outcome);
+  /// A status question the provider left without an answer (a call or a receipt in doubt);
+  /// `then`: asked_again (after a backoff) or unconfirmed (the task's questions are used up).
+  void status_question_unanswered(const std::string& channel, std::string_view then);
   /// A provider answer blaming the configuration (the task's last_error says which code).
   void provider_config_error(const std::string& channel);
   /// An access token fetched or signed (provider: wechat, fcm, apns; account: appid, …).

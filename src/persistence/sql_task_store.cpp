@@ -205,8 +205,8 @@ const std::string delivery_columns =
     "t.channel, t.recipient, t.provider_request_id, COALESCE(t.content_title, m.title), "
     "COALESCE(t.content_body, m.body), m.trace_id, m.priority, "
     "t.status, t.attempts, t.next_attempt_at, COALESCE(t.send_at, m.send_at), m.expire_at, "
-    "m.created_at, t.escalation, m.category";
-constexpr std::size_t delivery_column_count = 22;
+    "m.created_at, t.escalation, m.category, t.status_questions, t.next_question_at";
+constexpr std::size_t delivery_column_count = 24;
 
 domain::delivery delivery_of(const sql_row& row) {
   domain::delivery d;
@@ -229,6 +229,8 @@ domain::delivery delivery_of(const sql_row& row) {
   d.accepted_at = domain::from_unix_micros(to_int(row[19]));
   d.escalation = to_int(row[20]) != 0;
   d.category = category_of(row[21]);
+  d.status_questions = static_cast<std::uint32_t>(to_int(row[22]));
+  d.next_question_at = time_of(row[23]);
   return d;
 }
 
@@ -263,8 +265,8 @@ domain::message_record message_of(const sql_row& m) {
 const std::string task_view_columns =
     "t.id, t.channel, t.recipient, t.status, t.attempts, t.next_attempt_at, t.last_error, "
     "t.provider_request_id, t.created_at, t.updated_at, t.provider_message_id, t.policy_reason, "
-    "t.send_at, t.content_title, t.content_body";
-constexpr std::size_t task_view_column_count = 15;
+    "t.send_at, t.content_title, t.content_body, t.status_questions";
+constexpr std::size_t task_view_column_count = 16;
 
 task_view task_view_of(const sql_row& t) {
   task_view task;
@@ -283,6 +285,7 @@ task_view task_view_of(const sql_row& t) {
   task.send_at = time_of(t[12]);
   if (t[14]) // a task with text of its own (a stored template's channel override)
     task.own_content = domain::content{text_of(t[13]), text_of(t[14])};
+  task.status_questions = static_cast<std::uint32_t>(to_int(t[15]));
   return task;
 }
 
@@ -419,11 +422,19 @@ std::int64_t user_lock_key(const std::string& tenant, const std::string& user_id
 const std::vector<json_column> key_columns = {{"slot", bigint}, text{"tenant"},  text{"biz_type"},
                                               text{"biz_id"},   text{"user_id"}, text{"channel"}};
 
-const std::vector<json_column> change_columns = {
-    text{"task_id"},           text{"from_status"},        text{"to_status"},
-    {"attempt_count", bigint}, {"next_at", bigint},        text{"error_text"},
-    {"changed_at", bigint},    text{"lease_owner"},        {"lease_until", bigint},
-    text{"lease_token"},       text{"provider_message_id"}};
+const std::vector<json_column> change_columns = {text{"task_id"},
+                                                 text{"from_status"},
+                                                 text{"to_status"},
+                                                 {"attempt_count", bigint},
+                                                 {"next_at", bigint},
+                                                 text{"error_text"},
+                                                 {"changed_at", bigint},
+                                                 text{"lease_owner"},
+                                                 {"lease_until", bigint},
+                                                 text{"lease_token"},
+                                                 text{"provider_message_id"},
+                                                 {"status_questions", bigint},
+                                                 {"next_question_at", bigint}};
 
 const std::vector<json_column> attempt_row_columns = {
     text{"task_id"}, {"attempt_no", bigint}, text{"provider_request_id"}, text{"outcome"},
@@ -684,6 +695,11 @@ struct apply_batch {
         rows.text(*c.provider_message_id);
       else
         rows.null();
+      if (c.status_questions)
+        rows.number(*c.status_questions);
+      else
+        rows.null();
+      rows.time(micros_of(c.next_question_at));
     }
     for (const auto& a : attempt_records) {
       attempts.add_row();
@@ -955,7 +971,15 @@ std::vector<std::unordered_set<std::string>> sql_task_store::run_changes(const a
   const std::string update =
       "UPDATE tasks SET status = r.to_status, attempts = r.attempt_count, "
       "next_attempt_at = r.next_at, last_error = COALESCE(NULLIF(r.error_text, ''), "
-      "tasks.last_error), updated_at = r.changed_at, "
+      "tasks.last_error), "
+      // A SENT task's updated_at is when it became SENT (the reconciler's window runs from it):
+      // noting a status question (SENT -> SENT) leaves it.
+      "updated_at = CASE WHEN r.from_status = r.to_status AND r.to_status = '" +
+      state_text(domain::task_state::sent) +
+      "' THEN tasks.updated_at ELSE r.changed_at END, "
+      "status_questions = COALESCE(r.status_questions, tasks.status_questions), "
+      "next_question_at = CASE WHEN r.status_questions IS NULL THEN tasks.next_question_at "
+      "ELSE r.next_question_at END, "
       // Moved to a fallback after policy deferred it: the reason it is not sent is the failover.
       "policy_reason = CASE WHEN r.to_status = '" +
       state_text(domain::task_state::suppressed) +
@@ -1170,7 +1194,7 @@ std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& 
     if (!options_.event_states.empty()) {
       std::vector<store_detail::entered_state> entered;
       for (std::size_t i = 0; i < changes.size(); ++i)
-        if (writes_event(changes[i].to) &&
+        if (writes_event(changes[i].to) && changes[i].from != changes[i].to &&
             applied_in[batch.round_of[i]].count(changes[i].task_id) != 0)
           entered.push_back({changes[i].task_id, changes[i].to, changes[i].at});
       run_events(entered);
@@ -1182,6 +1206,7 @@ std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& 
       auto latest = changes.front().at;
       for (std::size_t i = 0; i < changes.size(); ++i)
         if (changes[i].to == domain::task_state::sent &&
+            changes[i].from != domain::task_state::sent &&
             applied_in[batch.round_of[i]].count(changes[i].task_id) != 0) {
           now_sent.push_back(changes[i].task_id);
           latest = std::max(latest, changes[i].at);
@@ -2120,7 +2145,9 @@ std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& te
       "SELECT t.message_id, " + task_view_columns + " FROM (" +
       page_of_ids({{task_state::dead, of_channel},
                    {task_state::failed, of_channel},
-                   {task_state::suppressed, of_channel + " AND policy_reason IS NULL"}},
+                   {task_state::suppressed, of_channel + " AND policy_reason IS NULL"},
+                   // Its status questions went unanswered: whether it arrived is unknown.
+                   {task_state::unconfirmed, of_channel + " AND status_questions > 0"}},
                   limit) +
       ") AS page JOIN tasks t ON t.id = page.id ORDER BY t.id LIMIT " + std::to_string(limit);
   // The other tasks of the letters' messages, found by the message's business key.
@@ -2133,11 +2160,12 @@ std::vector<dead_letter> sql_task_store::list_dead_letters(const std::string& te
     std::vector<dead_letter> letters;
     std::unordered_map<std::string, std::size_t> index;
     json_batch ids(dialect_, id_columns);
-    for (const auto& row : statements_->fetch(tasks_query,
-                                              {channel, channel, tenant, tenant, after_task_id,
-                                               channel, channel, tenant, tenant, after_task_id,
-                                               channel, channel, tenant, tenant, after_task_id},
-                                              1 + task_view_column_count)) {
+    for (const auto& row :
+         statements_->fetch(tasks_query, {channel, channel, tenant, tenant, after_task_id,
+                                          channel, channel, tenant, tenant, after_task_id,
+                                          channel, channel, tenant, tenant, after_task_id,
+                                          channel, channel, tenant, tenant, after_task_id},
+                            1 + task_view_column_count)) {
       dead_letter letter;
       letter.message_id = text_of(row[0]);
       letter.task = task_view_of(sql_row(row.begin() + 1, row.end()));

@@ -76,6 +76,11 @@ struct state_change {
   /// The task is a route's escalation step: a PENDING -> SENDING change of it first checks
   /// whether a task of its message was READ, and SUPPRESSES it instead if one was.
   bool escalation = false;
+  /// A status question about the task went without an answer: the count of such questions so
+  /// far, and when to ask next (nullopt: no more). Written together; nullopt keeps both as the
+  /// row holds them. A change that keeps the task in its state (SENT -> SENT) only notes this.
+  std::optional<std::uint32_t> status_questions;
+  std::optional<domain::timestamp> next_question_at;
 };
 
 /// One provider call, as recorded.
@@ -118,6 +123,8 @@ struct task_view {
   /// The task's own title and body when they differ from its message's (a stored template's
   /// channel override, or a fallback's); nullopt: the message's.
   std::optional<domain::content> own_content;
+  /// Status questions about it the provider left without an answer (docs/reliability.md).
+  std::uint32_t status_questions = 0;
 };
 
 /// A message with its tasks, as GET /v1/messages/{id} shows it.

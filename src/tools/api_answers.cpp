@@ -191,6 +191,7 @@ std::optional<observed_message> parse_message_view(std::string_view body) {
     parsed.provider_request_id = string_field(task, "provider_request_id");
     parsed.policy_reason = string_field(task, "policy_reason");
     parsed.attempts = static_cast<std::int64_t>(count_field(task, "attempts"));
+    parsed.status_questions = static_cast<std::int64_t>(count_field(task, "status_questions"));
     if (parsed.task_id.empty())
       return std::nullopt;
     message.tasks.push_back(std::move(parsed));

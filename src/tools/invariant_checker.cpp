@@ -354,6 +354,10 @@ check_report check_invariants(const run_record& run) {
         known_ids.insert(task->provider_request_id);
       if (!run.provider_channels.count(task->channel) || !is_delivered_status(task->status))
         continue;
+      // Its status questions went unanswered: herald does not know whether the provider got
+      // it (a crash may have come before the call) and, rightly, did not send it again.
+      if (task->status == "UNCONFIRMED" && task->status_questions > 0)
+        continue;
       if (!provider.delivered_ids.count(task->provider_request_id)) {
         ++report.sent_without_delivery;
         not_delivered.add(task_id);

@@ -34,6 +34,9 @@ struct observed_task {
   std::string provider_request_id;
   std::int64_t attempts = 0;
   std::string policy_reason; ///< empty: policy let it go as asked
+  /// Status questions the provider left without an answer; an UNCONFIRMED task with some may
+  /// never have reached the provider (its call's fate is unknown to herald too).
+  std::int64_t status_questions = 0;
 };
 
 /// The last look at one message; `found` is false when it was never read (404 or no answer).

@@ -83,6 +83,10 @@ sim_provider_options parse_sim_provider_args(const std::vector<std::string>& arg
              [&](const auto& name, const auto& v) {
                options.latency = std::chrono::milliseconds(parse_count(name, v, 0, 600'000));
              })
+      .value("--status-latency-ms",
+             [&](const auto& name, const auto& v) {
+               options.status_latency = std::chrono::milliseconds(parse_count(name, v, 0, 600'000));
+             })
       .value("--hold-ms",
              [&](const auto& name, const auto& v) {
                options.hold = std::chrono::milliseconds(parse_count(name, v, 1, 3'600'000));
@@ -177,6 +181,7 @@ std::string sim_provider_usage() {
   --timeout-rate F       share of calls processed but never answered (default 0)
   --permanent-rate F     share of calls answered 400, not processed (default 0)
   --latency-ms N         delay before every answer (default 0)
+  --status-latency-ms N  delay before every status query's answer (default 0)
   --hold-ms N            how long an unanswered call is held before its connection is
                          dropped (default 30000)
   --dedupe-by-id         a repeated webhook-id that was delivered already is answered 200

@@ -68,7 +68,10 @@ struct sim_provider_options {
   std::string secret;
   std::string topic; ///< apns: the bundle id the fake accepts in apns-topic
   fault_profile faults;
-  std::chrono::milliseconds latency{0};  ///< before every answer
+  std::chrono::milliseconds latency{0}; ///< before every answer
+  /// Before every status query's answer: longer than a channel's timeout_ms, every question
+  /// goes without an answer (a busy provider).
+  std::chrono::milliseconds status_latency{0};
   std::chrono::milliseconds hold{30000}; ///< a timed-out call's connection is dropped after this
   bool dedupe_by_id = false;
   receipt_profile receipts;

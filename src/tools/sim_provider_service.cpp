@@ -148,7 +148,8 @@ struct sim_provider_service::impl {
       return respond(json_response(http::status::ok, R"({"status":"ok"})"));
     if (path.substr(0, status_prefix.size()) == status_prefix &&
         request.method() == http::verb::get)
-      return respond(status_query(percent_decode(path.substr(status_prefix.size()))));
+      return answer_status_query(percent_decode(path.substr(status_prefix.size())),
+                                 std::move(respond));
     if (path == "/stats" && request.method() == http::verb::get)
       return respond(json_response(http::status::ok, stats_json()));
     if (path.substr(0, control_prefix.size()) == control_prefix)
@@ -261,6 +262,17 @@ struct sim_provider_service::impl {
     if (!book.add(id, std::move(truth)) || !posting)
       return; // a concurrent call of the same id decided first
     receipts->submit(plan, channel, id, message_id, std::chrono::steady_clock::now(), now);
+  }
+
+  // The truth about `id`, after the status latency: the book is read when the answer goes, so
+  // a slow answer is no staler than a fast one.
+  void answer_status_query(std::string id, api::respond_fn respond) {
+    if (options.status_latency.count() == 0)
+      return respond(status_query(id));
+    after(options.status_latency,
+          [this, id = std::move(id), respond = std::move(respond)]() mutable {
+            respond(status_query(id));
+          });
   }
 
   api::http_response status_query(const std::string& id) {

@@ -1,6 +1,7 @@
 // Ask before resending: a task recovery finds SENDING may have reached the provider before the
 // crash. Where the provider has a status API the channel asks it first, under the take's lease,
-// and resends only when the provider never got the call or cannot say.
+// and resends only when the provider says it never got the call; a question without an answer
+// is asked again after a backoff, and once the questions are used up the task is UNCONFIRMED.
 
 #include "channel_fixture.hpp"
 
@@ -42,6 +43,14 @@ struct ambiguous_fixture : channel_fixture {
     const auto text = metrics->render();
     const auto at = text.find(name + " ");
     return at == std::string::npos ? "" : text.substr(at, text.find('\n', at) - at);
+  }
+
+  /// Settings asking three times, 1 s then 2 s apart, without jitter.
+  static actors::channel_settings asking_three_times() {
+    auto s = settings();
+    s.questions = domain::retry_policy{
+        {std::chrono::milliseconds{1000}, std::chrono::milliseconds{2000}}, 0.0, 3};
+    return s;
   }
 
   /// SENDING -> SENDING changes the writer was asked for: each is a take of the lease.
@@ -146,17 +155,97 @@ BOOST_AUTO_TEST_CASE(a_provider_that_never_got_the_call_gets_it_under_a_fresh_ta
              "herald_ambiguous_resends_total{channel=\"sms\"} 1");
 }
 
-BOOST_AUTO_TEST_CASE(a_provider_that_cannot_say_is_called_again) {
+// No answer is not "not sent": the provider may have the message. The task stays SENDING under
+// the take and is asked again after the channel's question backoff, never called meanwhile.
+BOOST_AUTO_TEST_CASE(a_provider_that_cannot_say_is_asked_again_after_the_backoff_not_called) {
   auto d = crashed_mid_call();
-  provider_got(d); // even though it has it: an unknown answer proves nothing
-  provider->script_status({recording_provider::unknown()});
-  auto channel = spawn_channel();
+  provider_got(d);
+  provider->script_status({recording_provider::unknown(), recording_provider::unknown()});
+  auto channel = spawn_channel(asking_three_times());
   dispatch(channel, {d});
-  BOOST_TEST(provider->queries.size() == 1u); // asked once, not again before the resend
-  BOOST_TEST(provider->calls.size() == 1u);
+  BOOST_TEST(provider->queries.size() == 1u);
+  BOOST_TEST(provider->calls.empty());
+  BOOST_TEST(state(d.task_id) == "SENDING");
+  BOOST_TEST(task(d.task_id).status_questions == 1u);
+  advance_both(std::chrono::milliseconds{999});
+  BOOST_TEST(provider->queries.size() == 1u); // not before the first step of the schedule
+  advance_both(std::chrono::milliseconds{1});
+  BOOST_TEST(provider->queries.size() == 2u);
+  BOOST_TEST(task(d.task_id).status_questions == 2u);
+  advance_both(std::chrono::milliseconds{2000});
+  BOOST_REQUIRE_EQUAL(provider->queries.size(), 3u); // the third question: it has the message
+  BOOST_TEST(provider->calls.empty());
   BOOST_TEST(state(d.task_id) == "SENT");
-  BOOST_TEST(metric_line("herald_ambiguous_resolved_total{channel=\"sms\",outcome=\"unknown\"}") ==
-             "herald_ambiguous_resolved_total{channel=\"sms\",outcome=\"unknown\"} 1");
+  BOOST_TEST(metric_line("herald_status_questions_unanswered_total{channel=\"sms\",then=\"asked_"
+                         "again\"}") ==
+             "herald_status_questions_unanswered_total{channel=\"sms\",then=\"asked_again\"} 2");
+  BOOST_TEST(metric_line("herald_ambiguous_resends_total{channel=\"sms\"}") == "");
+}
+
+BOOST_AUTO_TEST_CASE(questions_used_up_end_unconfirmed_listed_and_never_resent) {
+  auto d = crashed_mid_call();
+  auto channel = spawn_channel(asking_three_times());
+  provider->script_status({recording_provider::unknown(), recording_provider::unknown(),
+                           recording_provider::unknown()});
+  dispatch(channel, {d});
+  advance_both(std::chrono::milliseconds{1000});
+  advance_both(std::chrono::milliseconds{2000});
+  BOOST_TEST(provider->queries.size() == 3u);
+  BOOST_TEST(provider->calls.empty());
+  const auto row = task(d.task_id);
+  BOOST_TEST(state(d.task_id) == "UNCONFIRMED");
+  BOOST_TEST(row.status_questions == 3u);
+  BOOST_TEST(row.last_error.find("3 status questions without an answer, the last allowed; the "
+                                 "provider may have the message, so it is not sent again") == 0u);
+  const auto letters = db->list_dead_letters("", "sms", "", 10);
+  BOOST_REQUIRE_EQUAL(letters.size(), 1u);
+  BOOST_TEST(letters[0].task.task_id == d.task_id);
+  advance_both(std::chrono::milliseconds{60000}); // nothing more: not asked, not sent
+  BOOST_TEST(provider->queries.size() == 3u);
+  BOOST_TEST(provider->calls.empty());
+  BOOST_TEST(
+      metric_line(
+          "herald_status_questions_unanswered_total{channel=\"sms\",then=\"unconfirmed\"}") ==
+      "herald_status_questions_unanswered_total{channel=\"sms\",then=\"unconfirmed\"} 1");
+  BOOST_TEST(metric_line("herald_dead_letters_total{channel=\"sms\"}") ==
+             "herald_dead_letters_total{channel=\"sms\"} 1");
+}
+
+BOOST_AUTO_TEST_CASE(expire_at_before_the_next_question_ends_the_asking) {
+  auto message = plan("order-1", {"sms"}, domain::priority::normal,
+                      clock->now() + std::chrono::milliseconds{500});
+  const auto id = seed({message}).at(0);
+  move_task(id, task_state::pending, task_state::sending);
+  provider->script_status({recording_provider::unknown()});
+  auto channel = spawn_channel(asking_three_times());
+  dispatch(channel, {delivery_of(id)});
+  BOOST_TEST(provider->queries.size() == 1u);
+  BOOST_TEST(provider->calls.empty());
+  BOOST_TEST(state(id) == "UNCONFIRMED");
+  BOOST_TEST(task(id).last_error.find("expire_at passes before the next one") != std::string::npos);
+}
+
+// The count lives in the database: a process that takes the task over after a crash goes on
+// counting where the crashed one stopped.
+BOOST_AUTO_TEST_CASE(the_count_of_questions_survives_a_restart) {
+  auto d = crashed_mid_call();
+  provider->script_status({recording_provider::unknown(), recording_provider::unknown()});
+  auto s = asking_three_times();
+  s.questions.max_attempts = 2;
+  auto before_crash = spawn_channel(s);
+  dispatch(before_crash, {d});
+  BOOST_TEST(task(d.task_id).status_questions == 1u);
+  // Its lease (until the next question) runs out; the first process asks no more (its timer
+  // never fires: only the domain clock moves) and another takes the task over from recovery.
+  clock->advance(std::chrono::seconds{1});
+  const auto recovered = delivery_of(d.task_id);
+  BOOST_TEST(recovered.status_questions == 1u);
+  auto after_restart = spawn_channel(s);
+  dispatch(after_restart, {recovered});
+  BOOST_TEST(provider->queries.size() == 2u);
+  BOOST_TEST(provider->calls.empty());
+  BOOST_TEST(state(d.task_id) == "UNCONFIRMED");
+  BOOST_TEST(task(d.task_id).status_questions == 2u);
 }
 
 // A call that timed out may have reached the provider as much as one cut off by a crash: the

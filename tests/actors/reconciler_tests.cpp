@@ -56,6 +56,7 @@ struct reconciler_fixture : test::actor_fixture {
     s.burst = 1000;
     s.receipt_window = window;
     s.fallback = "email";
+    s.questions = domain::retry_policy{{std::chrono::milliseconds{20000}}, 0.0, 2};
     return s;
   }
 
@@ -137,14 +138,15 @@ BOOST_AUTO_TEST_CASE(tasks_past_the_window_are_settled_by_what_the_provider_says
   BOOST_TEST(sms->queries.size() == 6u);
   BOOST_TEST(state(ids[0]) == "DELIVERED");
   BOOST_TEST(state(ids[1]) == "READ");
-  for (int i = 2; i < 5; ++i)
+  for (int i = 2; i < 4; ++i)
     BOOST_TEST(state(ids[i]) == "UNCONFIRMED", i);
   BOOST_TEST(task(ids[3]).last_error.find("does not know the message") != std::string::npos);
+  BOOST_TEST(state(ids[4]) == "SENT"); // no answer settles nothing: asked again later
   BOOST_TEST(state(ids[5]) == "UNDELIVERED");
   // The UNDELIVERED failed over in its receipt's transaction, and the fallback task was sent.
   BOOST_REQUIRE_EQUAL(email->calls.size(), 1u);
   BOOST_TEST(email->calls[0].recipient == "u-1@example.com");
-  BOOST_TEST(tasks_in(task_state::sent) == 1u); // the email task
+  BOOST_TEST(tasks_in(task_state::sent) == 2u); // the email task, and the one to ask again
 
   BOOST_REQUIRE_EQUAL(writer_store->receipts.size(), 3u);
   for (const auto& receipt : writer_store->receipts)
@@ -152,11 +154,41 @@ BOOST_AUTO_TEST_CASE(tasks_past_the_window_are_settled_by_what_the_provider_says
   BOOST_TEST(reconciled("delivered") == "1");
   BOOST_TEST(reconciled("read") == "1");
   BOOST_TEST(reconciled("undelivered") == "1");
-  BOOST_TEST(reconciled("unconfirmed") == "3");
+  BOOST_TEST(reconciled("unconfirmed") == "2");
 
-  advance_both(interval); // settled tasks are not read again
+  advance_both(interval); // settled tasks are not asked again, nor one whose question is not due
   BOOST_TEST(sms->queries.size() == 6u);
-  BOOST_TEST(reconciled("unconfirmed") == "3");
+  BOOST_TEST(reconciled("unconfirmed") == "2");
+}
+
+BOOST_AUTO_TEST_CASE(a_question_without_an_answer_is_asked_again_then_ends_unconfirmed) {
+  auto ids = sent_sms(1);
+  const auto became_sent = task(ids[0]).updated_at;
+  sms->answer_status_for(request_id[ids[0]], recording_provider::unknown());
+  spawn_reconciler();
+  advance_both(window); // asked at the window's end: no answer
+  BOOST_TEST(sms->queries.size() == 1u);
+  BOOST_TEST(state(ids[0]) == "SENT");
+  auto row = task(ids[0]);
+  BOOST_TEST(row.status_questions == 1u);
+  BOOST_TEST(row.last_error.find("status query without an answer") == 0u);
+  BOOST_TEST((row.updated_at == became_sent)); // the noted question keeps the window's start
+  BOOST_TEST(reconciled("unconfirmed") == "0");
+
+  advance_both(interval); // the next question is due 20 s after the first
+  BOOST_TEST(sms->queries.size() == 1u);
+  advance_both(interval);
+  BOOST_TEST(sms->queries.size() == 2u); // the second and last: no answer either
+  row = task(ids[0]);
+  BOOST_TEST(state(ids[0]) == "UNCONFIRMED");
+  BOOST_TEST(row.status_questions == 2u);
+  BOOST_TEST(row.last_error.find("2 status questions without an answer, the last allowed") !=
+             std::string::npos);
+  BOOST_TEST(reconciled("unconfirmed") == "1");
+  BOOST_TEST(metric_line("herald_status_questions_unanswered_total{channel=\"sms\",then=\"asked_"
+                         "again\"}") ==
+             "herald_status_questions_unanswered_total{channel=\"sms\",then=\"asked_again\"} 1");
+  BOOST_TEST(db->list_dead_letters("", "sms", "", 10).size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(a_channel_that_cannot_be_asked_marks_its_tasks_unconfirmed) {
