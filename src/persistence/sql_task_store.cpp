@@ -2166,15 +2166,19 @@ std::vector<status_event> sql_task_store::claim_due_events(const event_claim& cl
   // go): the partial index of PENDING events by (task_id, seq) answers the NOT EXISTS,
   // the one by seq the ORDER BY. The claim is checked again on the row being updated: of two
   // nodes claiming at once (partitions moving), the second finds the first's claim and skips.
-  const std::string unclaimed = "(claimed_until IS NULL OR claimed_until <= CAST(:now# AS BIGINT))";
+  // `prefix` names the events table ("e." inside the subquery, nothing on the updated row).
+  auto unclaimed = [](const std::string& prefix, const std::string& now) {
+    return "(" + prefix + "claimed_until IS NULL OR " + prefix + "claimed_until <= CAST(:" + now +
+           " AS BIGINT))";
+  };
   const std::string claim_update =
       "UPDATE events SET claimed_by = :owner, claimed_until = CAST(:until AS BIGINT) WHERE id IN "
       "(SELECT e.id FROM events e JOIN tasks t ON t.id = e.task_id WHERE e.status = 'PENDING' AND "
-      "(e.next_attempt_at IS NULL OR e.next_attempt_at <= CAST(:due AS BIGINT)) AND e." +
-      numbered(unclaimed, "1") + of_partitions(claim.partitions, "t.message_id") +
+      "(e.next_attempt_at IS NULL OR e.next_attempt_at <= CAST(:due AS BIGINT)) AND " +
+      unclaimed("e.", "now1") + of_partitions(claim.partitions, "t.message_id") +
       " AND NOT EXISTS (SELECT 1 FROM events p WHERE p.status = 'PENDING' AND p.task_id = "
       "e.task_id AND p.seq < e.seq) ORDER BY e.seq LIMIT " +
-      std::to_string(limit) + ") AND status = 'PENDING' AND " + numbered(unclaimed, "2") +
+      std::to_string(limit) + ") AND status = 'PENDING' AND " + unclaimed("", "now2") +
       " RETURNING id";
   const std::string details =
       "SELECT e.seq, e.id, e.type, e.occurred_at, e.attempts, e.task_id, t.message_id, e.tenant, "
