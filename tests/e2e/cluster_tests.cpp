@@ -61,8 +61,6 @@ constexpr std::int64_t partition_count = 256;
 constexpr int heartbeat_ms = 150;
 constexpr int member_timeout_ms = 1000;
 constexpr int lease_ms = 2000;
-// A node whose database is silent this long gives its partitions up.
-constexpr int database_timeout_ms = 1000;
 // Peers connect with backoff in any order of start; a bound, not an expected time.
 constexpr auto formation_bound = 30s;
 constexpr auto drain_bound = 60s;
@@ -210,11 +208,14 @@ struct channel_limits {
 
 /// What some drills add to every node's config.
 struct cluster_extras {
-  std::string events_url;    ///< where status events go; empty: none
+  /// Where status events go, each node's to <events_url>/n<i>; empty: none.
+  std::string events_url;
   int receipt_window_ms = 0; ///< the sms channel's; 0: SENT is final
   /// This node reaches the database through a tcp_proxy the test can cut; none: every node
   /// connects directly.
   std::optional<std::size_t> proxied_node;
+  /// A node whose database is silent this long gives its partitions up.
+  int database_timeout_ms = 5000;
 };
 
 /// `url` (postgresql://user@HOST:PORT/db) with HOST:PORT replaced by 127.0.0.1:`port`.
@@ -304,16 +305,19 @@ public:
                                {"peers", peers},
                                {"heartbeat_ms", heartbeat_ms},
                                {"timeout_ms", member_timeout_ms},
-                               {"database_timeout_ms", database_timeout_ms}};
+                               {"database_timeout_ms", extras_.database_timeout_ms}};
     json::object config{{"sweep_interval_ms", 100}, {"cluster", cluster}};
     if (extras_.receipt_window_ms > 0) {
       channel["receipt_window_ms"] = extras_.receipt_window_ms;
+      // The reconcilers ask about a whole load's tasks at once: a loaded loopback answers
+      // some status queries after 500 ms, and an unanswered question is not this drill's.
+      channel["timeout_ms"] = 1500;
       config["receipts"] = {{"reconcile_interval_ms", 500}};
     }
     if (!extras_.events_url.empty())
-      config["events"] = {{"url", extras_.events_url},
+      config["events"] = {{"url", extras_.events_url + endpoint(i)},
                           {"secret", send_secret},
-                          {"timeout_ms", 1000},
+                          {"timeout_ms", 5000},
                           {"retry", {{"schedule_ms", {100, 200, 400}}, {"max_attempts", 100}}}};
     config["channels"] = json::array{channel};
     return json::serialize(config);
@@ -1068,13 +1072,14 @@ double send_at_the_channel_rate(test_cluster& cluster, double rate, double burst
 BOOST_AUTO_TEST_CASE(each_status_event_is_posted_once_and_each_task_asked_about_once) {
   constexpr int receipt_window_ms = 12000; // no question before the killed node is back
   std::mutex mutex;
-  std::map<std::string, std::vector<std::int64_t>> posts; // webhook-id -> arrival times (ms)
+  std::map<std::string, std::vector<std::string>> posts; // webhook-id -> posting nodes, in order
   test_server receiver{[&](const recorded_request& r) {
     std::lock_guard<std::mutex> guard{mutex};
-    posts[r.header("webhook-id")].push_back(now_ms());
+    posts[r.header("webhook-id")].push_back(r.target.substr(r.target.rfind('/') + 1));
     return reply{204, {}, ""};
   }};
-  test_cluster cluster(3, {600, 30}, {receiver.url("/events"), receipt_window_ms, std::nullopt});
+  test_cluster cluster(3, {600, 30},
+                       {receiver.url("/events"), receipt_window_ms, std::nullopt, 5000});
   cluster.require_agreement({0, 1, 2});
   const auto prefix = unique_prefix("events");
   int next = 0;
@@ -1092,7 +1097,6 @@ BOOST_AUTO_TEST_CASE(each_status_event_is_posted_once_and_each_task_asked_about_
   };
   BOOST_REQUIRE(eventually([&] { return posted() >= 100; }, 30s));
   cluster.kill(2);
-  const auto killed_ms = now_ms();
   for (std::size_t b = 0; b < 4; ++b)
     submit(b % 2, 100);
   cluster.start(2);
@@ -1113,25 +1117,50 @@ BOOST_AUTO_TEST_CASE(each_status_event_is_posted_once_and_each_task_asked_about_
         return true;
       },
       drain_bound + std::chrono::milliseconds{receipt_window_ms});
+  auto events_metrics = [&] {
+    std::string out;
+    for (std::size_t i = 0; i < cluster.size(); ++i) {
+      std::istringstream lines(cluster.node(i).metrics());
+      for (std::string line; std::getline(lines, line);)
+        if (line.rfind("herald_events", 0) == 0)
+          out += cluster.node_id(i) + " " + line + "\n";
+    }
+    return out;
+  };
   BOOST_REQUIRE_MESSAGE(all_posted, posted() << " events posted of " << expected_events << "\n"
-                                             << cluster.describe({0, 1, 2}));
+                                             << events_metrics() << cluster.describe({0, 1, 2}));
   const auto request_ids = sent_request_ids({&cluster.node(0), &cluster.node(1)}, accepted);
   require_each_delivered_once(cluster.provider(), request_ids);
 
+  // A post the node saw fail (a timeout on a loaded machine) is posted again by design, under
+  // the same webhook-id; beyond those only events n3 posted before it was killed (in flight, or
+  // answered and not yet written) may come again.
+  double retried = 0;
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    retried += metric_sum(cluster.node(i).metrics(), "herald_events_delivered_total",
+                          {"outcome=\"retry\""});
   std::lock_guard<std::mutex> guard{mutex};
   BOOST_TEST(posts.size() == expected_events, "distinct webhook-ids");
   std::vector<std::string> again;
-  for (const auto& [id, times] : posts)
-    if (times.size() > 1) {
-      again.push_back(id);
-      // Only a post of the killed node can come again: its first POST came before the kill.
-      BOOST_TEST(times.front() <= killed_ms, id << " posted again, first after the kill");
-      BOOST_TEST(times.size() == 2U, id << " posted " << times.size() << " times");
+  std::size_t not_after_n3 = 0; // repeats whose first post was not the killed node's
+  for (const auto& [id, nodes] : posts)
+    if (nodes.size() > 1) {
+      std::string by;
+      for (const auto& node : nodes)
+        by += " " + node;
+      again.push_back(id + " by" + by);
+      if (nodes.front() != "n3")
+        not_after_n3 += nodes.size() - 1;
     }
   constexpr std::size_t events_in_flight = 64; // the events actor's bound
-  BOOST_TEST(again.size() <= events_in_flight, again.size() << " events posted twice");
-  BOOST_TEST_MESSAGE(posts.size() << " events, " << again.size()
-                                  << " posted again after the kill: " << first_few(again));
+  BOOST_TEST(again.size() <= 2 * events_in_flight + std::size_t(retried),
+             again.size() << " events posted more than once");
+  BOOST_TEST(double(not_after_n3) <= retried,
+             not_after_n3 << " repeats of events not first posted by the killed node, " << retried
+                          << " retries counted");
+  BOOST_TEST_MESSAGE(posts.size() << " events, " << again.size() << " posted more than once ("
+                                  << not_after_n3 << " not first by the killed node, " << retried
+                                  << " retries counted): " << first_few(again));
 
   // One question per task, cluster-wide, none while n3 was away (its counter restarted): the
   // reconciler asked about every task but those a node found SENDING after n3's death and
@@ -1157,7 +1186,7 @@ BOOST_AUTO_TEST_CASE(each_status_event_is_posted_once_and_each_task_asked_about_
 // restored, n3 takes its partitions back, and a second load is sent: each task delivered exactly
 // once, none missing.
 BOOST_AUTO_TEST_CASE(a_node_cut_off_from_the_database_stops_calling_and_hands_over) {
-  test_cluster cluster(3, {300, 30}, {{}, 0, std::size_t{2}});
+  test_cluster cluster(3, {300, 30}, {{}, 0, std::size_t{2}, 1000});
   cluster.require_agreement({0, 1, 2});
   const auto prefix = unique_prefix("cut");
   int next = 0;
@@ -1208,7 +1237,16 @@ BOOST_AUTO_TEST_CASE(a_node_cut_off_from_the_database_stops_calling_and_hands_ov
 
   const auto restored_ms = now_ms();
   cluster.proxy().restore();
-  cluster.require_agreement({0, 1, 2});
+  const auto n3_share =
+      static_cast<std::int64_t>(herald::domain::partition_shares({"n1", "n2", "n3"})[2]);
+  BOOST_REQUIRE_MESSAGE(eventually(
+                            [&] {
+                              auto v = cluster.view(0);
+                              return cluster.agree({0, 1, 2}) && v && v->owned["n3"] == n3_share;
+                            },
+                            formation_bound),
+                        "n3 never took its partitions back:\n"
+                            << cluster.describe({0, 1, 2}));
   BOOST_TEST_MESSAGE("n3 took its partitions back " << now_ms() - restored_ms
                                                     << " ms after the relay was restored");
   for (std::size_t i = 0; i < 3; ++i)

@@ -1,9 +1,10 @@
 #pragma once
 
 // A TCP relay on a loopback port to another address, that a test can cut and restore: cut()
-// closes every relayed connection and stops listening (a client's next connect is refused, as
-// by a database that was stopped); restore() listens on the same port again. For drills that
-// cut one process off from a server the others still reach.
+// closes every relayed connection, and until restore() every new one is closed as soon as it is
+// accepted (a client's connect fails at once, as against a database that was stopped). The port
+// stays bound meanwhile: released, it could be taken as another connection's local port. For
+// drills that cut one process off from a server the others still reach.
 
 #include <array>
 #include <cstdint>
@@ -24,11 +25,9 @@ class tcp_proxy {
 public:
   /// Relays 127.0.0.1:<a free port> to `target_host`:`target_port`, listening at once.
   tcp_proxy(std::string target_host, std::uint16_t target_port)
-      : target_(boost::asio::ip::make_address(target_host), target_port) {
-    tcp::acceptor probe(io_, {boost::asio::ip::make_address("127.0.0.1"), 0});
-    port_ = probe.local_endpoint().port();
-    probe.close();
-    restore();
+      : target_(boost::asio::ip::make_address(target_host), target_port),
+        acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    accept();
     thread_ = std::thread([this] { io_.run(); });
   }
 
@@ -42,23 +41,19 @@ public:
   tcp_proxy(const tcp_proxy&) = delete;
   tcp_proxy& operator=(const tcp_proxy&) = delete;
 
-  std::uint16_t port() const { return port_; }
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
 
-  /// Closes every relayed connection and stops listening; returns once done.
+  /// Closes every relayed connection and refuses new ones; returns once done.
   void cut() {
-    run_on_io([this] { close_all(); });
+    run_on_io([this] {
+      cut_ = true;
+      close_links();
+    });
   }
 
-  /// Listens again on the same port.
+  /// Relays new connections again.
   void restore() {
-    run_on_io([this] {
-      acceptor_ = std::make_unique<tcp::acceptor>(io_);
-      acceptor_->open(tcp::v4());
-      acceptor_->set_option(boost::asio::socket_base::reuse_address(true));
-      acceptor_->bind({boost::asio::ip::make_address("127.0.0.1"), port_});
-      acceptor_->listen();
-      accept();
-    });
+    run_on_io([this] { cut_ = false; });
   }
 
 private:
@@ -70,12 +65,8 @@ private:
     std::array<char, 16384> downstream{};
   };
 
-  // Runs `work` on the relay's thread and waits for it (before the thread runs: inline).
+  // Runs `work` on the relay's thread and waits for it.
   template <class Work> void run_on_io(Work work) {
-    if (!thread_.joinable()) {
-      work();
-      return;
-    }
     std::promise<void> done;
     boost::asio::post(io_, [&] {
       work();
@@ -86,8 +77,12 @@ private:
 
   void close_all() {
     boost::system::error_code ignored;
-    if (acceptor_)
-      acceptor_->close(ignored);
+    acceptor_.close(ignored);
+    close_links();
+  }
+
+  void close_links() {
+    boost::system::error_code ignored;
     for (auto& l : links_) {
       l->client.close(ignored);
       l->server.close(ignored);
@@ -97,9 +92,16 @@ private:
 
   void accept() {
     auto l = std::make_shared<link>(io_);
-    acceptor_->async_accept(l->client, [this, l](boost::system::error_code ec) {
+    acceptor_.async_accept(l->client, [this, l](boost::system::error_code ec) {
       if (ec)
-        return; // closed by cut()
+        return; // closed: the relay is going
+      accept();
+      if (cut_) {
+        boost::system::error_code ignored;
+        l->client.close(ignored);
+        return;
+      }
+      links_.push_back(l);
       l->server.async_connect(target_, [this, l](boost::system::error_code connect_error) {
         if (connect_error) {
           boost::system::error_code ignored;
@@ -109,8 +111,6 @@ private:
         pump(l, l->client, l->server, l->upstream);
         pump(l, l->server, l->client, l->downstream);
       });
-      links_.push_back(l);
-      accept();
     });
   }
 
@@ -143,8 +143,8 @@ private:
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
       io_.get_executor()};
   tcp::endpoint target_;
-  std::uint16_t port_ = 0;
-  std::unique_ptr<tcp::acceptor> acceptor_;
+  tcp::acceptor acceptor_;
+  bool cut_ = false; ///< only touched on the relay's thread
   std::vector<std::shared_ptr<link>> links_;
   std::thread thread_;
 };
