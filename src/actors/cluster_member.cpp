@@ -74,27 +74,38 @@ void update_ownership(self_pointer self) {
     settle_again(st, now);
   }
   std::vector<std::string> view{st.config.node_id};
-  for (const auto& [node_id, peer] : st.members)
+  std::vector<std::string> owning;
+  if (st.database_reachable)
+    owning.push_back(st.config.node_id);
+  for (const auto& [node_id, peer] : st.members) {
     view.push_back(node_id);
+    if (peer.takes_partitions)
+      owning.push_back(node_id);
+  }
   std::sort(view.begin(), view.end());
+  std::sort(owning.begin(), owning.end());
   if (!st.settled && ((!st.wait_full_timeout && st.members.size() >= st.config.peers.size()) ||
                       now - st.started >= st.config.timeout)) {
     st.settled = true;
     st.wait_full_timeout = false;
     st.owned.reset(); // computed afresh below
   }
-  if (st.owned && view == st.view)
+  if (st.owned && view == st.view && owning == st.owning)
     return;
   st.view = view;
-  st.owners = domain::partition_owners(view);
+  st.owning = owning;
+  // Partitions go to the members that reach the database; owners index `view`.
+  st.owners = domain::partition_owners(owning);
+  for (auto& owner : st.owners)
+    owner =
+        static_cast<std::size_t>(std::find(view.begin(), view.end(), owning[owner]) - view.begin());
+  const auto self_index = static_cast<std::size_t>(
+      std::find(view.begin(), view.end(), st.config.node_id) - view.begin());
   partition_list owned;
-  if (st.settled) {
-    const auto self_index = static_cast<std::size_t>(
-        std::find(view.begin(), view.end(), st.config.node_id) - view.begin());
+  if (st.settled)
     for (std::size_t p = 0; p < st.owners.size(); ++p)
       if (st.owners[p] == self_index)
         owned.push_back(static_cast<domain::partition>(p));
-  }
   std::vector<domain::partition> moved;
   if (st.owned)
     std::set_symmetric_difference(st.owned->begin(), st.owned->end(), owned.begin(), owned.end(),
@@ -111,16 +122,22 @@ void update_ownership(self_pointer self) {
   st.metrics->partition_moves(moved.size());
   st.share->set_rate_share(rate_share);
   log::info("cluster.view", {{"members", joined(view)},
+                             {"owning", joined(owning)},
                              {"settled", st.settled ? "true" : "false"},
                              {"partitions_owned", std::to_string(owned.size())},
                              {"partitions_moved", std::to_string(moved.size())}});
   st.owned = owned;
+  st.share->set_owned_partitions(owned);
   self->send(st.dispatcher, own_atom_v, std::move(owned));
 }
 
 member_beat beat_of(const cluster_member_state& st) {
-  return {st.config.cluster_id, st.config.node_id, st.config.listen, st.share->in_flight(),
-          st.owned ? st.owned->size() : 0};
+  return {st.config.cluster_id,
+          st.config.node_id,
+          st.config.listen,
+          st.share->in_flight(),
+          st.owned ? st.owned->size() : 0,
+          st.database_reachable};
 }
 
 // Every peer this node can reach: those it connected to and those that beat to it.
@@ -235,12 +252,64 @@ void on_beat(self_pointer self, const member_beat& beat) {
   peer.heard = steady::now();
   peer.heard_at = st.clock->now();
   peer.in_flight = beat.in_flight;
+  const bool eligibility_changed = peer.takes_partitions != beat.takes_partitions;
+  peer.takes_partitions = beat.takes_partitions;
+  if (eligibility_changed)
+    log::warn("cluster.member_database",
+              {{"member", beat.node_id}, {"reachable", beat.takes_partitions ? "true" : "false"}});
   if (is_new) {
     log::info("cluster.member_joined", {{"member", beat.node_id}, {"address", beat.address}});
     // Answer at once, so the newcomer sees this node without waiting a heartbeat.
     self->send(sender, beat_atom_v, beat_of(st));
-    update_ownership(self);
   }
+  if (is_new || eligibility_changed)
+    update_ownership(self);
+}
+
+// Tells every peer at once (not at the next heartbeat) that this node gave its partitions up
+// or takes them again.
+void beat_now(self_pointer self) {
+  const auto beat = beat_of(self->state);
+  for (auto& handle : reachable(self->state))
+    self->send(handle, beat_atom_v, beat);
+}
+
+void database_reachable(self_pointer self, bool reachable) {
+  auto& st = self->state;
+  if (st.database_reachable == reachable)
+    return;
+  st.database_reachable = reachable;
+  if (reachable)
+    log::info("cluster.database_back", {{"partitions", "taken again"}});
+  else
+    log::warn("cluster.database_lost",
+              {{"silent_ms", std::to_string(st.config.database_timeout.count())},
+               {"partitions", "given up"}});
+  update_ownership(self);
+  beat_now(self);
+}
+
+// Asks the database whether it answers (one ping at a time); gives the partitions up once it
+// has not for database_timeout, and takes them again at its first answer.
+void watch_database(self_pointer self) {
+  auto& st = self->state;
+  const auto now = steady::now();
+  if (st.database_reachable && now - st.database_answered > st.config.database_timeout)
+    database_reachable(self, false);
+  if (st.pinging)
+    return;
+  st.pinging = true;
+  self->request(st.reader, st.config.database_timeout, ping_atom_v)
+      .then(
+          [self](bool) {
+            self->state.pinging = false;
+            self->state.database_answered = steady::now();
+            database_reachable(self, true);
+          },
+          [self](caf::error& err) {
+            self->state.pinging = false;
+            log::debug("cluster.database_ping_failed", {{"error", describe(err)}});
+          });
 }
 
 void on_tick(self_pointer self) {
@@ -260,9 +329,8 @@ void on_tick(self_pointer self) {
   }
   if (changed)
     update_ownership(self);
-  const auto beat = beat_of(st);
-  for (auto& handle : reachable(st))
-    self->send(handle, beat_atom_v, beat);
+  watch_database(self);
+  beat_now(self);
   self->delayed_send(self, st.config.heartbeat, tick_atom_v);
 }
 
@@ -384,6 +452,7 @@ cluster_member(cluster_member_actor::stateful_pointer<cluster_member_state> self
   auto& init = self->state;
   init.config = std::move(config);
   init.dispatcher = std::move(peers.dispatcher);
+  init.reader = std::move(peers.reader);
   init.middleman = std::move(peers.middleman);
   init.share = std::move(peers.share);
   init.metrics = std::move(peers.metrics);
@@ -391,7 +460,8 @@ cluster_member(cluster_member_actor::stateful_pointer<cluster_member_state> self
   self->set_down_handler([self](caf::down_msg& down) { on_down(self, down); });
   init.started = steady::now();
   init.last_tick = init.started;
-  update_ownership(self); // settled at once only without peers to wait for
+  init.database_answered = init.started; // it was reached at start, or the node would not run
+  update_ownership(self);                // settled at once only without peers to wait for
   self->send(self, tick_atom_v);
   return {
       [self](beat_atom, const member_beat& beat) { on_beat(self, beat); },

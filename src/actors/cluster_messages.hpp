@@ -24,11 +24,14 @@ struct member_beat {
   std::string address; ///< where its cluster actor listens (its `cluster.listen`)
   std::uint64_t in_flight = 0;
   std::uint64_t partitions_owned = 0;
+  /// Whether it reaches the database: a node that does not takes no partitions, so the others
+  /// take over the ones it held.
+  bool takes_partitions = true;
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, member_beat& x) {
   return f(caf::meta::type_name(member_beat_type_name), x.cluster_id, x.node_id, x.address,
-           x.in_flight, x.partitions_owned);
+           x.in_flight, x.partitions_owned, x.takes_partitions);
 }
 
 /// New tasks of the receiver's partitions, accepted by another node: the receiver reads them

@@ -1,15 +1,21 @@
 #pragma once
 
+#include "persistence/task_store.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <utility>
 
 namespace herald::actors {
 
-/// What a node's cluster member and its channel actors share without messages: the part of
-/// each channel's rate and burst this node may use (written by the member, read by channels
-/// before each call), and how many provider calls the channels have in flight (the other way
-/// round, for heartbeats). One per node; a single node keeps the whole rate.
+/// What a node's cluster member shares with the actors that work on its own initiative, without
+/// messages: the part of each channel's rate and burst this node may use (written by the
+/// member, read by channels before each call), the partitions it owns (read by the events
+/// actor and the reconciler before each read, so a restarted one knows them at once), and how
+/// many provider calls the channels have in flight (the other way round, for heartbeats). One
+/// per node; a single node keeps the whole rate and every partition.
 class cluster_share {
 public:
   /// In (0, 1]: this node's part of every channel's rate and burst.
@@ -26,8 +32,20 @@ public:
   }
   void add_in_flight(std::int64_t delta) { in_flight_.fetch_add(delta, std::memory_order_relaxed); }
 
+  /// The partitions this node owns now; nullopt: every one (a node without a cluster).
+  persistence::partition_filter owned_partitions() const {
+    std::lock_guard lock{owned_mutex_};
+    return owned_;
+  }
+  void set_owned_partitions(persistence::partition_filter owned) {
+    std::lock_guard lock{owned_mutex_};
+    owned_ = std::move(owned);
+  }
+
 private:
   std::atomic<double> rate_share_{1.0};
+  mutable std::mutex owned_mutex_;
+  persistence::partition_filter owned_;
   std::atomic<std::int64_t> in_flight_{0};
 };
 

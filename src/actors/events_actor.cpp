@@ -27,6 +27,8 @@ std::string events_actor_config::validate() const {
     return "events poll interval must be positive";
   if (max_in_flight == 0)
     return "events max_in_flight must be at least 1";
+  if (claim.count() <= 0)
+    return "events claim must be positive";
   return {};
 }
 
@@ -58,7 +60,6 @@ using self_pointer = events_actor::stateful_pointer<events_state>;
 void post_event(self_pointer self, const persistence::status_event& event) {
   auto& st = self->state;
   st.in_flight.emplace(event.id, event);
-  st.busy_tasks.insert(event.task_id);
   providers::signed_post post;
   post.id = event.id;
   post.body = [event](std::int64_t now) { return event_payload(event, now); };
@@ -94,21 +95,17 @@ void poll(self_pointer self) {
   const auto room = bound - st.in_flight.size();
   std::vector<persistence::status_event> due;
   try {
-    // Events in flight are still PENDING and due, so they are asked for on top of the room.
-    due = st.store->load_due_events(st.clock->now(), room + st.in_flight.size());
+    // Events in flight are claimed by this node still, so the claim leaves them out.
+    const auto now = st.clock->now();
+    due = st.store->claim_due_events({st.config.owner, now, now + st.config.claim,
+                                      st.share ? st.share->owned_partitions() : std::nullopt},
+                                     room);
   } catch (const std::exception& e) {
     log::error("events.load_failed", {{"error", domain::mask_free_text(e.what())}});
     return;
   }
-  std::size_t started = 0;
-  for (const auto& event : due) {
-    if (started == room)
-      break;
-    if (st.busy_tasks.count(event.task_id) != 0)
-      continue; // its task's previous event is on its way
+  for (const auto& event : due)
     post_event(self, event);
-    ++started;
-  }
 }
 
 void update_gauge(self_pointer self) {
@@ -155,17 +152,17 @@ const char* outcome_name(event_outcome::outcome outcome) {
 
 } // namespace
 
-events_actor::behavior_type events(self_pointer self,
-                                   std::shared_ptr<persistence::task_store> store,
-                                   event_poster post, std::shared_ptr<herald::metrics> metrics,
-                                   std::shared_ptr<const domain::clock> clock,
-                                   events_actor_config config) {
+events_actor::behavior_type
+events(self_pointer self, std::shared_ptr<persistence::task_store> store, event_poster post,
+       std::shared_ptr<herald::metrics> metrics, std::shared_ptr<const domain::clock> clock,
+       std::shared_ptr<const cluster_share> share, events_actor_config config) {
   install_logging_handlers(self);
   auto& init = self->state;
   init.store = std::move(store);
   init.post = std::move(post);
   init.metrics = std::move(metrics);
   init.clock = std::move(clock);
+  init.share = std::move(share);
   init.config = std::move(config);
   self->send(self, tick_atom_v);
   return {
@@ -185,7 +182,6 @@ events_actor::behavior_type events(self_pointer self,
           return; // not ours (an answer to a predecessor of this actor)
         auto event = std::move(found->second);
         st.in_flight.erase(found);
-        st.busy_tasks.erase(event.task_id);
         auto outcome = outcome_of(st, event, result);
         st.receiver_failing = outcome.result != event_outcome::outcome::delivered;
         st.metrics->event_delivered(outcome_name(outcome.result));
@@ -219,13 +215,14 @@ supervised_component start_events(caf::actor_system& sys,
                                   std::shared_ptr<persistence::task_store> store, event_poster post,
                                   std::shared_ptr<herald::metrics> metrics,
                                   std::shared_ptr<const domain::clock> clock,
+                                  std::shared_ptr<const cluster_share> share,
                                   events_actor_config config) {
   // Detached: it blocks on its own store connection. A restart reuses connection and poster;
   // the dead actor's posts still in flight answer to nobody, so those events stay PENDING
-  // and are posted again (receivers dedupe by webhook-id).
-  auto start = [store, post, metrics, clock, config](caf::actor_system& system) {
+  // and are posted again once their claims run out (receivers dedupe by webhook-id).
+  auto start = [store, post, metrics, clock, share, config](caf::actor_system& system) {
     return caf::actor_cast<caf::actor>(
-        system.spawn<caf::detached>(events, store, post, metrics, clock, config));
+        system.spawn<caf::detached>(events, store, post, metrics, clock, share, config));
   };
   return {"events", shutdown_stage::timer, start(sys), start};
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/cluster_share.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/node_supervisor.hpp"
 #include "domain/backoff.hpp"
@@ -16,7 +17,6 @@
 #include <random>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 namespace herald::actors {
@@ -26,6 +26,10 @@ struct events_actor_config {
   domain::retry_policy retry = domain::default_retry_policy(); ///< then the event is DEAD
   std::chrono::milliseconds poll_interval{500}; ///< how often the outbox is read, at least
   std::size_t max_in_flight = 64;               ///< posts waiting for an answer, at most
+  std::string owner; ///< who claims the events it posts: the node's lease owner
+  /// How long a claimed event is this node's alone: longer than a post and the write of its
+  /// outcome may take, or another node could post it too.
+  std::chrono::milliseconds claim{30000};
 
   /// An empty string when valid, else the reason.
   std::string validate() const;
@@ -43,12 +47,15 @@ std::string event_payload(const persistence::status_event& event, std::int64_t u
 
 /// Posts the outbox's events, each as a signed POST whose webhook-id is the event id: many
 /// tasks' events at once (up to max_in_flight), one task's strictly one after another (the
-/// store hands out only a task's lowest PENDING event). A 2xx answer delivers the event;
+/// store hands out only a task's lowest PENDING event). Only events of the partitions this node
+/// owns, each claimed in the database by this node (`owner`) for `claim` in the statement that
+/// reads it, so of the nodes of a cluster one posts it, also while partitions move. A 2xx
+/// answer delivers the event;
 /// anything else schedules it again by `retry`, until it is DEAD; while posts fail, one event
 /// per poll interval probes the receiver (receiver_failing). Outcomes are written in
 /// batches before the outbox is read again, so an answered event is never posted again by
 /// mistake; one lost with the process (a crash between the answer and its write) is posted
-/// again: delivery is at least once, and receivers dedupe by webhook-id.
+/// again once its claim runs out: delivery is at least once, and receivers dedupe by webhook-id.
 /// Spawn it detached: the store calls block.
 struct events_state {
   static constexpr const char* name = "events";
@@ -57,9 +64,9 @@ struct events_state {
   event_poster post;
   std::shared_ptr<herald::metrics> metrics;
   std::shared_ptr<const domain::clock> clock;
+  std::shared_ptr<const cluster_share> share; ///< the partitions owned; null: every one
   events_actor_config config;
   std::unordered_map<std::string, persistence::status_event> in_flight; ///< by event id
-  std::unordered_set<std::string> busy_tasks;        ///< tasks with an event in flight
   std::vector<persistence::event_outcome> unsettled; ///< answered, not yet written
   bool flush_queued = false;
   /// The last answer was a failure: until a post succeeds, one event at a time is posted per
@@ -73,6 +80,7 @@ events_actor::behavior_type events(events_actor::stateful_pointer<events_state> 
                                    std::shared_ptr<persistence::task_store> store,
                                    event_poster post, std::shared_ptr<herald::metrics> metrics,
                                    std::shared_ptr<const domain::clock> clock,
+                                   std::shared_ptr<const cluster_share> share,
                                    events_actor_config config);
 
 /// Starts the events actor detached, on its own store connection, for the node supervisor:
@@ -81,6 +89,7 @@ supervised_component start_events(caf::actor_system& sys,
                                   std::shared_ptr<persistence::task_store> store, event_poster post,
                                   std::shared_ptr<herald::metrics> metrics,
                                   std::shared_ptr<const domain::clock> clock,
+                                  std::shared_ptr<const cluster_share> share,
                                   events_actor_config config);
 
 } // namespace herald::actors

@@ -74,10 +74,10 @@ using store_reader_actor = caf::typed_actor<
     caf::replies_to<load_atom, task_ids, domain::timestamp>::with<deliveries>,
     /// Task counts per state.
     caf::replies_to<count_atom>::with<state_counts>,
-    /// SENT tasks of a channel sent by a time, oldest first after a cursor, at most a limit,
-    /// with their recorded receipts (the reconciler's page).
+    /// SENT tasks of a channel and of some partitions sent by a time, oldest first after a
+    /// cursor, at most a limit, with their recorded receipts (the reconciler's page).
     caf::replies_to<awaiting_atom, std::string, domain::timestamp, persistence::awaiting_cursor,
-                    std::uint64_t>::with<awaiting_receipts>,
+                    std::uint64_t, persistence::partition_filter>::with<awaiting_receipts>,
     /// Dead letters of a tenant that pass a filter, after a task id, at most a limit.
     caf::replies_to<letters_atom, std::string, persistence::dead_letter_filter, std::string,
                     std::uint64_t>::with<dead_letters>,

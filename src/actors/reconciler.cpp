@@ -212,8 +212,10 @@ void read_page(self_pointer self, const std::string& name) {
   auto& run = st.channels.at(name);
   run.write_failed = false;
   run.reading = true;
+  // Ownership is read afresh for every page: partitions that moved away are not read on.
+  auto partitions = st.peers.share ? st.peers.share->owned_partitions() : std::nullopt;
   self->request(st.peers.reader, st.config.store_timeout, awaiting_atom_v, name, run.sent_before,
-                run.after, static_cast<std::uint64_t>(st.config.batch))
+                run.after, static_cast<std::uint64_t>(st.config.batch), std::move(partitions))
       .then(
           [self, name](awaiting_receipts& page) {
             auto& read = self->state.channels.at(name);
@@ -253,6 +255,7 @@ void ask_more(self_pointer self, channel_run& run) {
                                            task.trace_id, awaiting.provider_message_id};
     auto task_id = task.task_id;
     run.asking.emplace(task_id, std::move(awaiting));
+    st.peers.metrics->status_query(settings.name);
     auto done = [handle, name = settings.name, task_id](providers::status_answer answer) {
       caf::anon_send(handle, status_atom_v, name, task_id, std::move(answer));
     };

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/channel_actor.hpp"
+#include "actors/cluster_share.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/node_supervisor.hpp"
 #include "domain/rate_limit.hpp"
@@ -45,10 +46,13 @@ struct reconciler_peers {
   dispatcher_actor dispatcher; ///< takes the fallback tasks an UNDELIVERED creates
   std::shared_ptr<herald::metrics> metrics;
   std::shared_ptr<const domain::clock> clock;
+  /// The partitions this node owns (its cluster member writes them); null: every partition.
+  std::shared_ptr<const cluster_share> share;
 };
 
 /// Every interval, for each channel with a receipt window, reads from the database the SENT
-/// tasks whose window has passed (oldest first, a batch per read) and settles each:
+/// tasks of the partitions this node owns whose window has passed (oldest first, a batch per
+/// read), so in a cluster each task is asked about by one node, and settles each:
 ///   - a receipt recorded but not applied (an UNDELIVERED that came before the SENT commit)
 ///     is recorded again, which applies it now;
 ///   - where the provider can be asked (status API) it is asked, in batches, at most
@@ -62,7 +66,8 @@ struct reconciler_peers {
 /// Every write goes through the store writer (receipts group-committed, UNCONFIRMED as a
 /// guarded SENT -> UNCONFIRMED change), so a task another writer moved meanwhile is left
 /// alone. An UNDELIVERED fails over in its receipt's transaction; the created fallback task
-/// is dispatched. Counted in herald_reconciled_total{channel,outcome}. Nothing is kept
+/// is dispatched. Counted in herald_reconciled_total{channel,outcome}, the questions in
+/// herald_status_queries_total{channel}. Nothing is kept
 /// between passes but the database: a restart, or a failed write, only means the next pass
 /// reads those tasks again.
 struct reconciler_state {

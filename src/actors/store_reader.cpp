@@ -48,10 +48,11 @@ store_reader(store_reader_actor::stateful_pointer<store_reader_state> self,
         });
       },
       [self](awaiting_atom, const std::string& channel, domain::timestamp sent_before,
-             const persistence::awaiting_cursor& after, std::uint64_t limit) {
+             const persistence::awaiting_cursor& after, std::uint64_t limit,
+             const persistence::partition_filter& partitions) {
         return guarded<awaiting_receipts>([&] {
-          return self->state.store->load_awaiting_receipt(channel, sent_before, after,
-                                                          static_cast<std::size_t>(limit));
+          return self->state.store->load_awaiting_receipt(
+              channel, sent_before, after, static_cast<std::size_t>(limit), partitions);
         });
       },
       [self](count_atom) {

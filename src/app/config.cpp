@@ -573,6 +573,7 @@ actors::cluster_config read_cluster(const json::value& value) {
   }
   r.read_ms("heartbeat_ms", cluster.heartbeat, 10, one_minute_ms);
   r.read_ms("timeout_ms", cluster.timeout, 30, 10 * one_minute_ms);
+  r.read_ms("database_timeout_ms", cluster.database_timeout, 100, 10 * one_minute_ms);
   if (auto* tls = r.find("tls")) {
     object_reader t{*tls, r.path("tls")};
     t.read("certificate", cluster.tls.certificate);
@@ -888,6 +889,9 @@ void validate_cluster(const actors::cluster_config& cluster, const std::string& 
   if (cluster.timeout <= 2 * cluster.heartbeat)
     throw config_error("cluster.timeout_ms: must be more than twice heartbeat_ms, or one late "
                        "heartbeat would drop a live member");
+  if (cluster.database_timeout <= cluster.heartbeat)
+    throw config_error("cluster.database_timeout_ms: must be more than heartbeat_ms, the "
+                       "interval of the database pings it bounds");
   // Nodes on different hosts share the database; an SQLite file cannot be shared that way.
   persistence::database_url url;
   try {

@@ -200,9 +200,14 @@ api::routes_options routes_options_of(const config& cfg,
 actors::supervised_component start_events(caf::actor_system& sys, const events_config& events,
                                           std::shared_ptr<persistence::task_store> store,
                                           std::shared_ptr<metrics> metrics,
-                                          std::shared_ptr<const domain::clock> clock) {
+                                          std::shared_ptr<const domain::clock> clock,
+                                          std::shared_ptr<const actors::cluster_share> share,
+                                          const std::string& lease_owner) {
   actors::events_actor_config config;
   config.retry = events.retry;
+  config.owner = lease_owner;
+  // A post ends within its timeout; its outcome is written by the next poll at the latest.
+  config.claim = 2 * events.timeout + config.poll_interval;
   auto poster = std::make_shared<providers::signed_poster>(
       providers::poster_config{events.url, *providers::decode_webhook_secret(events.secret),
                                events.timeout, config.max_in_flight, "herald-events/1"},
@@ -211,7 +216,7 @@ actors::supervised_component start_events(caf::actor_system& sys, const events_c
     poster->post(std::move(p), std::move(done));
   };
   return actors::start_events(sys, std::move(store), std::move(post), std::move(metrics),
-                              std::move(clock), config);
+                              std::move(clock), std::move(share), config);
 }
 
 /// Where a task an UNDELIVERED receipt ends fails over to: its channel's fallback, as a
@@ -260,7 +265,8 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
                 std::vector<actors::channel_spec> specs, std::shared_ptr<metrics> metrics,
                 std::shared_ptr<const domain::clock> clock, std::shared_ptr<health_board> health,
                 const persistence::fallback_routes& fallback_routes,
-                const std::optional<actors::cluster_config>& cluster) {
+                const std::optional<actors::cluster_config>& cluster,
+                const std::string& lease_owner) {
   using actors::shutdown_stage;
   std::vector<actors::supervised_component> components;
   // Blocking database work runs on threads of its own, never on the scheduler's. The store
@@ -292,6 +298,9 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
       with_receipts.push_back({spec.settings, spec.provider});
   }
   node n;
+  n.share = std::make_shared<actors::cluster_share>();
+  if (cluster) // nothing is its own before its member has heard its peers
+    n.share->set_owned_partitions(actors::partition_list{});
   auto dispatcher_config = cfg.dispatcher;
   dispatcher_config.clustered = cluster.has_value();
   n.dispatcher =
@@ -301,22 +310,24 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
   components.push_back(
       actors::start_retry_timer(sys, n.dispatcher, metrics, clock, cfg.retry_timer));
   if (events_store) // only with an events url
-    components.push_back(start_events(sys, cfg.events, std::move(events_store), metrics, clock));
+    components.push_back(start_events(sys, cfg.events, std::move(events_store), metrics, clock,
+                                      n.share, lease_owner));
   if (!with_receipts.empty()) {
     actors::reconciler_config reconcile;
     reconcile.interval = cfg.receipts.reconcile_interval;
     reconcile.batch = cfg.receipts.reconcile_batch;
     components.push_back(actors::start_reconciler(
         sys, std::move(with_receipts),
-        actors::reconciler_peers{writer, reader, n.dispatcher, metrics, clock}, reconcile));
+        actors::reconciler_peers{writer, reader, n.dispatcher, metrics, clock, n.share},
+        reconcile));
   }
-  n.share = std::make_shared<actors::cluster_share>();
   if (cluster) {
     n.transport = std::make_unique<actors::cluster_transport>(sys, cluster->tls,
                                                               cluster->port_limits, metrics);
-    n.cluster = sys.spawn(actors::cluster_member, *cluster,
-                          actors::cluster_member_peers{n.dispatcher, n.transport->middleman(),
-                                                       n.share, metrics, clock});
+    n.cluster =
+        sys.spawn(actors::cluster_member, *cluster,
+                  actors::cluster_member_peers{n.dispatcher, reader, n.transport->middleman(),
+                                               n.share, metrics, clock});
     caf::anon_send(n.dispatcher, actors::attach_atom_v, n.cluster);
     components.push_back(
         {"cluster_member", shutdown_stage::ingest, caf::actor_cast<caf::actor>(n.cluster), {}});
@@ -536,7 +547,7 @@ int serve(const config& cfg) {
     auto n = spawn_node(sys, cfg, writer_store, claims_store, reader_store, std::move(events_store),
                         std::move(template_store), published_templates, std::move(specs),
                         metrics_registry, clock, std::make_shared<health_board>(),
-                        fallback_routes_of(cfg, id_secret), cluster);
+                        fallback_routes_of(cfg, id_secret), cluster, node_id);
     writer_store.reset(); // the actors own the connections now
     claims_store.reset();
     reader_store.reset();

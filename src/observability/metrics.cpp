@@ -120,6 +120,11 @@ struct metrics::families {
                        .Name("herald_reconciled_total")
                        .Help("SENT tasks settled by the reconciler after their receipt window")
                        .Register(r)),
+        status_queries(prometheus::BuildCounter()
+                           .Name("herald_status_queries_total")
+                           .Help("Status queries the reconciler sent a provider, one per SENT "
+                                 "task asked about")
+                           .Register(r)),
         ambiguous_resolved(prometheus::BuildCounter()
                                .Name("herald_ambiguous_resolved_total")
                                .Help("Ambiguous SENDING tasks the provider was asked about before "
@@ -193,6 +198,7 @@ struct metrics::families {
   prometheus::Family<prometheus::Counter>& receipts;
   prometheus::Family<prometheus::Counter>& receipts_rejected;
   prometheus::Family<prometheus::Counter>& reconciled;
+  prometheus::Family<prometheus::Counter>& status_queries;
   prometheus::Family<prometheus::Counter>& ambiguous_resolved;
   prometheus::Family<prometheus::Counter>& status_questions_unanswered;
   prometheus::Family<prometheus::Counter>& provider_config_errors;
@@ -317,6 +323,10 @@ void metrics::receipt_rejected(const std::string& channel, std::string_view reas
 
 void metrics::reconciled(const std::string& channel, std::string_view outcome) {
   families_->reconciled.Add({{"channel", channel}, {"outcome", std::string(outcome)}}).Increment();
+}
+
+void metrics::status_query(const std::string& channel) {
+  families_->status_queries.Add({{"channel", channel}}).Increment();
 }
 
 void metrics::ambiguous_resolved(const std::string& channel, std::string_view outcome) {

@@ -53,6 +53,8 @@ public:
   /// A SENT task the reconciler settled (outcome: a receipt status found by asking, or
   /// unconfirmed).
   void reconciled(const std::string& channel, std::string_view outcome);
+  /// The reconciler asked a channel's provider about one SENT task.
+  void status_query(const std::string& channel);
   /// An ambiguous SENDING task the provider was asked about (found, not_found, unknown).
   void ambiguous_resolved(const std::string& channel, std::string_view outcome);
   /// A status question the provider left without an answer (a call or a receipt in doubt);

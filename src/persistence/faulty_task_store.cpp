@@ -143,8 +143,9 @@ faulty_task_store::load_deliveries(const std::vector<std::string>& task_ids,
 
 std::vector<awaiting_receipt>
 faulty_task_store::load_awaiting_receipt(const std::string& channel, domain::timestamp sent_before,
-                                         const awaiting_cursor& after, std::size_t limit) {
-  return real_->load_awaiting_receipt(channel, sent_before, after, limit);
+                                         const awaiting_cursor& after, std::size_t limit,
+                                         const partition_filter& partitions) {
+  return real_->load_awaiting_receipt(channel, sent_before, after, limit, partitions);
 }
 
 std::vector<dead_letter> faulty_task_store::list_dead_letters(const std::string& tenant,
@@ -171,9 +172,9 @@ std::size_t faulty_task_store::release_leases(const std::string& node_name, doma
   return write("release_leases", [&] { return real_->release_leases(node_name, now); });
 }
 
-std::vector<status_event> faulty_task_store::load_due_events(domain::timestamp now,
-                                                             std::size_t limit) {
-  return real_->load_due_events(now, limit);
+std::vector<status_event> faulty_task_store::claim_due_events(const event_claim& claim,
+                                                              std::size_t limit) {
+  return real_->claim_due_events(claim, limit);
 }
 
 void faulty_task_store::settle_events(const std::vector<event_outcome>& outcomes) {

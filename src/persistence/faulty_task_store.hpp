@@ -28,8 +28,8 @@ struct store_faults {
 /// A decorator over a real store that fails or delays chosen writes (claim, apply, fail_over,
 /// record_receipts, admit_pushes, replay, release_leases, settle_events, deliver_to_inbox,
 /// update_user) — for tests, and for drills that load herald while its database misbehaves. Reads
-/// pass through. A failure is a store_error, as the real store throws; "lost answer" failures throw
-/// after the inner store committed.
+/// and event claims pass through. A failure is a store_error, as the real store throws; "lost
+/// answer" failures throw after the inner store committed.
 class faulty_task_store final : public task_store {
 public:
   enum class fault {
@@ -75,7 +75,8 @@ public:
   std::vector<awaiting_receipt> load_awaiting_receipt(const std::string& channel,
                                                       domain::timestamp sent_before,
                                                       const awaiting_cursor& after,
-                                                      std::size_t limit) override;
+                                                      std::size_t limit,
+                                                      const partition_filter& partitions) override;
   std::vector<dead_letter> list_dead_letters(const std::string& tenant,
                                              const dead_letter_filter& filter,
                                              const std::string& after_task_id,
@@ -85,7 +86,7 @@ public:
   std::vector<state_count> count_by_state() override;
   stats_report stats(const stats_query& which) override;
   std::size_t release_leases(const std::string& node_name, domain::timestamp now) override;
-  std::vector<status_event> load_due_events(domain::timestamp now, std::size_t limit) override;
+  std::vector<status_event> claim_due_events(const event_claim& claim, std::size_t limit) override;
   void settle_events(const std::vector<event_outcome>& outcomes) override;
   std::uint64_t count_pending_events() override;
   void ping() override;

@@ -1649,13 +1649,31 @@ void sql_task_store::run_receipt_catch_up(const std::vector<std::string>& sent_i
                                                 {"fallback_task_id", fallback.task_id}});
 }
 
+namespace {
+
+// The condition narrowing a read of a node's own work to `partitions` (nullopt: none), on the
+// message id column `message_id`. A task's partition is its message id's first hex byte, so
+// this needs no column of its own; the prefixes are written into the statement (two hex digits
+// each: nothing a caller controls).
+std::string of_partitions(const partition_filter& partitions,
+                          const std::string& message_id = "message_id") {
+  if (!partitions || partitions->size() >= domain::partition_count)
+    return "";
+  std::string prefixes;
+  for (auto p : *partitions)
+    prefixes += (prefixes.empty() ? "'" : ", '") + domain::partition_prefix(p) + "'";
+  return " AND substr(" + message_id + ", 5, 2) IN (" + prefixes + ")";
+}
+
+} // namespace
+
 // --- The reconciler's reads: SENT tasks past their receipt window ---------------------------
 
-std::vector<awaiting_receipt> sql_task_store::load_awaiting_receipt(const std::string& channel,
-                                                                    domain::timestamp sent_before,
-                                                                    const awaiting_cursor& after,
-                                                                    std::size_t limit) {
-  if (limit == 0)
+std::vector<awaiting_receipt>
+sql_task_store::load_awaiting_receipt(const std::string& channel, domain::timestamp sent_before,
+                                      const awaiting_cursor& after, std::size_t limit,
+                                      const partition_filter& partitions) {
+  if (limit == 0 || (partitions && partitions->empty()))
     return {};
   // A range of the partial index of SENT tasks by (channel, updated_at), resumed after the cursor's
   // (updated_at, id): a page costs the same however many tasks were settled before.
@@ -1666,7 +1684,8 @@ std::vector<awaiting_receipt> sql_task_store::load_awaiting_receipt(const std::s
       state_text(domain::task_state::sent) +
       "' AND t.channel = :channel AND t.updated_at <= CAST(:before AS BIGINT) AND "
       "(t.updated_at > CAST(:after_at AS BIGINT) OR (t.updated_at = CAST(:same_at AS BIGINT) "
-      "AND t.id > :after_id)) ORDER BY t.updated_at, t.id LIMIT " +
+      "AND t.id > :after_id))" +
+      of_partitions(partitions, "t.message_id") + " ORDER BY t.updated_at, t.id LIMIT " +
       std::to_string(limit);
   const std::string receipts_query =
       "SELECT c.task_id, c.status, c.source, c.occurred_at, c.received_at, c.detail FROM " +
@@ -2042,22 +2061,6 @@ void sql_task_store::fill_histories(const std::vector<task_view*>& tasks) {
   }
 }
 
-namespace {
-
-// The condition narrowing a recovery read to `partitions` (nullopt: none). A task's partition
-// is its message id's first hex byte, so this needs no column of its own; the prefixes are
-// written into the statement (two hex digits each: nothing a caller controls).
-std::string of_partitions(const std::optional<std::vector<domain::partition>>& partitions) {
-  if (!partitions || partitions->size() >= domain::partition_count)
-    return "";
-  std::string prefixes;
-  for (auto p : *partitions)
-    prefixes += (prefixes.empty() ? "'" : ", '") + domain::partition_prefix(p) + "'";
-  return " AND substr(message_id, 5, 2) IN (" + prefixes + ")";
-}
-
-} // namespace
-
 std::vector<domain::delivery> sql_task_store::load_unfinished(const std::string& after_task_id,
                                                               std::size_t limit,
                                                               domain::timestamp now,
@@ -2292,36 +2295,62 @@ std::size_t sql_task_store::release_leases(const std::string& node_name, domain:
       "' AND (lease_owner = :owner OR (substr(lease_owner, 1, CAST(:length AS INTEGER)) = "
       ":prefix AND length(lease_owner) = CAST(:owner_length AS INTEGER))) AND lease_until > "
       "CAST(:later AS BIGINT) RETURNING id";
+  const std::string release_claims =
+      "UPDATE events SET claimed_until = CAST(:now AS BIGINT) WHERE status = 'PENDING' AND "
+      "(claimed_by = :owner OR (substr(claimed_by, 1, CAST(:length AS INTEGER)) = :prefix AND "
+      "length(claimed_by) = CAST(:owner_length AS INTEGER))) AND claimed_until > "
+      "CAST(:later AS BIGINT)";
   return in_transaction("release_leases", [&] {
     const auto now_text = micros_text(now);
     const auto prefix = node_name + "/";
     const auto owner_length = prefix.size() + lease_incarnation_length;
-    return statements_
-        ->fetch(update,
-                {now_text, node_name, std::to_string(prefix.size()), prefix,
-                 std::to_string(owner_length), now_text},
-                1)
-        .size();
+    const std::vector<std::string> values{
+        now_text, node_name, std::to_string(prefix.size()), prefix, std::to_string(owner_length),
+        now_text};
+    statements_->execute(release_claims, values);
+    return statements_->fetch(update, values, 1).size();
   });
 }
 
-std::vector<status_event> sql_task_store::load_due_events(domain::timestamp now,
-                                                          std::size_t limit) {
-  if (limit == 0)
+std::vector<status_event> sql_task_store::claim_due_events(const event_claim& claim,
+                                                           std::size_t limit) {
+  if (limit == 0 || (claim.partitions && claim.partitions->empty()))
     return {};
   // A task's later events wait while an earlier one is PENDING (delivered or dead lets them
   // go): the partial index of PENDING events by (task_id, seq) answers the NOT EXISTS,
-  // the one by seq the ORDER BY.
-  const std::string query =
+  // the one by seq the ORDER BY. The claim is checked again on the row being updated: of two
+  // nodes claiming at once (partitions moving), the second finds the first's claim and skips.
+  // `prefix` names the events table ("e." inside the subquery, nothing on the updated row).
+  auto unclaimed = [](const std::string& prefix, const std::string& now) {
+    return "(" + prefix + "claimed_until IS NULL OR " + prefix + "claimed_until <= CAST(:" + now +
+           " AS BIGINT))";
+  };
+  const std::string claim_update =
+      "UPDATE events SET claimed_by = :owner, claimed_until = CAST(:until AS BIGINT) WHERE id IN "
+      "(SELECT e.id FROM events e JOIN tasks t ON t.id = e.task_id WHERE e.status = 'PENDING' AND "
+      "(e.next_attempt_at IS NULL OR e.next_attempt_at <= CAST(:due AS BIGINT)) AND " +
+      unclaimed("e.", "now1") + of_partitions(claim.partitions, "t.message_id") +
+      " AND NOT EXISTS (SELECT 1 FROM events p WHERE p.status = 'PENDING' AND p.task_id = "
+      "e.task_id AND p.seq < e.seq) ORDER BY e.seq LIMIT " +
+      std::to_string(limit) + ") AND status = 'PENDING' AND " + unclaimed("", "now2") +
+      " RETURNING id";
+  const std::string details =
       "SELECT e.seq, e.id, e.type, e.occurred_at, e.attempts, e.task_id, t.message_id, e.tenant, "
-      "t.biz_type, t.biz_id, t.user_id, t.channel FROM events e JOIN tasks t ON t.id = e.task_id "
-      "WHERE e.status = 'PENDING' AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= "
-      "CAST(:now AS BIGINT)) AND NOT EXISTS (SELECT 1 FROM events p WHERE p.status = 'PENDING' "
-      "AND p.task_id = e.task_id AND p.seq < e.seq) ORDER BY e.seq LIMIT " +
-      std::to_string(limit);
-  return outside_transaction("load_due_events", [&] {
+      "t.biz_type, t.biz_id, t.user_id, t.channel FROM " +
+      dialect_.json_rows("ids", id_columns) +
+      " JOIN events e ON e.id = r.task_id JOIN tasks t ON t.id = e.task_id ORDER BY e.seq";
+  return in_transaction("claim_due_events", [&] {
+    const auto now = micros_text(claim.now);
+    json_batch ids(dialect_, id_columns);
+    for (const auto& row : statements_->fetch(
+             claim_update, {claim.owner, micros_text(claim.until), now, now, now}, 1)) {
+      ids.add_row();
+      ids.text(text_of(row[0]));
+    }
     std::vector<status_event> events;
-    for (const auto& row : statements_->fetch(query, {micros_text(now)}, 12)) {
+    if (ids.empty())
+      return events;
+    for (const auto& row : statements_->fetch(details, {ids.finish()}, 12)) {
       status_event e;
       e.seq = to_int(row[0]);
       e.id = text_of(row[1]);
@@ -2361,7 +2390,7 @@ void sql_task_store::settle_events(const std::vector<event_outcome>& outcomes) {
   const std::string update =
       "UPDATE events SET status = r.status, attempts = r.attempt_count, next_attempt_at = "
       "r.next_at, last_error = COALESCE(NULLIF(r.error_text, ''), events.last_error), "
-      "finished_at = r.finished_at FROM " +
+      "finished_at = r.finished_at, claimed_by = NULL, claimed_until = NULL FROM " +
       dialect_.json_rows("rows", event_outcome_columns) +
       " WHERE events.id = r.event_id AND events.status = 'PENDING'";
   in_transaction("settle_events", [&] {

@@ -389,15 +389,27 @@ struct store_options {
   }
 };
 
+/// Which partitions a read of a node's own work covers (domain/partitions.hpp: those a cluster
+/// node owns); nullopt: every partition's (a node without a cluster).
+using partition_filter = std::optional<std::vector<domain::partition>>;
+
+/// Status events a node claims for posting: of its partitions only, each claimed by `owner`
+/// until `until`, so no other node posts it meanwhile (docs/events.md).
+struct event_claim {
+  std::string owner;       ///< the node's lease owner (`<node name>/<incarnation>`)
+  domain::timestamp now;   ///< due by then; claims that ran out by then may be taken
+  domain::timestamp until; ///< the claim holds until then: longer than a post may take
+  partition_filter partitions;
+};
+
 /// Which unfinished tasks a recovery read wants; by default every one.
 struct unfinished_filter {
   std::string channel; ///< only this channel's tasks; empty: every channel's
   /// RETRY_WAIT tasks, and PENDING ones policy deferred, only when due by then (a sweep: later
   /// ones wait, and a later sweep reads them before they are due); none: however far ahead.
   std::optional<domain::timestamp> due_by;
-  /// Only tasks of these partitions (domain/partitions.hpp: those a cluster node owns);
-  /// nullopt: every partition's.
-  std::optional<std::vector<domain::partition>> partitions;
+  /// Only tasks of these partitions; nullopt: every partition's.
+  partition_filter partitions;
 };
 
 /// The database behind herald. Every call is one transaction and blocks: callers run it off
@@ -491,13 +503,13 @@ public:
   virtual std::vector<domain::delivery> load_deliveries(const std::vector<std::string>& task_ids,
                                                         domain::timestamp now) = 0;
 
-  /// SENT tasks of `channel` that became SENT at or before `sent_before`, oldest first (by
-  /// that time, then id), after `after`, at most `limit`, each with the receipts recorded for it;
-  /// for the reconciler (index tasks(status, channel, updated_at)).
-  virtual std::vector<awaiting_receipt> load_awaiting_receipt(const std::string& channel,
-                                                              domain::timestamp sent_before,
-                                                              const awaiting_cursor& after,
-                                                              std::size_t limit) = 0;
+  /// SENT tasks of `channel` and of `partitions` that became SENT at or before `sent_before`,
+  /// oldest first (by that time, then id), after `after`, at most `limit`, each with the
+  /// receipts recorded for it; for the reconciler (index tasks(status, channel, updated_at)).
+  virtual std::vector<awaiting_receipt>
+  load_awaiting_receipt(const std::string& channel, domain::timestamp sent_before,
+                        const awaiting_cursor& after, std::size_t limit,
+                        const partition_filter& partitions) = 0;
 
   /// DEAD, FAILED and SUPPRESSED tasks of `tenant` (empty: any tenant) that pass `filter`,
   /// after `after_task_id` in task-id order (paging).
@@ -523,16 +535,20 @@ public:
   /// `node_name/<incarnation>` (lease_incarnation_length characters) — as of `now`: a node
   /// restarting under its old name does this before recovery, so the calls its previous processes
   /// left unanswered are resent at once (with their provider request ids) instead of after the
-  /// lease. Only safe while no live process holds that name. Returns how many were released.
+  /// lease. Its claims on status events end the same way, so they are posted again at once. Only
+  /// safe while no live process holds that name. Returns how many tasks' leases were released.
   virtual std::size_t release_leases(const std::string& node_name, domain::timestamp now) = 0;
 
-  /// Status events to post (docs/events.md): of each task only its PENDING event of lowest
-  /// seq, and only when that one is due by `now`, so a task's events go out in order; lowest
-  /// seq first, at most `limit`.
-  virtual std::vector<status_event> load_due_events(domain::timestamp now, std::size_t limit) = 0;
+  /// Claims status events to post (docs/events.md), in one statement: of each task only its
+  /// PENDING event of lowest seq, and only when that one is due by `claim.now`, of
+  /// `claim.partitions`, and not claimed by anyone (or its claim ran out by `claim.now`), so a
+  /// task's events go out in order and each is posted by one node at a time; lowest seq first,
+  /// at most `limit`. Each event returned is claimed by `claim.owner` until `claim.until`.
+  virtual std::vector<status_event> claim_due_events(const event_claim& claim,
+                                                     std::size_t limit) = 0;
 
-  /// Records what posting events came to, in one transaction; an event that is no longer
-  /// PENDING is left alone.
+  /// Records what posting events came to, in one transaction, and ends their claims; an event
+  /// that is no longer PENDING is left alone.
   virtual void settle_events(const std::vector<event_outcome>& outcomes) = 0;
 
   /// PENDING events (delivered later or dead later), for the events_pending gauge.

@@ -92,12 +92,18 @@ struct events_fixture : actor_fixture {
     c.retry.max_attempts = 3;
     c.poll_interval = std::chrono::seconds{1};
     c.max_in_flight = 2;
+    c.owner = "node-1/0000000000000001";
+    c.claim = std::chrono::seconds{10};
     return c;
   }
 
-  actors::events_actor spawn_events(actors::events_actor_config c) {
-    auto handle = spawn(actors::events, events_store, poster.function(), metrics,
-                        std::shared_ptr<const domain::clock>{clock}, c);
+  /// An events actor on `store` (the node's connection), owning the partitions of `share`
+  /// (null: every one).
+  actors::events_actor spawn_events(actors::events_actor_config c,
+                                    std::shared_ptr<persistence::task_store> store = nullptr,
+                                    std::shared_ptr<const actors::cluster_share> share = nullptr) {
+    auto handle = spawn(actors::events, store ? store : events_store, poster.function(), metrics,
+                        std::shared_ptr<const domain::clock>{clock}, std::move(share), c);
     run();
     return handle;
   }
@@ -292,10 +298,73 @@ BOOST_AUTO_TEST_CASE(an_answer_lost_with_the_actor_is_posted_again_under_the_sam
   BOOST_TEST(events_store->count_pending_events() == 1u);
 
   spawn_events(config()); // as the supervisor restarts it
+  advance_both(std::chrono::seconds{5});
+  BOOST_TEST(receiver.requests().size() == 1u); // still claimed by the dead actor's post
+  advance_both(std::chrono::seconds{5});        // the claim runs out
   BOOST_REQUIRE(receiver.wait_for_requests(2));
   answer(1);
   const auto id = domain::event_id_for(ids[0], task_state::sent);
   BOOST_TEST(posted_ids() == (std::vector<std::string>{id, id}), boost::test_tools::per_element());
+  BOOST_TEST(events_store->count_pending_events() == 0u);
+}
+
+// Two nodes that both believe they own every partition (a view changing) still post each
+// event once: the first to claim it holds it; a node owning no partition posts nothing.
+BOOST_AUTO_TEST_CASE(each_event_is_posted_by_the_one_node_that_claimed_it) {
+  std::vector<domain::message_plan> plans;
+  for (int i = 0; i < 6; ++i)
+    plans.push_back(plan("order-" + std::to_string(i), {"sms"}));
+  auto ids = seed(plans);
+  for (const auto& id : ids)
+    change(id, task_state::pending, task_state::sent);
+  auto none = std::make_shared<actors::cluster_share>();
+  none->set_owned_partitions(actors::partition_list{});
+  auto idle_config = config();
+  idle_config.owner = "node-3/0000000000000003";
+  spawn_events(idle_config, persistence::open_task_store(url, false), none);
+  auto second_config = config();
+  second_config.owner = "node-2/0000000000000002";
+  spawn_events(config());
+  spawn_events(second_config, persistence::open_task_store(url, false));
+
+  BOOST_REQUIRE(receiver.wait_for_requests(4)); // two in flight on each
+  answer(4);
+  BOOST_REQUIRE(receiver.wait_for_requests(6));
+  answer(2);
+  advance_both(std::chrono::seconds{30}); // claims long run out: nothing is left to post
+  auto posted = posted_ids();
+  std::sort(posted.begin(), posted.end());
+  std::vector<std::string> expected;
+  for (const auto& id : ids)
+    expected.push_back(domain::event_id_for(id, task_state::sent));
+  std::sort(expected.begin(), expected.end());
+  BOOST_TEST(posted == expected, boost::test_tools::per_element());
+  BOOST_TEST(events_store->count_pending_events() == 0u);
+}
+
+// The partitions are read afresh for every claim: a node posts what it owns now.
+BOOST_AUTO_TEST_CASE(only_events_of_owned_partitions_are_posted) {
+  const std::vector<domain::message_plan> plans{plan("order-1", {"sms"}), plan("order-2", {"sms"})};
+  auto ids = seed(plans);
+  change(ids[0], task_state::pending, task_state::sent);
+  change(ids[1], task_state::pending, task_state::sent);
+  const auto first = *domain::partition_of(plans[0].message.id);
+  const auto second = *domain::partition_of(plans[1].message.id);
+  BOOST_REQUIRE(first != second);
+  auto share = std::make_shared<actors::cluster_share>();
+  share->set_owned_partitions(actors::partition_list{first});
+  spawn_events(config(), nullptr, share);
+  BOOST_REQUIRE(receiver.wait_for_requests(1));
+  answer(1);
+  BOOST_TEST(posted_ids() ==
+                 (std::vector<std::string>{domain::event_id_for(ids[0], task_state::sent)}),
+             boost::test_tools::per_element());
+
+  share->set_owned_partitions(actors::partition_list{second}); // the cluster changed
+  advance_both(std::chrono::seconds{1});
+  BOOST_REQUIRE(receiver.wait_for_requests(2));
+  answer(1);
+  BOOST_TEST(posted_ids().back() == domain::event_id_for(ids[1], task_state::sent));
   BOOST_TEST(events_store->count_pending_events() == 0u);
 }
 
@@ -306,6 +375,9 @@ BOOST_AUTO_TEST_CASE(config_is_checked) {
   BOOST_TEST(!c.validate().empty());
   c = {};
   c.retry.max_attempts = 0;
+  BOOST_TEST(!c.validate().empty());
+  c = {};
+  c.claim = std::chrono::milliseconds{0};
   BOOST_TEST(!c.validate().empty());
 }
 

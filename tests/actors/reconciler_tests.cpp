@@ -7,6 +7,8 @@
 #include "actors/reconciler.hpp"
 #include "recording_provider.hpp"
 
+#include <set>
+
 #include <boost/test/unit_test.hpp>
 #include <caf/send.hpp>
 
@@ -60,14 +62,17 @@ struct reconciler_fixture : test::actor_fixture {
     return s;
   }
 
-  actors::reconciler_actor spawn_reconciler(actors::channel_settings s = sms_settings()) {
+  actors::reconciler_actor
+  spawn_reconciler(actors::channel_settings s = sms_settings(),
+                   std::shared_ptr<const actors::cluster_share> share = {}) {
     std::vector<actors::reconciled_channel> channels{{s, sms}};
     actors::channel_settings no_receipts;
     no_receipts.name = "push"; // receipt_window 0: SENT is final, never read
     channels.push_back({no_receipts, sms});
     auto handle = spawn(actors::reconciler, channels,
                         actors::reconciler_peers{writer, reader, dispatcher, metrics,
-                                                 std::shared_ptr<const domain::clock>{clock}},
+                                                 std::shared_ptr<const domain::clock>{clock},
+                                                 std::move(share)},
                         config);
     run(); // starts it: its first pass is one interval from now
     return handle;
@@ -83,6 +88,7 @@ struct reconciler_fixture : test::actor_fixture {
     auto ids = seed(plans);
     for (std::size_t i = 0; i < ids.size(); ++i) {
       request_id[ids[i]] = plans[i].tasks[0].provider_request_id;
+      partition[ids[i]] = *domain::partition_of(plans[i].message.id);
       move_task(ids[i], task_state::pending, task_state::sending);
       move_task(ids[i], task_state::sending, task_state::sent, 1);
     }
@@ -110,7 +116,8 @@ struct reconciler_fixture : test::actor_fixture {
                                                reader_store->awaiting_reads.end(), channel));
   }
 
-  std::map<std::string, std::string> request_id; ///< task id -> provider request id
+  std::map<std::string, std::string> request_id;      ///< task id -> provider request id
+  std::map<std::string, domain::partition> partition; ///< task id -> its partition
 };
 
 } // namespace
@@ -189,6 +196,36 @@ BOOST_AUTO_TEST_CASE(a_question_without_an_answer_is_asked_again_then_ends_uncon
                          "again\"}") ==
              "herald_status_questions_unanswered_total{channel=\"sms\",then=\"asked_again\"} 1");
   BOOST_TEST(db->list_dead_letters("", "sms", "", 10).size() == 1u);
+}
+
+// In a cluster each node reads only the SENT tasks of the partitions it owns (read afresh for
+// every pass), so each task is asked about once, cluster-wide; every question is counted.
+BOOST_AUTO_TEST_CASE(only_tasks_of_owned_partitions_are_asked_about_once_each) {
+  auto ids = sent_sms(8);
+  const auto owned_first = partition[ids[0]];
+  auto share = std::make_shared<actors::cluster_share>();
+  share->set_owned_partitions(actors::partition_list{owned_first});
+  spawn_reconciler(sms_settings(), share);
+  advance_both(window + interval);
+  std::set<std::string> asked;
+  for (const auto& q : sms->queries)
+    asked.insert(q.task_id);
+  for (const auto& id : ids)
+    BOOST_TEST((asked.count(id) == 1) == (partition[id] == owned_first), id);
+  BOOST_TEST(sms->queries.size() == asked.size());
+
+  actors::partition_list all;
+  for (std::size_t p = 0; p < domain::partition_count; ++p)
+    all.push_back(static_cast<domain::partition>(p));
+  share->set_owned_partitions(all); // the node took the other partitions over
+  advance_both(interval);
+  asked.clear();
+  for (const auto& q : sms->queries)
+    asked.insert(q.task_id);
+  BOOST_TEST(asked.size() == ids.size());
+  BOOST_TEST(sms->queries.size() == ids.size()); // none asked twice
+  BOOST_TEST(metric_line("herald_status_queries_total{channel=\"sms\"}") ==
+             "herald_status_queries_total{channel=\"sms\"} " + std::to_string(ids.size()));
 }
 
 BOOST_AUTO_TEST_CASE(a_channel_that_cannot_be_asked_marks_its_tasks_unconfirmed) {

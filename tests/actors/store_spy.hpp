@@ -24,6 +24,8 @@ public:
   std::vector<std::string> recovery_reads;        ///< channel of each load_unfinished (empty: all)
   std::vector<std::vector<std::string>> id_reads; ///< task ids of each load_deliveries
   std::vector<std::string> awaiting_reads;        ///< channel of each load_awaiting_receipt
+  std::vector<persistence::partition_filter> awaiting_partitions; ///< and its partitions
+  std::vector<persistence::event_claim> event_claims;             ///< each claim_due_events
   std::size_t receipt_batches = 0; ///< record_receipts() calls, i.e. receipt transactions
   std::vector<persistence::receipt_input> receipts; ///< every receipt recorded, in order
   std::size_t seal_batches = 0; ///< admit_pushes() calls, i.e. push seal transactions
@@ -103,9 +105,11 @@ public:
 
   std::vector<persistence::awaiting_receipt>
   load_awaiting_receipt(const std::string& channel, domain::timestamp sent_before,
-                        const persistence::awaiting_cursor& after, std::size_t limit) override {
+                        const persistence::awaiting_cursor& after, std::size_t limit,
+                        const persistence::partition_filter& partitions) override {
     awaiting_reads.push_back(channel);
-    return real_->load_awaiting_receipt(channel, sent_before, after, limit);
+    awaiting_partitions.push_back(partitions);
+    return real_->load_awaiting_receipt(channel, sent_before, after, limit, partitions);
   }
 
   std::vector<persistence::dead_letter>
@@ -139,9 +143,10 @@ public:
     return real_->release_leases(lease_owner, now);
   }
 
-  std::vector<persistence::status_event> load_due_events(domain::timestamp now,
-                                                         std::size_t limit) override {
-    return real_->load_due_events(now, limit);
+  std::vector<persistence::status_event> claim_due_events(const persistence::event_claim& claim,
+                                                          std::size_t limit) override {
+    event_claims.push_back(claim);
+    return real_->claim_due_events(claim, limit);
   }
 
   void settle_events(const std::vector<persistence::event_outcome>& outcomes) override {

@@ -6,6 +6,7 @@
 #include "domain/status_event.hpp"
 #include "task_store_contract.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ using domain::task_state;
 using persistence::event_outcome;
 using persistence::status_event;
 using task_store_contract::change;
+using task_store_contract::due_events;
 using task_store_contract::make_plan;
 using task_store_contract::micros;
 
@@ -85,7 +87,7 @@ inline void changes_write_their_events_once(store_backend& backend) {
       1u);
   BOOST_TEST(store->count_pending_events() == 1u);
 
-  auto due = store->load_due_events(micros(t0 + 10), 10);
+  auto due = due_events(*store, t0 + 10, 10);
   BOOST_TEST_REQUIRE(due.size() == 1u);
   const auto& e = due[0];
   BOOST_TEST(e.id == domain::event_id_for(sms, task_state::sent));
@@ -102,7 +104,7 @@ inline void changes_write_their_events_once(store_backend& backend) {
 
   BOOST_TEST(store->apply({change(email, task_state::retry_wait, task_state::dead, 6, t0 + 3)}, {})
                  .size() == 1u);
-  BOOST_TEST(ids_of(store->load_due_events(micros(t0 + 10), 10)) ==
+  BOOST_TEST(ids_of(due_events(*store, t0 + 10, 10)) ==
                  (std::vector<std::string>{domain::event_id_for(sms, task_state::sent),
                                            domain::event_id_for(email, task_state::dead)}),
              boost::test_tools::per_element());
@@ -118,7 +120,7 @@ inline void only_enabled_types_are_written(store_backend& backend) {
                     change(plan.tasks[1].id, task_state::pending, task_state::dead)},
                    {});
   BOOST_TEST(
-      ids_of(dead_only->load_due_events(micros(t0 + 10), 10)) ==
+      ids_of(due_events(*dead_only, t0 + 10, 10)) ==
           (std::vector<std::string>{domain::event_id_for(plan.tasks[1].id, task_state::dead)}),
       boost::test_tools::per_element());
 
@@ -149,10 +151,10 @@ inline void a_tasks_events_go_out_in_order(store_backend& backend) {
   const auto email_sent = domain::event_id_for(email, task_state::sent);
   const auto now = t0 + 100;
   BOOST_TEST(store->count_pending_events() == 4u);
-  BOOST_TEST(ids_of(store->load_due_events(micros(now), 10)) ==
+  BOOST_TEST(ids_of(due_events(*store, now, 10)) ==
                  (std::vector<std::string>{sms_sent, email_sent}),
              boost::test_tools::per_element());
-  BOOST_TEST(ids_of(store->load_due_events(micros(now), 1)) == (std::vector<std::string>{sms_sent}),
+  BOOST_TEST(ids_of(due_events(*store, now, 1)) == (std::vector<std::string>{sms_sent}),
              boost::test_tools::per_element());
 
   // sms SENT must wait: its task's DELIVERED stays behind it; email is delivered.
@@ -160,8 +162,8 @@ inline void a_tasks_events_go_out_in_order(store_backend& backend) {
       {outcome(sms_sent, event_outcome::outcome::retry, 1, now, now + 1000,
                "503 from https://hooks.example.com/x?token=abcdef0123456789abcdef0123456789"),
        outcome(email_sent, event_outcome::outcome::delivered, 1, now)});
-  BOOST_TEST(store->load_due_events(micros(now + 999), 10).empty());
-  auto due = store->load_due_events(micros(now + 1000), 10);
+  BOOST_TEST(due_events(*store, now + 999, 10).empty());
+  auto due = due_events(*store, now + 1000, 10);
   BOOST_TEST_REQUIRE(due.size() == 1u);
   BOOST_TEST(due[0].id == sms_sent);
   BOOST_TEST(due[0].attempts == 1u);
@@ -175,17 +177,15 @@ inline void a_tasks_events_go_out_in_order(store_backend& backend) {
 
   // Dead lets the next one go, as delivered does.
   store->settle_events({outcome(sms_sent, event_outcome::outcome::dead, 2, now + 1000)});
-  BOOST_TEST(ids_of(store->load_due_events(micros(now + 1000), 10)) ==
+  BOOST_TEST(ids_of(due_events(*store, now + 1000, 10)) ==
                  (std::vector<std::string>{sms_delivered}),
              boost::test_tools::per_element());
   store->settle_events({outcome(sms_delivered, event_outcome::outcome::delivered, 1, now + 1001)});
-  BOOST_TEST(ids_of(store->load_due_events(micros(now + 1001), 10)) ==
-                 (std::vector<std::string>{sms_read}),
+  BOOST_TEST(ids_of(due_events(*store, now + 1001, 10)) == (std::vector<std::string>{sms_read}),
              boost::test_tools::per_element());
   // A late answer for a finished event changes nothing.
   store->settle_events({outcome(sms_sent, event_outcome::outcome::retry, 3, now + 1002, now)});
-  BOOST_TEST(ids_of(store->load_due_events(micros(now + 1002), 10)) ==
-                 (std::vector<std::string>{sms_read}),
+  BOOST_TEST(ids_of(due_events(*store, now + 1002, 10)) == (std::vector<std::string>{sms_read}),
              boost::test_tools::per_element());
   BOOST_TEST(store->count_pending_events() == 1u);
 }
@@ -204,7 +204,7 @@ inline void fail_over_writes_the_failing_tasks_event(store_backend& backend) {
   auto failed = change(sms, task_state::pending, task_state::suppressed, 0, t0 + 5);
   BOOST_TEST((store->fail_over(failed, {}, page[0], to_email).result ==
               persistence::failover_result::outcome::failed_over));
-  auto due = store->load_due_events(micros(t0 + 10), 10);
+  auto due = due_events(*store, t0 + 10, 10);
   BOOST_TEST_REQUIRE(due.size() == 1u);
   BOOST_TEST(due[0].id == domain::event_id_for(sms, task_state::suppressed));
   BOOST_TEST(due[0].type == "task.suppressed");
@@ -224,6 +224,57 @@ inline void fail_over_writes_the_failing_tasks_event(store_backend& backend) {
   BOOST_TEST(event_rows(backend) == 1u);
 }
 
+// An event is claimed by the node that reads it for posting: no other node gets it until the
+// claim runs out or its outcome is written; a node reads only its own partitions' events; a
+// restarted node ends its earlier processes' claims (release_leases), not other nodes'.
+inline void claimed_events_go_to_one_node(store_backend& backend) {
+  auto store = open_with_events(backend);
+  const auto a = make_plan("order-c1", {"sms"});
+  const auto b = make_plan("order-c2", {"sms"});
+  store->claim({a, b});
+  store->apply({change(a.tasks[0].id, task_state::pending, task_state::sent, 1, t0),
+                change(b.tasks[0].id, task_state::pending, task_state::sent, 1, t0)},
+               {});
+  const auto a_sent = domain::event_id_for(a.tasks[0].id, task_state::sent);
+  const auto b_sent = domain::event_id_for(b.tasks[0].id, task_state::sent);
+  const auto now = t0 + 100;
+  const std::string node_a = "node-a/00000000000000a1";
+  const std::string node_b = "node-b/00000000000000b1";
+  auto claim = [&](const std::string& owner, std::int64_t at,
+                   persistence::partition_filter partitions = std::nullopt) {
+    return ids_of(
+        store->claim_due_events({owner, micros(at), micros(at + 1000), std::move(partitions)}, 10));
+  };
+  const auto a_partition = *domain::partition_of(a.message.id);
+  const auto b_partition = *domain::partition_of(b.message.id);
+  BOOST_TEST_REQUIRE(a_partition != b_partition); // else choose other business ids
+
+  // Partitions: a node owning only a's partition claims only a's event; one owning none, none.
+  BOOST_TEST(claim(node_a, now, persistence::partition_filter{{a_partition}}) ==
+                 (std::vector<std::string>{a_sent}),
+             boost::test_tools::per_element());
+  BOOST_TEST(
+      claim(node_b, now, persistence::partition_filter{std::vector<domain::partition>{}}).empty());
+  // Claimed: nobody else gets it until the claim runs out; the other event is free.
+  BOOST_TEST(claim(node_b, now) == (std::vector<std::string>{b_sent}),
+             boost::test_tools::per_element());
+  BOOST_TEST(claim(node_b, now + 999).empty());
+  auto both = claim(node_b, now + 1000);
+  std::sort(both.begin(), both.end());
+  auto expected = std::vector<std::string>{a_sent, b_sent};
+  std::sort(expected.begin(), expected.end());
+  BOOST_TEST(both == expected, boost::test_tools::per_element());
+  // A retry written ends the claim: due again at its time, for whoever owns it then.
+  store->settle_events({outcome(a_sent, event_outcome::outcome::retry, 1, now + 1000, now + 1500)});
+  BOOST_TEST(claim(node_a, now + 1500) == (std::vector<std::string>{a_sent}),
+             boost::test_tools::per_element());
+  // node-a restarts: its earlier process's claim ends at once; node-b's stays.
+  BOOST_TEST(claim(node_a, now + 1600).empty());
+  store->release_leases("node-a", micros(now + 1600));
+  BOOST_TEST(claim(node_b, now + 1600) == (std::vector<std::string>{a_sent}),
+             boost::test_tools::per_element());
+}
+
 } // namespace herald::test::event_outbox_contract
 
 #define HERALD_EVENT_OUTBOX_CONTRACT_TEST(name)                                                    \
@@ -236,4 +287,5 @@ inline void fail_over_writes_the_failing_tasks_event(store_backend& backend) {
   HERALD_EVENT_OUTBOX_CONTRACT_TEST(changes_write_their_events_once)                               \
   HERALD_EVENT_OUTBOX_CONTRACT_TEST(only_enabled_types_are_written)                                \
   HERALD_EVENT_OUTBOX_CONTRACT_TEST(a_tasks_events_go_out_in_order)                                \
-  HERALD_EVENT_OUTBOX_CONTRACT_TEST(fail_over_writes_the_failing_tasks_event)
+  HERALD_EVENT_OUTBOX_CONTRACT_TEST(fail_over_writes_the_failing_tasks_event)                      \
+  HERALD_EVENT_OUTBOX_CONTRACT_TEST(claimed_events_go_to_one_node)

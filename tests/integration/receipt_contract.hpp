@@ -27,6 +27,7 @@ using domain::receipt_status;
 using domain::task_state;
 using persistence::receipt_outcome;
 using task_store_contract::change;
+using task_store_contract::due_events;
 using task_store_contract::make_plan;
 using task_store_contract::micros;
 using task_store_contract::take_lease;
@@ -331,7 +332,7 @@ inline void early_receipt_events_keep_task_order(store_backend& backend) {
       store->apply({change(task.id, task_state::sending, task_state::sent, 1, t_sent)}, {})
           .size() == 1u);
   BOOST_TEST(task_of(*store, plan, task.id).state == task_state::delivered);
-  auto due = store->load_due_events(micros(t_receipt + 10'000'000), 10);
+  auto due = due_events(*store, t_receipt + 10'000'000, 10);
   BOOST_TEST_REQUIRE(due.size() == 1u); // one per task at a time
   BOOST_TEST(due[0].type == "task.sent");
 }

@@ -34,6 +34,14 @@ inline domain::timestamp micros(std::int64_t value) {
   return domain::from_unix_micros(value);
 }
 
+/// The status events due at `at`, as a read: claimed by a test owner only until `at` itself,
+/// so the next call hands them out again.
+inline std::vector<persistence::status_event> due_events(persistence::task_store& store,
+                                                         std::int64_t at, std::size_t limit) {
+  return store.claim_due_events({"reader/0000000000000000", micros(at), micros(at), std::nullopt},
+                                limit);
+}
+
 /// Keys the ids of the plans below, as an installation's secret does.
 inline const domain::id_secret test_id_secret{"contract-test-installation"};
 
@@ -1271,7 +1279,7 @@ inline void sent_tasks_past_their_window_are_read_oldest_first(store_backend& ba
   send_at(app(0), t0 + 5); // another channel's
 
   const auto edge = micros(t0 + 30);
-  const auto all = store->load_awaiting_receipt("sms", edge, {}, 10);
+  const auto all = store->load_awaiting_receipt("sms", edge, {}, 10, std::nullopt);
   std::vector<std::string> ids;
   for (const auto& a : all)
     ids.push_back(a.task.task_id);
@@ -1298,21 +1306,21 @@ inline void sent_tasks_past_their_window_are_read_oldest_first(store_backend& ba
   BOOST_TEST((all[0].sent_at == micros(t0 + 10)));
 
   // Paged: the cursor resumes after the last (sent_at, id) read, also inside a tie.
-  auto first = store->load_awaiting_receipt("sms", edge, {}, 2);
+  auto first = store->load_awaiting_receipt("sms", edge, {}, 2, std::nullopt);
   BOOST_REQUIRE_EQUAL(first.size(), 2u);
-  auto rest = store->load_awaiting_receipt("sms", edge,
-                                           {first.back().sent_at, first.back().task.task_id}, 2);
+  auto rest = store->load_awaiting_receipt(
+      "sms", edge, {first.back().sent_at, first.back().task.task_id}, 2, std::nullopt);
   BOOST_REQUIRE_EQUAL(rest.size(), 1u);
   BOOST_TEST(rest[0].task.task_id == tied.second);
-  BOOST_TEST(store->load_awaiting_receipt("sms", edge, {}, 0).empty());
-  BOOST_TEST(store->load_awaiting_receipt("wechat", edge, {}, 10).empty());
+  BOOST_TEST(store->load_awaiting_receipt("sms", edge, {}, 0, std::nullopt).empty());
+  BOOST_TEST(store->load_awaiting_receipt("wechat", edge, {}, 10, std::nullopt).empty());
 
   // Settled tasks are no longer read.
   BOOST_REQUIRE_EQUAL(
       store->apply({change(sms(0), task_state::sent, task_state::unconfirmed, 1, t0 + 50)}, {})
           .size(),
       1u);
-  const auto later = store->load_awaiting_receipt("sms", micros(t0 + 60), {}, 10);
+  const auto later = store->load_awaiting_receipt("sms", micros(t0 + 60), {}, 10, std::nullopt);
   BOOST_REQUIRE_EQUAL(later.size(), 3u);
   BOOST_TEST(later.back().task.task_id == sms(3));
 }
