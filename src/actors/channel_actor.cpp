@@ -813,10 +813,13 @@ void on_result(self_pointer self, const std::string& task_id,
               {"outcome", std::string{to_string(result.outcome)}},
               {"state", std::string{domain::to_string(change.to)}},
               {"attempt", std::to_string(change.attempts)}});
-  // A permanent error, or retries exhausted: either way the user has nothing from this
-  // channel, and its fallback chain takes over.
-  if ((change.to == task_state::failed || change.to == task_state::dead) &&
-      !st.settings.fallback.empty())
+  // A permanent error, or retries exhausted on known failures: either way the user has nothing
+  // from this channel, and its fallback chain takes over. A last call that timed out may have
+  // delivered: its DEAD stays a dead letter, as failing over could reach the user twice.
+  const bool known_failure =
+      change.to == task_state::failed ||
+      (change.to == task_state::dead && result.outcome != call_outcome::timeout);
+  if (known_failure && !st.settings.fallback.empty())
     fail_over(self, std::move(task), std::move(change), std::move(attempts));
   else
     record(self, std::move(task), std::move(change), std::move(attempts));

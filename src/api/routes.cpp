@@ -956,7 +956,7 @@ void routes::list_dead_letters(std::string_view query, const caller& who, const 
     filter.coverage = domain::parse_coverage(*coverage);
     if (!filter.coverage)
       return ex->error(http::status::bad_request, "invalid_request",
-                       "coverage must be covered, pending or none", "coverage");
+                       "coverage must be covered, pending, unknown or none", "coverage");
   }
   std::size_t limit = 100;
   if (auto text = query_value(query, "limit")) {

@@ -108,6 +108,8 @@ std::string_view to_string(coverage value) {
     return "covered";
   case coverage::pending:
     return "pending";
+  case coverage::unknown:
+    return "unknown";
   case coverage::none:
     return "none";
   }
@@ -115,7 +117,7 @@ std::string_view to_string(coverage value) {
 }
 
 std::optional<coverage> parse_coverage(std::string_view text) {
-  for (auto value : {coverage::covered, coverage::pending, coverage::none})
+  for (auto value : {coverage::covered, coverage::pending, coverage::unknown, coverage::none})
     if (to_string(value) == text)
       return value;
   return std::nullopt;

@@ -51,6 +51,7 @@ bool reached_user(task_state state);
 enum class coverage {
   covered, ///< another task of the message reached the user
   pending, ///< none did yet, but another is still on its way
+  unknown, ///< none is known to have: another ended UNCONFIRMED (sent, or in doubt, unconfirmed)
   none,    ///< none did and none will: the user got nothing
 };
 
@@ -60,12 +61,16 @@ std::optional<coverage> parse_coverage(std::string_view text);
 /// The coverage given the states of the message's other tasks.
 template <class States> coverage coverage_of(const States& others) {
   bool waiting = false;
+  bool in_doubt = false;
   for (task_state state : others) {
     if (reached_user(state))
       return coverage::covered;
     waiting = waiting || !is_terminal(state);
+    in_doubt = in_doubt || state == task_state::unconfirmed;
   }
-  return waiting ? coverage::pending : coverage::none;
+  if (waiting)
+    return coverage::pending;
+  return in_doubt ? coverage::unknown : coverage::none;
 }
 
 } // namespace herald::domain

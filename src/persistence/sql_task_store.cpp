@@ -188,15 +188,19 @@ std::string coverage_condition(domain::coverage wanted) {
   const auto reached = others_in(states_where(domain::reached_user));
   const auto waiting =
       others_in(states_where([](domain::task_state s) { return !domain::is_terminal(s); }));
+  const auto unconfirmed = others_in(
+      states_where([](domain::task_state s) { return s == domain::task_state::unconfirmed; }));
   switch (wanted) {
   case domain::coverage::covered:
     return " AND " + reached;
   case domain::coverage::pending:
     return " AND NOT " + reached + " AND " + waiting;
+  case domain::coverage::unknown:
+    return " AND NOT " + reached + " AND NOT " + waiting + " AND " + unconfirmed;
   case domain::coverage::none:
     break;
   }
-  return " AND NOT " + reached + " AND NOT " + waiting;
+  return " AND NOT " + reached + " AND NOT " + waiting + " AND NOT " + unconfirmed;
 }
 
 /// Columns of a delivery: tasks `t` joined with their message `m` (see delivery_of).
@@ -1227,10 +1231,20 @@ std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& 
 
 namespace {
 
+// A fallback policy will not let through: the user gets nothing on it, so the chain goes on.
+bool refused_by_policy(const claim_outcome& outcome) {
+  return outcome.state == domain::task_state::suppressed && outcome.policy_reason.has_value();
+}
+
+// A fallback this claim created, to be sent (now, or when policy's deferral ends).
+bool newly_sendable(const claim_outcome& outcome) {
+  return outcome.created && outcome.state != domain::task_state::suppressed;
+}
+
 // Thrown inside a failover transaction to roll it back: the fallback's task was there already.
 struct fallback_task_exists {};
-// Thrown inside a failover transaction to roll it back: policy refused every fallback of a task
-// that can still wait for its own channel.
+// Thrown inside a failover transaction to roll it back: no fallback this failover creates would
+// be sent, and the task can still wait for its own channel.
 struct fallbacks_refused {};
 
 } // namespace
@@ -1269,12 +1283,13 @@ failover_result sql_task_store::fail_over(const state_change& change,
       auto chains = claim_fallback_chains(plans, {failed.channel}, routes,
                                           policy ? &*policy : nullptr, change.at, again);
       auto& links = chains.at(0);
-      if (!links.front().claim.tasks.front().created)
+      const auto& first_link = links.front().claim.tasks.front();
+      if (!first_link.created && !refused_by_policy(first_link))
         throw fallback_task_exists{}; // giving the task up would send nothing: roll back
       // A task never tried may still go on its own channel once the circuit closes: it leaves
-      // only for a fallback that will be sent.
-      if (change.to == domain::task_state::suppressed &&
-          links.back().claim.tasks.front().state == domain::task_state::suppressed)
+      // only for a fallback this failover creates and will send.
+      if (change.to == domain::task_state::suppressed && !again &&
+          !newly_sendable(links.back().claim.tasks.front()))
         throw fallbacks_refused{};
       return std::move(links);
     });
@@ -1299,13 +1314,14 @@ bool on_chain(const std::vector<fallback_link>& chain, const std::string& channe
 } // namespace
 
 // Claims each plan (the first fallback of a task failed on `failed_channels`, in order) inside
-// the open transaction and, while
-// policy refuses a chain's last link (created SUPPRESSED: an opt-out, DND, no contact), the next
-// channel along that link's chain the message has an address for, a batch per step. A chain
-// ends with a task that will be sent, one that existed already (its channel has its own task
+// the open transaction and, while policy refuses a chain's last link (SUPPRESSED with a
+// policy reason: an opt-out, DND, no contact — created so now, or found so), the next channel
+// along that link's chain the message has an address for, a batch per step. A chain ends with
+// a task that will be sent, another task that existed already (its channel has its own task
 // for the message, or the chain came round), or a refused link with nowhere left to go.
-// `again`: the same failover committed before (its answer was lost), so the tasks found are
-// the ones that commit created.
+// `again`: the same failover committed before (its answer was lost), so the first link found
+// is the one that commit created; tasks further along count as found, and the sweep sends
+// any that commit created.
 std::vector<std::vector<fallback_link>> sql_task_store::claim_fallback_chains(
     std::vector<domain::message_plan> plans, const std::vector<std::string>& failed_channels,
     const fallback_routes& routes, policy_state* policy, domain::timestamp now, bool again) {
@@ -1313,10 +1329,10 @@ std::vector<std::vector<fallback_link>> sql_task_store::claim_fallback_chains(
   std::vector<std::size_t> growing(plans.size()); // the chain each of `plans` extends
   for (std::size_t i = 0; i < growing.size(); ++i)
     growing[i] = i;
-  while (!plans.empty()) {
+  for (bool first_step = true; !plans.empty(); first_step = false) {
     const claim_batch batch(dialect_, plans);
     auto claimed = run_claim(batch, policy);
-    if (again)
+    if (again && first_step)
       for (auto& answer : claimed.answers)
         answer.created = true;
     auto results =
@@ -1327,7 +1343,7 @@ std::vector<std::vector<fallback_link>> sql_task_store::claim_fallback_chains(
       auto& link = chains[growing[i]].emplace_back(
           fallback_link{std::move(plans[i]), std::move(results[i])});
       const auto& outcome = link.claim.tasks.front();
-      if (!outcome.created || outcome.state != domain::task_state::suppressed)
+      if (!refused_by_policy(outcome))
         continue;
       // Onwards from the refused channel, never back to a channel this chain has been on.
       auto onwards = domain::fallback_chain(routes.fallback_of, outcome.channel);

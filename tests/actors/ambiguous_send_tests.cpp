@@ -197,7 +197,7 @@ BOOST_AUTO_TEST_CASE(questions_used_up_end_unconfirmed_listed_and_never_resent) 
   BOOST_TEST(row.status_questions == 3u);
   BOOST_TEST(row.last_error.find("3 status questions without an answer, the last allowed; the "
                                  "provider may have the message, so it is not sent again") == 0u);
-  const auto letters = db->list_dead_letters("", "sms", "", 10);
+  const auto letters = db->list_dead_letters("", {"sms"}, "", 10);
   BOOST_REQUIRE_EQUAL(letters.size(), 1u);
   BOOST_TEST(letters[0].task.task_id == d.task_id);
   advance_both(std::chrono::milliseconds{60000}); // nothing more: not asked, not sent

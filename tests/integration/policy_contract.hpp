@@ -89,9 +89,10 @@ struct failing_sms {
 };
 
 inline failing_sms claim_failing_sms(persistence::task_store& store, const std::string& biz_id,
-                                     const std::string& user, domain::category category) {
+                                     const std::string& user, domain::category category,
+                                     const std::vector<std::string>& channels = {"sms"}) {
   failing_sms failing;
-  failing.plan = make_plan(biz_id, {"sms"}, user);
+  failing.plan = make_plan(biz_id, channels, user);
   failing.plan.message.category = category;
   failing.plan.message.recipients["app"] = "to-app-" + user;
   store.claim({failing.plan});
@@ -261,6 +262,22 @@ inline const persistence::claim_outcome& link_outcome(const persistence::failove
     BOOST_TEST(letters.at(0).other_tasks.size() == 2u);                                            \
     BOOST_TEST(store->list_dead_letters("", {"", coverage::none}, "", 10).empty());                \
     BOOST_TEST(store->list_dead_letters("", {"", coverage::covered}, "", 10).empty());             \
+  }                                                                                                \
+                                                                                                   \
+  /* A fallback the request named itself, refused by policy when it was accepted, passes the       \
+     chain on just the same. */                                                                    \
+  BOOST_AUTO_TEST_CASE(a_refused_fallback_found_existing_passes_the_chain_on) {                    \
+    using namespace herald::test::policy_contract;                                                 \
+    auto store = herald::persistence::open_task_store(url(), true, with_cap());                    \
+    opt_out(*store, "u-both", {"email"});                                                          \
+    const auto failing =                                                                           \
+        claim_failing_sms(*store, "fo-6", "u-both", category::transactional, {"sms", "email"});    \
+    const auto outcome = fail_sms(*store, failing);                                                \
+    BOOST_REQUIRE((outcome.result == herald::persistence::failover_result::outcome::failed_over)); \
+    BOOST_REQUIRE_EQUAL(outcome.chain.size(), 2u);                                                 \
+    BOOST_TEST(!link_outcome(outcome, 0).created); /* the request's own email task */              \
+    const auto& app = link_outcome(outcome, 1);                                                    \
+    BOOST_TEST((app.created && app.state == task_state::pending));                                 \
   }                                                                                                \
                                                                                                    \
   /* Every fallback refused: the user gets nothing, and the dead-letter list says so. */           \

@@ -115,7 +115,9 @@ BOOST_AUTO_TEST_CASE(coverage_is_judged_by_the_other_tasks_of_the_message) {
   BOOST_TEST((coverage_of(std::vector<s>{s::pending, s::delivered}) == coverage::covered));
   BOOST_TEST((coverage_of(std::vector<s>{s::sent}) == coverage::covered));
   BOOST_TEST((coverage_of(std::vector<s>{s::undelivered, s::expired}) == coverage::none));
-  for (auto value : {coverage::covered, coverage::pending, coverage::none})
+  BOOST_TEST((coverage_of(std::vector<s>{s::failed, s::unconfirmed}) == coverage::unknown));
+  BOOST_TEST((coverage_of(std::vector<s>{s::unconfirmed, s::read}) == coverage::covered));
+  for (auto value : {coverage::covered, coverage::pending, coverage::unknown, coverage::none})
     BOOST_TEST((parse_coverage(to_string(value)) == value));
   BOOST_TEST(!parse_coverage("all").has_value());
 }
