@@ -57,9 +57,15 @@ namespace {
 
 using self_pointer = events_actor::stateful_pointer<events_state>;
 
-void post_event(self_pointer self, const persistence::status_event& event) {
+void post_event(self_pointer self, const persistence::status_event& event,
+                domain::timestamp claimed_until) {
   auto& st = self->state;
-  st.in_flight.emplace(event.id, event);
+  // Claimed again while its post is still out (its claim ran out meanwhile, e.g. while this
+  // actor was blocked on the database): the claim is this node's again, the post already is.
+  if (!st.in_flight.emplace(event.id, events_state::post_in_flight{event, claimed_until}).second) {
+    st.in_flight.at(event.id).claimed_until = claimed_until;
+    return;
+  }
   providers::signed_post post;
   post.id = event.id;
   post.body = [event](std::int64_t now) { return event_payload(event, now); };
@@ -86,26 +92,40 @@ bool settle(self_pointer self) {
 }
 
 // Posts what is due, as room allows. Only once every answer is written: an event whose
-// answer is still unwritten looks due in the outbox and would be posted twice.
-void poll(self_pointer self) {
+// answer is still unwritten looks due in the outbox and would be posted twice. With
+// `renew_held`, the claims on the posts in flight for over half their claim are extended in the
+// same transaction: a post may wait behind others and run up to its timeout, and a claim that
+// ran out meanwhile would let the partition's owner post the event again. (Most posts end long
+// before: their rows are not written again.)
+void poll(self_pointer self, bool renew_held) {
   auto& st = self->state;
-  const std::size_t bound = st.receiver_failing ? 1 : st.config.max_in_flight;
-  if (!settle(self) || st.in_flight.size() >= bound)
+  if (!settle(self))
     return;
-  const auto room = bound - st.in_flight.size();
+  const auto now = st.clock->now();
+  const auto until = now + st.config.claim;
+  const std::size_t bound = st.receiver_failing ? 1 : st.config.max_in_flight;
+  const auto room = st.in_flight.size() < bound ? bound - st.in_flight.size() : 0;
+  std::vector<std::string> held;
+  if (renew_held)
+    for (const auto& [id, post] : st.in_flight)
+      if (post.claimed_until - now < st.config.claim / 2)
+        held.push_back(id);
+  if (room == 0 && held.empty())
+    return;
   std::vector<persistence::status_event> due;
   try {
     // Events in flight are claimed by this node still, so the claim leaves them out.
-    const auto now = st.clock->now();
-    due = st.store->claim_due_events({st.config.owner, now, now + st.config.claim,
-                                      st.share ? st.share->owned_partitions() : std::nullopt},
-                                     room);
+    due = st.store->claim_due_events(
+        {st.config.owner, now, until, st.share ? st.share->owned_partitions() : std::nullopt, held},
+        room);
   } catch (const std::exception& e) {
     log::error("events.load_failed", {{"error", domain::mask_free_text(e.what())}});
     return;
   }
+  for (const auto& id : held)
+    st.in_flight.at(id).claimed_until = until;
   for (const auto& event : due)
-    post_event(self, event);
+    post_event(self, event, until);
 }
 
 void update_gauge(self_pointer self) {
@@ -168,7 +188,7 @@ events(self_pointer self, std::shared_ptr<persistence::task_store> store, event_
   return {
       [self](tick_atom) {
         auto& st = self->state;
-        poll(self);
+        poll(self, true);
         update_gauge(self);
         // Only the actor's own tick re-arms: a "new events" nudge from outside must not add a
         // second timer.
@@ -180,7 +200,7 @@ events(self_pointer self, std::shared_ptr<persistence::task_store> store, event_
         auto found = st.in_flight.find(event_id);
         if (found == st.in_flight.end())
           return; // not ours (an answer to a predecessor of this actor)
-        auto event = std::move(found->second);
+        auto event = std::move(found->second.event);
         st.in_flight.erase(found);
         auto outcome = outcome_of(st, event, result);
         st.receiver_failing = outcome.result != event_outcome::outcome::delivered;
@@ -206,7 +226,7 @@ events(self_pointer self, std::shared_ptr<persistence::task_store> store, event_
         if (st.receiver_failing)
           settle(self);
         else
-          poll(self);
+          poll(self, false);
       },
   };
 }

@@ -49,7 +49,9 @@ std::string event_payload(const persistence::status_event& event, std::int64_t u
 /// tasks' events at once (up to max_in_flight), one task's strictly one after another (the
 /// store hands out only a task's lowest PENDING event). Only events of the partitions this node
 /// owns, each claimed in the database by this node (`owner`) for `claim` in the statement that
-/// reads it, so of the nodes of a cluster one posts it, also while partitions move. A 2xx
+/// reads it, and claimed again for `claim` by a poll once half of it has passed while its post is
+/// in flight, so of the nodes of a cluster one posts it, also while partitions move and posts
+/// run long. A 2xx
 /// answer delivers the event;
 /// anything else schedules it again by `retry`, until it is DEAD; while posts fail, one event
 /// per poll interval probes the receiver (receiver_failing). Outcomes are written in
@@ -66,8 +68,13 @@ struct events_state {
   std::shared_ptr<const domain::clock> clock;
   std::shared_ptr<const cluster_share> share; ///< the partitions owned; null: every one
   events_actor_config config;
-  std::unordered_map<std::string, persistence::status_event> in_flight; ///< by event id
-  std::vector<persistence::event_outcome> unsettled; ///< answered, not yet written
+  /// A posted event still waiting for its answer, and until when this node's claim on it holds.
+  struct post_in_flight {
+    persistence::status_event event;
+    domain::timestamp claimed_until;
+  };
+  std::unordered_map<std::string, post_in_flight> in_flight; ///< by event id
+  std::vector<persistence::event_outcome> unsettled;         ///< answered, not yet written
   bool flush_queued = false;
   /// The last answer was a failure: until a post succeeds, one event at a time is posted per
   /// poll interval (a probe), so a receiver that is down costs a post and a read per interval

@@ -32,6 +32,12 @@ std::string_view dialect::lock_row() const {
   return backend_ == database_url::kind::sqlite ? "" : " FOR UPDATE";
 }
 
+std::string dialect::skip_locked(std::string_view alias) const {
+  if (backend_ == database_url::kind::sqlite)
+    return "";
+  return " FOR UPDATE OF " + std::string(alias) + " SKIP LOCKED";
+}
+
 std::string dialect::lock_keys() const {
   if (backend_ == database_url::kind::sqlite)
     return "";

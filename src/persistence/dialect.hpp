@@ -92,6 +92,11 @@ public:
   /// empty where writers are serialised (SQLite).
   std::string_view lock_row() const;
 
+  /// Appended to a SELECT of the rows a claim takes from table alias `alias` (PostgreSQL: FOR
+  /// UPDATE OF alias SKIP LOCKED): rows another claim is taking right now are passed over, not
+  /// waited for; empty where writers are serialised (SQLite).
+  std::string skip_locked(std::string_view alias) const;
+
   /// A statement that takes, in ascending order, a transaction-scoped lock on each 32-bit key
   /// of the JSON rows bound to `:keys` (column "k"), so transactions locking overlapping sets
   /// cannot deadlock; empty where writers are serialised (SQLite).

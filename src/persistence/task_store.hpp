@@ -400,6 +400,9 @@ struct event_claim {
   domain::timestamp now;   ///< due by then; claims that ran out by then may be taken
   domain::timestamp until; ///< the claim holds until then: longer than a post may take
   partition_filter partitions;
+  /// Events `owner` is posting still: their claims are extended to `until`, so a post that
+  /// waits or runs long is not taken over (and posted again) by another node meanwhile.
+  std::vector<std::string> held;
 };
 
 /// Which unfinished tasks a recovery read wants; by default every one.
@@ -543,7 +546,9 @@ public:
   /// PENDING event of lowest seq, and only when that one is due by `claim.now`, of
   /// `claim.partitions`, and not claimed by anyone (or its claim ran out by `claim.now`), so a
   /// task's events go out in order and each is posted by one node at a time; lowest seq first,
-  /// at most `limit`. Each event returned is claimed by `claim.owner` until `claim.until`.
+  /// at most `limit`. Each event returned is claimed by `claim.owner` until `claim.until`. In the
+  /// same transaction the claims `claim.owner` holds on `claim.held` are extended to
+  /// `claim.until` (also when `limit` is 0).
   virtual std::vector<status_event> claim_due_events(const event_claim& claim,
                                                      std::size_t limit) = 0;
 

@@ -342,6 +342,25 @@ BOOST_AUTO_TEST_CASE(each_event_is_posted_by_the_one_node_that_claimed_it) {
   BOOST_TEST(events_store->count_pending_events() == 0u);
 }
 
+// A post that waits for its answer longer than the claim keeps its event: the claim is
+// extended at every poll, so another node does not post it meanwhile.
+BOOST_AUTO_TEST_CASE(an_event_whose_post_runs_long_is_not_taken_over) {
+  auto ids = seed({plan("order-1", {"sms"})});
+  change(ids[0], task_state::pending, task_state::sent);
+  spawn_events(config());
+  BOOST_REQUIRE(receiver.wait_for_requests(1));
+  auto other = config();
+  other.owner = "node-2/0000000000000002";
+  spawn_events(other, persistence::open_task_store(url, false));
+  for (int second = 0; second < 30; ++second) // three claims long, a poll at a time; the
+    advance_both(std::chrono::seconds{1});    // answer is still held back
+  BOOST_TEST(receiver.requests().size() == 1u);
+  answer(1);
+  advance_both(std::chrono::seconds{30});
+  BOOST_TEST(receiver.requests().size() == 1u);
+  BOOST_TEST(events_store->count_pending_events() == 0u);
+}
+
 // The partitions are read afresh for every claim: a node posts what it owns now.
 BOOST_AUTO_TEST_CASE(only_events_of_owned_partitions_are_posted) {
   const std::vector<domain::message_plan> plans{plan("order-1", {"sms"}), plan("order-2", {"sms"})};

@@ -437,21 +437,40 @@ json::object sms_event(const std::string& biz_id) {
 }
 
 /// Events `prefix`<first>..<first + count - 1> as one POST /v1/messages/batch to `node`; the
-/// message ids, each item having been accepted (202).
+/// message ids, each item having been accepted. Items answered 503 (the database did not
+/// answer in time on a loaded machine) are submitted again, as a client would: "retrying is
+/// safe" because the business key deduplicates.
 std::vector<std::string> submit_batch(running_herald& node, const std::string& prefix, int first,
                                       int count) {
-  json::array items;
-  for (int i = first; i < first + count; ++i)
-    items.push_back(sms_event(prefix + std::to_string(i)));
-  auto response = request(host, node.port(), "POST", "/v1/messages/batch",
-                          json::serialize(json::object{{"messages", items}}), json_headers());
-  BOOST_REQUIRE_EQUAL(response.status, 200);
-  std::vector<std::string> ids;
-  const auto body = json::parse(response.body);
-  for (const auto& result : body.at("results").as_array()) {
-    BOOST_REQUIRE_MESSAGE(integer(result, "status") == 202, json::serialize(result));
-    ids.push_back(text(result, "message_id"));
+  std::vector<std::string> ids(static_cast<std::size_t>(count));
+  std::vector<int> waiting;
+  for (int i = 0; i < count; ++i)
+    waiting.push_back(i);
+  for (int round = 0; round < 5 && !waiting.empty(); ++round) {
+    json::array items;
+    for (const auto i : waiting)
+      items.push_back(sms_event(prefix + std::to_string(first + i)));
+    auto response = request(host, node.port(), "POST", "/v1/messages/batch",
+                            json::serialize(json::object{{"messages", items}}), json_headers());
+    BOOST_REQUIRE_EQUAL(response.status, 200);
+    const auto body = json::parse(response.body);
+    const auto& results = body.at("results").as_array();
+    BOOST_REQUIRE_EQUAL(results.size(), waiting.size());
+    std::vector<int> again;
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      const auto status = integer(results[k], "status");
+      if (status == 503) {
+        again.push_back(waiting[k]);
+        continue;
+      }
+      // 200 on a later round: the 503'd first submission committed after all.
+      BOOST_REQUIRE_MESSAGE(status == 202 || (round > 0 && status == 200),
+                            json::serialize(results[k]));
+      ids[static_cast<std::size_t>(waiting[k])] = text(results[k], "message_id");
+    }
+    waiting = std::move(again);
   }
+  BOOST_REQUIRE_MESSAGE(waiting.empty(), waiting.size() << " items still answered 503");
   return ids;
 }
 
@@ -1073,9 +1092,22 @@ BOOST_AUTO_TEST_CASE(each_status_event_is_posted_once_and_each_task_asked_about_
   constexpr int receipt_window_ms = 12000; // no question before the killed node is back
   std::mutex mutex;
   std::map<std::string, std::vector<std::string>> posts; // webhook-id -> posting nodes, in order
+  std::map<std::string, std::vector<std::int64_t>> posted_at; // webhook-id -> ms since start
+  std::map<std::string, std::vector<std::string>> post_notes;
+  const auto start = std::chrono::steady_clock::now();
   test_server receiver{[&](const recorded_request& r) {
     std::lock_guard<std::mutex> guard{mutex};
     posts[r.header("webhook-id")].push_back(r.target.substr(r.target.rfind('/') + 1));
+    posted_at[r.header("webhook-id")].push_back(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                              start)
+            .count());
+    const auto unix_now = std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+    post_notes[r.header("webhook-id")].push_back(
+        "lag" + std::to_string(unix_now - std::stoll(r.header("webhook-timestamp"))) + "s#c" +
+        std::to_string(r.connection));
     return reply{204, {}, ""};
   }};
   test_cluster cluster(3, {600, 30},
@@ -1096,11 +1128,19 @@ BOOST_AUTO_TEST_CASE(each_status_event_is_posted_once_and_each_task_asked_about_
     return posts.size();
   };
   BOOST_REQUIRE(eventually([&] { return posted() >= 100; }, 30s));
+  auto since_start = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 start)
+        .count();
+  };
+  BOOST_TEST_MESSAGE("n3 killed at " << since_start() << " ms");
   cluster.kill(2);
   for (std::size_t b = 0; b < 4; ++b)
     submit(b % 2, 100);
+  BOOST_TEST_MESSAGE("n3 restarted at " << since_start() << " ms");
   cluster.start(2);
   cluster.require_agreement({0, 1, 2});
+  BOOST_TEST_MESSAGE("n3 back at " << since_start() << " ms");
   require_all_finished(cluster.node(0), accepted.size(), [&] {
     return unfinished_tasks(cluster.node(0), accepted) + cluster.describe({0, 1, 2});
   });
@@ -1146,8 +1186,8 @@ BOOST_AUTO_TEST_CASE(each_status_event_is_posted_once_and_each_task_asked_about_
   for (const auto& [id, nodes] : posts)
     if (nodes.size() > 1) {
       std::string by;
-      for (const auto& node : nodes)
-        by += " " + node;
+      for (std::size_t k = 0; k < nodes.size(); ++k)
+        by += " " + nodes[k] + "@" + std::to_string(posted_at[id][k]) + "ms" + post_notes[id][k];
       again.push_back(id + " by" + by);
       if (nodes.front() != "n3")
         not_after_n3 += nodes.size() - 1;
@@ -1155,15 +1195,20 @@ BOOST_AUTO_TEST_CASE(each_status_event_is_posted_once_and_each_task_asked_about_
   constexpr std::size_t events_in_flight = 64; // the events actor's bound
   BOOST_TEST(again.size() <= 2 * events_in_flight + std::size_t(retried),
              again.size() << " events posted more than once");
-  // KNOWN DEFECT (issue 27 stays open): a surviving node's claim on an event it is still
-  // posting can run out (claimed for 2 x post timeout + poll interval from the claim, not
-  // renewed while the post queues and waits), and the partition's owner posts the event again
-  // under the same webhook-id. Seen: 10 such repeats in one clean-clone run, 1 of 4 helper runs.
-  // Reported here, not asserted, until claims are renewed while in flight; the bound above
-  // still holds.
-  BOOST_WARN_MESSAGE(double(not_after_n3) <= retried,
-                     not_after_n3 << " repeats of events not first posted by the killed node, "
-                                  << retried << " retries counted");
+  // A survivor's claim on an event it is posting is renewed at every poll, so only the killed
+  // node's unrecorded posts (and retries) come again.
+  BOOST_TEST(double(not_after_n3) <= retried,
+             not_after_n3 << " repeats of events not first posted by the killed node, " << retried
+                          << " retries counted");
+  if (double(not_after_n3) > retried)
+    for (std::size_t i = 0; i < 2; ++i) {
+      std::istringstream lines(cluster.node(i).process().log());
+      for (std::string line; std::getline(lines, line);)
+        if (line.find("events") != std::string::npos ||
+            line.find("component") != std::string::npos ||
+            line.find("partition") != std::string::npos)
+          BOOST_TEST_MESSAGE(cluster.node_id(i) << ": " << line);
+    }
   BOOST_TEST_MESSAGE(posts.size() << " events, " << again.size() << " posted more than once ("
                                   << not_after_n3 << " not first by the killed node, " << retried
                                   << " retries counted): " << first_few(again));

@@ -275,6 +275,36 @@ inline void claimed_events_go_to_one_node(store_backend& backend) {
              boost::test_tools::per_element());
 }
 
+// A node extends the claims on the events it is posting still (a post may wait and run long):
+// while it does, no other node takes them; it cannot extend a claim another node has taken.
+inline void held_claims_are_renewed(store_backend& backend) {
+  auto store = open_with_events(backend);
+  const auto plan = make_plan("order-h1", {"sms"});
+  store->claim({plan});
+  store->apply({change(plan.tasks[0].id, task_state::pending, task_state::sent, 1, t0)}, {});
+  const auto sent = domain::event_id_for(plan.tasks[0].id, task_state::sent);
+  const auto now = t0 + 100;
+  const std::string node_a = "node-a/00000000000000a1";
+  const std::string node_b = "node-b/00000000000000b1";
+  auto claim = [&](const std::string& owner, std::int64_t at, std::vector<std::string> held,
+                   std::size_t limit) {
+    return ids_of(store->claim_due_events(
+        {owner, micros(at), micros(at + 1000), std::nullopt, std::move(held)}, limit));
+  };
+  BOOST_TEST(claim(node_a, now, {}, 10) == (std::vector<std::string>{sent}),
+             boost::test_tools::per_element());
+  // Renewed at now + 900 (with no room for new events): held until now + 1900.
+  BOOST_TEST(claim(node_a, now + 900, {sent}, 0).empty());
+  BOOST_TEST(claim(node_b, now + 1000, {}, 10).empty());
+  BOOST_TEST(claim(node_b, now + 1899, {}, 10).empty());
+  // Not renewed again: it runs out, node-b takes it, and node-a's late renewal changes nothing.
+  BOOST_TEST(claim(node_b, now + 1900, {}, 10) == (std::vector<std::string>{sent}),
+             boost::test_tools::per_element());
+  BOOST_TEST(claim(node_a, now + 1950, {sent}, 0).empty());
+  BOOST_TEST(claim(node_a, now + 2900, {}, 10) == (std::vector<std::string>{sent}),
+             boost::test_tools::per_element());
+}
+
 } // namespace herald::test::event_outbox_contract
 
 #define HERALD_EVENT_OUTBOX_CONTRACT_TEST(name)                                                    \
@@ -288,4 +318,5 @@ inline void claimed_events_go_to_one_node(store_backend& backend) {
   HERALD_EVENT_OUTBOX_CONTRACT_TEST(only_enabled_types_are_written)                                \
   HERALD_EVENT_OUTBOX_CONTRACT_TEST(a_tasks_events_go_out_in_order)                                \
   HERALD_EVENT_OUTBOX_CONTRACT_TEST(fail_over_writes_the_failing_tasks_event)                      \
-  HERALD_EVENT_OUTBOX_CONTRACT_TEST(claimed_events_go_to_one_node)
+  HERALD_EVENT_OUTBOX_CONTRACT_TEST(claimed_events_go_to_one_node)                                 \
+  HERALD_EVENT_OUTBOX_CONTRACT_TEST(held_claims_are_renewed)
