@@ -583,10 +583,7 @@ int serve(const config& cfg) {
       metrics_server = std::make_unique<api::http_server>(metrics_http, routes.metrics_handler());
     }
     try {
-      // Metrics first: once /healthz answers on the API listener, /metrics answers too.
-      if (metrics_server)
-        metrics_server->start(std::move(*metrics_listener));
-      server.start(std::move(*api_listener));
+      // The cluster port, then metrics, then the API: once /healthz answers, the others do too.
       if (n.cluster) {
         publish_cluster_member(sys, n, *cfg.cluster);
         // Dialing waits for the middleman; published first, a peer dialing here finds us. Sent
@@ -595,6 +592,9 @@ int serve(const config& cfg) {
         for (const auto& peer : cfg.cluster->peers)
           starter->send(n.cluster, actors::dial_atom_v, peer);
       }
+      if (metrics_server)
+        metrics_server->start(std::move(*metrics_listener));
+      server.start(std::move(*api_listener));
       resume_own_leases(url, name, *name_lock, *clock);
       caf::anon_send(n.dispatcher, actors::recover_atom_v, std::string{}); // every channel
       log::info("herald.started",

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <netinet/in.h>
@@ -186,9 +187,10 @@ public:
     address.sin_family = AF_INET;
     address.sin_port = htons(port);
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    BOOST_REQUIRE_MESSAGE(::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) ==
-                              0,
-                          "cannot connect to the cluster port " << port);
+    const auto connected = ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    BOOST_REQUIRE_MESSAGE(connected == 0, "cannot connect to the cluster port "
+                                              << port << " from 127.0.0." << source_host << ": "
+                                              << std::strerror(errno));
   }
   ~raw_connection() { ::close(fd_); }
   raw_connection(const raw_connection&) = delete;
