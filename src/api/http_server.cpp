@@ -1149,9 +1149,8 @@ bound_listener::bound_listener(const std::string& host, std::uint16_t port) {
   acceptor.bind(endpoint, ec);
   if (ec)
     fail("bind");
-  acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec)
-    fail("listen");
+  // No listen() yet: until start(), a client is refused at once rather than left waiting in
+  // the backlog while the database is migrated and opened.
   port_ = acceptor.local_endpoint().port();
   ipv6_ = endpoint.protocol() == tcp::v6();
   fd_ = acceptor.release();
@@ -1175,6 +1174,11 @@ void http_server::start(bound_listener listener) {
     throw std::logic_error("http_server::start called twice");
   const auto& options = core_->options;
   core_->acceptor.assign(listener.ipv6_ ? tcp::v6() : tcp::v4(), std::exchange(listener.fd_, -1));
+  beast::error_code ec;
+  core_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    throw std::system_error(ec, "cannot listen on " + options.host + ":" +
+                                    std::to_string(listener.port()) + " (listen)");
   core_->bound_port = listener.port();
   core_->max_connections = connection_cap(options.max_connections, raise_open_file_limit());
 

@@ -92,8 +92,8 @@ bool is_loopback_host(std::string_view host);
 /// line and nothing to undo. Closed on destruction unless a server took it.
 class bound_listener {
 public:
-  /// Resolves `host`, binds `port` (0: a free one) and listens. Throws std::system_error
-  /// naming the address when it cannot (port taken, bad host).
+  /// Resolves `host` and binds `port` (0: a free one); http_server::start() listens. Throws
+  /// std::system_error naming the address when it cannot (port taken, bad host).
   bound_listener(const std::string& host, std::uint16_t port);
   ~bound_listener();
   bound_listener(bound_listener&& other) noexcept;
@@ -127,7 +127,8 @@ public:
   /// cannot listen (port taken, bad host).
   void start();
 
-  /// start() on a socket bound before (on the options' address); cannot fail to listen.
+  /// start() on a socket bound before (on the options' address): listens on it; throws
+  /// std::system_error when it cannot.
   void start(bound_listener listener);
 
   /// The port actually bound (useful with port 0); 0 before start().

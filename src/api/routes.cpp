@@ -946,8 +946,10 @@ void routes::answer_message(const caller& who, std::string message_id, const exc
 }
 
 void routes::list_dead_letters(std::string_view query, const caller& who, const exchange_ptr& ex) {
-  if (auto refused = query_keys_error(query))
-    return ex->error(*refused);
+  // One tenant's dead letters, or (without keys and without `tenant=`) every tenant's.
+  auto tenant = named_tenant(query, who);
+  if (auto* failure = std::get_if<domain::validation_error>(&tenant))
+    return ex->error(*failure);
   auto channel = query_value(query, "channel").value_or("");
   auto after = query_value(query, "after").value_or("");
   persistence::dead_letter_filter filter;
@@ -971,7 +973,8 @@ void routes::list_dead_letters(std::string_view query, const caller& who, const 
       return ex->error(http::status::bad_request, "invalid_request",
                        std::string(name) + " must be a plain name or id", name);
   service_.list_dead_letters(
-      who.tenant, std::move(filter), std::string(after), limit,
+      std::get<std::optional<std::string>>(tenant).value_or(""), std::move(filter),
+      std::string(after), limit,
       guarded(ex,
               [limit](const exchange_ptr& exchange,
                       std::variant<std::vector<persistence::dead_letter>, service_error>& result) {

@@ -877,6 +877,22 @@ BOOST_AUTO_TEST_CASE(a_taken_port_is_a_clear_error) {
   }
 }
 
+// The port is bound from the start (one another process listens on is found before the
+// database is opened), but a client is refused until the server starts rather than left
+// waiting in a backlog.
+BOOST_AUTO_TEST_CASE(a_bound_listener_refuses_clients_until_the_server_starts) {
+  api::bound_listener listener{"127.0.0.1", 0};
+  const auto port = listener.port();
+  BOOST_TEST(!test::raw_socket{port}.open());
+  server_fixture unused; // routes to serve with
+  api::http_options options = server_fixture::small_options();
+  options.port = port;
+  api::http_server server(options, unused.routes.handler());
+  server.start(std::move(listener));
+  BOOST_TEST(test::request("127.0.0.1", port, "GET", "/healthz").status == 200);
+  server.stop();
+}
+
 BOOST_AUTO_TEST_CASE(recipients_never_reach_the_log) {
   std::ostringstream lines;
   log::init_to_stream(log::level::debug, lines);
@@ -911,6 +927,17 @@ BOOST_FIXTURE_TEST_CASE(dead_letters_are_listed_with_masked_recipients, server_f
   auto other = boost::json::parse(get("/v1/dead-letters?channel=app").body).as_object();
   BOOST_TEST(other.at("dead_letters").as_array().empty());
   BOOST_TEST(other.at("next_after").is_null());
+}
+
+// Without keys a read sees every tenant, or the one `tenant=` names (as /v1/stats does).
+BOOST_FIXTURE_TEST_CASE(dead_letters_are_listed_for_the_tenant_named, server_fixture) {
+  BOOST_TEST(get("/v1/dead-letters").status == 200);
+  BOOST_TEST(service.last_tenant() == "");
+  BOOST_TEST(get("/v1/dead-letters?tenant=acme&limit=5").status == 200);
+  BOOST_TEST(service.last_tenant() == "acme");
+  auto refused = get("/v1/dead-letters?tenant=%00");
+  BOOST_TEST(refused.status == 400);
+  BOOST_TEST(refused.body.find("\"tenant\"") != std::string::npos, refused.body);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_bad_dead_letter_query_is_refused, server_fixture) {
