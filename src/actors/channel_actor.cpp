@@ -878,6 +878,8 @@ void record_found(self_pointer self, channel_state::call asked,
   auto& task = asked.task;
   auto change = change_of(task, task_state::sent, task.attempts + 1, now);
   change.lease_token = asked.take_token;
+  // The call is settled: the reconciler's questions about the receipt are counted afresh.
+  change.status_questions = 0;
   if (!answer.message_id.empty())
     change.provider_message_id = answer.message_id;
   attempt_records attempts{{task.task_id, change.attempts, task.provider_request_id,

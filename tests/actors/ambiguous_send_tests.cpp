@@ -176,6 +176,7 @@ BOOST_AUTO_TEST_CASE(a_provider_that_cannot_say_is_asked_again_after_the_backoff
   BOOST_REQUIRE_EQUAL(provider->queries.size(), 3u); // the third question: it has the message
   BOOST_TEST(provider->calls.empty());
   BOOST_TEST(state(d.task_id) == "SENT");
+  BOOST_TEST(task(d.task_id).status_questions == 0u); // the receipt's questions count afresh
   BOOST_TEST(metric_line("herald_status_questions_unanswered_total{channel=\"sms\",then=\"asked_"
                          "again\"}") ==
              "herald_status_questions_unanswered_total{channel=\"sms\",then=\"asked_again\"} 2");
