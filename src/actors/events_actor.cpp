@@ -114,7 +114,8 @@ void poll(self_pointer self, bool renew_held) {
     return;
   std::vector<persistence::status_event> due;
   try {
-    // Events in flight are claimed by this node still, so the claim leaves them out.
+    // Events in flight are claimed by this node still, so the claim leaves them out; one whose
+    // claim ran out regardless comes back and is not posted again (post_event).
     due = st.store->claim_due_events(
         {st.config.owner, now, until, st.share ? st.share->owned_partitions() : std::nullopt, held},
         room);
