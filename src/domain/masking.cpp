@@ -249,7 +249,11 @@ private:
 
   bool at_word_start() const { return i_ == 0 || !is_alnum(text_[i_ - 1]); }
 
-  bool at_digit_run_start() const { return is_digit(text_[i_]) && !is_digit(text_[i_ - 1]); }
+  /// A digit after a non-digit inside a word; at the text's start (a word start) phone() was
+  /// tried already.
+  bool at_digit_run_start() const {
+    return i_ > 0 && is_digit(text_[i_]) && !is_digit(text_[i_ - 1]);
+  }
 
   std::size_t scan(std::size_t from, bool (*accept)(char)) const {
     while (from < text_.size() && accept(text_[from]))
