@@ -689,6 +689,30 @@ double metric_on(running_herald& node, const std::string& name) {
   return metric_sum(node.metrics(), name);
 }
 
+/// Partition moves counted by every node of `cluster` so far: unchanged over a load, no node's
+/// view changed during it (a node slowed past the member timeout, e.g. under a sanitizer or a
+/// loaded machine, is dropped and rejoins, and its partitions move away and back meanwhile).
+template <class Cluster> double partition_moves(Cluster& cluster) {
+  double moves = 0;
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    moves += metric_on(cluster.node(i), "herald_partition_moves_total");
+  return moves;
+}
+
+/// Asserts that `wrong` (calls of a load not made by their owner under the agreed view) is
+/// empty, when the views held still during the load; when partitions moved meanwhile, the
+/// owner at the time of a call is not known here, and the calls are reported instead (each was
+/// still checked to be delivered once).
+void check_sent_by_owners(const std::vector<std::string>& wrong, bool views_held,
+                          const std::string& what) {
+  if (views_held)
+    BOOST_TEST(wrong.empty(), wrong.size() << " " << what << ": " << first_few(wrong));
+  else
+    BOOST_TEST_MESSAGE("partitions moved during the load (a node was slow past the member "
+                       "timeout); "
+                       << wrong.size() << " " << what << ", not asserted: " << first_few(wrong));
+}
+
 } // namespace
 
 // A node without `cluster` is a cluster of one: it owns every partition. (SQLite: no cluster
@@ -866,6 +890,7 @@ BOOST_AUTO_TEST_CASE(a_killed_node_loses_nothing_and_rejoins_without_a_duplicate
   const auto restarted_at = now_ms();
   cluster.start(2);
   cluster.require_agreement({0, 1, 2});
+  const auto moves_before_second = partition_moves(cluster);
   const auto first_wave = accepted.size();
   for (std::size_t i = 0; i < 3; ++i)
     submit(i);
@@ -884,9 +909,9 @@ BOOST_AUTO_TEST_CASE(a_killed_node_loses_nothing_and_rejoins_without_a_duplicate
   BOOST_TEST(sent_by_restarted > 0U, "the restarted node sent nothing of the second load");
   const std::set<std::string> second_wave(accepted.begin() + std::ptrdiff_t(first_wave),
                                           accepted.end());
-  const auto wrong = sent_by_another(request_ids, second_wave, calls, 3);
-  BOOST_TEST(wrong.empty(),
-             wrong.size() << " calls of the second load not by the owner: " << first_few(wrong));
+  check_sent_by_owners(sent_by_another(request_ids, second_wave, calls, 3),
+                       partition_moves(cluster) == moves_before_second,
+                       "calls of the second load not by the owner");
   summary = cluster.provider().summary();
   BOOST_TEST_MESSAGE("provider at the end: " << json::serialize(summary));
 }
@@ -930,6 +955,7 @@ BOOST_AUTO_TEST_CASE(a_frozen_node_resumed_sends_nothing_that_moved_away) {
   cluster.node(2).process().signal(SIGCONT);
   const auto resumed_at = now_ms();
   cluster.require_agreement({0, 1, 2});
+  const auto moves_before_second = partition_moves(cluster);
   // Settled when n3 has worked through what it held: a second load, accepted everywhere, goes
   // to its owners; n3's share queues behind what n3 held, so once all of it is SENT, n3 has
   // been through its queue.
@@ -939,6 +965,7 @@ BOOST_AUTO_TEST_CASE(a_frozen_node_resumed_sends_nothing_that_moved_away) {
     all.insert(all.end(), ids.begin(), ids.end());
   }
   require_all_finished(cluster.node(0), all.size());
+  const bool views_held = partition_moves(cluster) == moves_before_second;
   const auto request_ids = sent_request_ids({&cluster.node(0), &cluster.node(1)}, all);
 
   // Whose tasks were whose: the product's own rendezvous assignment over n1, n2, n3.
@@ -994,9 +1021,8 @@ BOOST_AUTO_TEST_CASE(a_frozen_node_resumed_sends_nothing_that_moved_away) {
                                                    << first_few(again));
   // The second load went to the owners (so n3's share queued behind what it held).
   BOOST_REQUIRE_MESSAGE(second_owned_by_n3 > 0U, "n3 owned none of the second load");
-  BOOST_TEST(second_not_by_owner.empty(),
-             second_not_by_owner.size() << " tasks of the second load not sent by their owner: "
-                                        << first_few(second_not_by_owner));
+  check_sent_by_owners(second_not_by_owner, views_held,
+                       "tasks of the second load not sent by their owner");
   require_each_delivered_once(cluster.provider(), request_ids,
                               "n3 stopped at " + std::to_string(stopped_at) + ", resumed at " +
                                   std::to_string(resumed_at));
