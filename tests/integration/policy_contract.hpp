@@ -326,7 +326,8 @@ inline const persistence::claim_outcome& link_outcome(const persistence::failove
     dnd.dnd = herald::domain::user_patch::dnd_change::set;                                         \
     dnd.dnd_until = micros(1'900'000'000'000'000);                                                 \
     store->update_user("default", "u-dnd", dnd, micros(1));                                        \
-    const auto& email = link_outcome(fail_sms(*store, code), 0);                                   \
+    const auto code_outcome = fail_sms(*store, code);                                              \
+    const auto& email = link_outcome(code_outcome, 0);                                             \
     BOOST_TEST((email.created && email.state == task_state::pending && !email.policy_reason));     \
     const auto outcome = fail_sms(*store, news);                                                   \
     BOOST_TEST((link_outcome(outcome, 0).policy_reason == herald::domain::policy_reason::dnd));    \
