@@ -62,8 +62,10 @@ void post_event(self_pointer self, const persistence::status_event& event,
   auto& st = self->state;
   // Claimed again while its post is still out (its claim ran out meanwhile, e.g. while this
   // actor was blocked on the database): the claim is this node's again, the post already is.
-  if (!st.in_flight.emplace(event.id, events_state::post_in_flight{event, claimed_until}).second) {
-    st.in_flight.at(event.id).claimed_until = claimed_until;
+  const auto [posting, fresh] =
+      st.in_flight.emplace(event.id, events_state::post_in_flight{event, claimed_until});
+  if (!fresh) {
+    posting->second.claimed_until = claimed_until;
     return;
   }
   providers::signed_post post;

@@ -1118,6 +1118,16 @@ http_server::~http_server() {
   stop();
 }
 
+namespace {
+
+/// A listener that cannot be opened: the address and the step that failed, in one line.
+[[noreturn]] void cannot_listen(const beast::error_code& ec, const std::string& where,
+                                const char* step) {
+  throw std::system_error(ec, "cannot listen on " + where + " (" + step + ")");
+}
+
+} // namespace
+
 bound_listener::bound_listener(const std::string& host, std::uint16_t port) {
   const std::string where = host + ":" + std::to_string(port);
   asio::io_context ioc;
@@ -1137,9 +1147,7 @@ bound_listener::bound_listener(const std::string& host, std::uint16_t port) {
   }
 
   tcp::acceptor acceptor(ioc);
-  auto fail = [&](const char* what) {
-    throw std::system_error(ec, std::string("cannot listen on ") + where + " (" + what + ")");
-  };
+  auto fail = [&](const char* step) { cannot_listen(ec, where, step); };
   acceptor.open(endpoint.protocol(), ec);
   if (ec)
     fail("open");
@@ -1177,8 +1185,7 @@ void http_server::start(bound_listener listener) {
   beast::error_code ec;
   core_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
-    throw std::system_error(ec, "cannot listen on " + options.host + ":" +
-                                    std::to_string(listener.port()) + " (listen)");
+    cannot_listen(ec, options.host + ":" + std::to_string(listener.port()), "listen");
   core_->bound_port = listener.port();
   core_->max_connections = connection_cap(options.max_connections, raise_open_file_limit());
 

@@ -446,6 +446,16 @@ const std::vector<json_column> attempt_row_columns = {
 
 const std::vector<json_column> id_columns = {text{"task_id"}};
 
+/// `ids` as the JSON rows bound to a `json_rows(…, id_columns)` source.
+std::string id_json_rows(const dialect& sql_dialect, const std::vector<std::string>& ids) {
+  json_batch rows(sql_dialect, id_columns);
+  for (const auto& id : ids) {
+    rows.add_row();
+    rows.text(id);
+  }
+  return rows.finish();
+}
+
 const std::vector<json_column> event_columns = {
     text{"event_id"}, text{"task_id"}, text{"type"}, {"occurred_at", bigint}, {"ord", bigint}};
 
@@ -1597,15 +1607,11 @@ sql_task_store::claim_fallbacks(const std::vector<std::string>& undelivered,
                             dialect_.json_rows("ids", id_columns) +
                             " JOIN tasks t ON t.id = r.task_id JOIN messages m ON m.id = "
                             "t.message_id";
-  json_batch ids(dialect_, id_columns);
-  for (const auto& id : undelivered) {
-    ids.add_row();
-    ids.text(id);
-  }
   std::vector<std::string> failed_ids;
   std::vector<std::string> failed_channels;
   std::vector<domain::message_plan> plans;
-  for (const auto& row : statements_->fetch(query, {ids.finish()}, delivery_column_count)) {
+  for (const auto& row :
+       statements_->fetch(query, {id_json_rows(dialect_, undelivered)}, delivery_column_count)) {
     auto failed = delivery_of(row);
     if (auto plan = domain::first_fallback_plan(
             failed, domain::fallback_chain(failover.fallback_of, failed.channel), failover.secret,
@@ -1645,13 +1651,8 @@ void sql_task_store::run_receipt_catch_up(const std::vector<std::string>& sent_i
   const std::string query = "SELECT r.task_id, c.status FROM " +
                             dialect_.json_rows("ids", id_columns) +
                             " JOIN receipts c ON c.task_id = r.task_id ORDER BY c.received_at";
-  json_batch ids(dialect_, id_columns);
-  for (const auto& id : sent_ids) {
-    ids.add_row();
-    ids.text(id);
-  }
   receipt_moves moves;
-  for (const auto& row : statements_->fetch(query, {ids.finish()}, 2))
+  for (const auto& row : statements_->fetch(query, {id_json_rows(dialect_, sent_ids)}, 2))
     if (auto status = domain::parse_receipt_status(text_of(row[1])))
       moves.fold(text_of(row[0]), domain::task_state::sent, *status);
   std::vector<std::string> undelivered;
@@ -2371,14 +2372,9 @@ std::vector<status_event> sql_task_store::claim_due_events(const event_claim& cl
       dialect_.json_rows("ids", id_columns) + ")";
   return in_transaction("claim_due_events", [&] {
     const auto now = micros_text(claim.now);
-    if (!claim.held.empty()) {
-      json_batch held(dialect_, id_columns);
-      for (const auto& id : claim.held) {
-        held.add_row();
-        held.text(id);
-      }
-      statements_->execute(renew, {micros_text(claim.until), claim.owner, held.finish()});
-    }
+    if (!claim.held.empty())
+      statements_->execute(
+          renew, {micros_text(claim.until), claim.owner, id_json_rows(dialect_, claim.held)});
     std::vector<status_event> events;
     if (!claims_new)
       return events;
