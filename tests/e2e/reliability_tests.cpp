@@ -2,6 +2,7 @@
 // sends exactly once; a channel pointed at a closed port retries, opens its circuit, and new
 // tasks fail over to the fallback channel without being sent on both.
 
+#include "support/eventually.hpp"
 #include "support/herald_server.hpp"
 
 #include <future>
@@ -94,7 +95,12 @@ BOOST_AUTO_TEST_CASE(a_failed_task_is_listed_and_a_double_replay_sends_once) {
 
   text = herald.wait_for_metrics([](auto& m) { return calls(m, "sms", "permanent") >= 2; });
   BOOST_TEST(calls(text, "sms", "permanent") == 2.0);
-  auto task = task_of(herald, message_id);
+  // As above, the call is counted before its outcome (and its attempt) is committed.
+  json::object task;
+  BOOST_TEST(eventually([&] {
+    task = task_of(herald, message_id);
+    return task.at("status").as_string() == "FAILED";
+  }));
   BOOST_TEST(task.at("attempts").as_int64() == 2);       // the attempt counter continued
   BOOST_TEST(task.at("task_id").as_string() == task_id); // same task, same key
   BOOST_TEST(herald.post_to("/v1/dead-letters/tsk_unknown/replay").status == 404);
