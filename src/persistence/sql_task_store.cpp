@@ -406,6 +406,24 @@ const std::vector<json_column> lock_key_columns = {{"k", bigint}};
 const std::vector<json_column> count_columns = {
     text{"tenant"}, text{"user_id"}, text{"counter"}, {"window_start", bigint}, {"added", bigint}};
 
+/// (tenant, user, counter, window start in µs) -> how many places a statement adds or gives back.
+using cap_counts =
+    std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, std::int64_t>;
+
+/// `counts` as the rows of a `json_rows(…, count_columns)` source.
+std::string cap_count_rows(const dialect& sql_dialect, const cap_counts& counts) {
+  json_batch rows(sql_dialect, count_columns);
+  for (const auto& [counter, places] : counts) {
+    rows.add_row();
+    rows.text(std::get<0>(counter))
+        .text(std::get<1>(counter))
+        .text(std::get<2>(counter))
+        .number(std::get<3>(counter))
+        .number(places);
+  }
+  return rows.finish();
+}
+
 // A user's key for the claim's transaction-scoped lock (FNV-1a 64 of tenant NUL user_id,
 // folded to 32 bits): the same on every node, so two nodes admitting tasks of one user take
 // turns. Two users sharing a key only take turns too.
@@ -505,12 +523,10 @@ struct claim_batch {
   }
 
   /// The task rows of the slots `wanted(index)` picks, in slot order, for one INSERT: PENDING
-  /// as asked, or as `verdicts` (one per slot; empty ones as asked) decided; an escalation step
-  /// at its time in `step_times`.
+  /// as asked, or as policy decided (`admitted`, one per slot); an escalation step at its time.
   template <typename Wanted>
   json_batch task_rows(const dialect& dialect, const Wanted& wanted,
-                       const std::vector<std::optional<domain::policy_verdict>>& verdicts,
-                       const std::vector<std::optional<domain::timestamp>>& step_times) const {
+                       const std::vector<domain::admitted_task>& admitted) const {
     json_batch rows(dialect, task_columns);
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (!wanted(i))
@@ -529,7 +545,7 @@ struct claim_batch {
           .text(t.provider_request_id)
           .text(domain::to_string(m.priority))
           .number(domain::to_unix_micros(m.created_at));
-      const auto* verdict = verdicts[i] ? &*verdicts[i] : nullptr;
+      const auto* verdict = admitted[i].verdict ? &*admitted[i].verdict : nullptr;
       const bool suppressed =
           verdict != nullptr && verdict->decision == domain::policy_verdict::kind::suppress;
       rows.text(
@@ -542,7 +558,7 @@ struct claim_batch {
       // its escalation step's time; the message's send_at covers the rest.
       const bool deferred = verdict != nullptr && !suppressed && verdict->reason;
       rows.time(deferred ? std::optional(domain::to_unix_micros(verdict->send_at))
-                         : micros_of(step_times[i]));
+                         : micros_of(admitted[i].step_time));
       rows.number(t.escalation ? 1 : 0);
       // What a step used of its caps, given back if a read suppresses it (escalation checks).
       if (t.escalation && verdict != nullptr && !verdict->counted.empty()) {
@@ -562,14 +578,8 @@ struct claim_batch {
     return rows;
   }
 
-  struct slot {
-    const domain::message_record* message;
-    const domain::task_record* task;
-    domain::when_held in_quiet_hours;
-    domain::when_held over_cap;
-  };
   json_batch messages;
-  std::vector<slot> slots;                                   // one per distinct task
+  std::vector<domain::claim_slot> slots;                     // one per distinct task
   std::unordered_map<std::string_view, std::size_t> slot_of; // task id -> index into `slots`
 };
 
@@ -578,67 +588,6 @@ struct claim_answer {
   domain::task_state state = domain::task_state::pending;
   bool created = false;
   std::optional<domain::policy_reason> policy_reason; ///< policy's, when this claim created it
-};
-
-/// What policy decides a claim's new tasks with, read inside the claim transaction: the
-/// users' profiles, and the cap counters of the capped ones (read after locking them, and
-/// counted up as this claim admits tasks).
-struct policy_state {
-  const claim_policy* policy = nullptr;
-  std::map<std::pair<std::string, std::string>, domain::user_profile> users; // (tenant, user)
-  std::unordered_map<std::string, std::uint32_t> used; // counter_key -> tasks admitted
-
-  static std::string counter_key(const domain::message_key& key, const std::string& counter,
-                                 std::int64_t window_start) {
-    return key.tenant + '\0' + key.user_id + '\0' + counter + '\0' + std::to_string(window_start);
-  }
-
-  /// When the message asked to be sent: now, or its later send_at.
-  static domain::timestamp asked_time(const domain::message_record& m) {
-    return std::max(m.created_at, m.send_at.value_or(m.created_at));
-  }
-
-  const domain::user_profile* user(const domain::message_key& key) const {
-    auto found = users.find({key.tenant, key.user_id});
-    return found != users.end() ? &found->second : nullptr;
-  }
-
-  // The user's zone, else the installation's default; UTC if neither loads (a zone removed
-  // from the tz database after it was stored).
-  std::shared_ptr<const domain::time_zone> zone_of(const domain::user_profile* user) const {
-    auto& zones = *policy->zones;
-    if (user != nullptr && !user->time_zone.empty())
-      if (auto zone = zones.find(user->time_zone))
-        return zone;
-    if (auto zone = zones.find(policy->rules.default_time_zone))
-      return zone;
-    return std::make_shared<const domain::time_zone>(domain::time_zone::fixed({}));
-  }
-
-  /// Decides slot `s` of a claim, to be sent at `step_time` if it is an escalation step, and
-  /// counts it against its caps if admitted.
-  domain::policy_verdict decide(const claim_batch::slot& s,
-                                const std::optional<domain::timestamp>& step_time) {
-    const auto& m = *s.message;
-    const auto* profile = user(m.key);
-    domain::policy_subject subject;
-    subject.category = m.category;
-    subject.channel = s.task->channel;
-    subject.send_at = std::max(asked_time(m), step_time.value_or(m.created_at));
-    subject.expire_at = m.expire_at;
-    subject.has_address = !s.task->recipient.empty();
-    subject.quiet = s.in_quiet_hours;
-    subject.over_cap = s.over_cap;
-    auto verdict = domain::decide(subject, profile, *zone_of(profile), policy->rules,
-                                  [&](const std::string& counter, domain::timestamp start) {
-                                    auto found = used.find(
-                                        counter_key(m.key, counter, domain::to_unix_micros(start)));
-                                    return found != used.end() ? found->second : 0U;
-                                  });
-    for (const auto& [counter, start] : verdict.counted)
-      ++used[counter_key(m.key, counter, domain::to_unix_micros(start))];
-    return verdict;
-  }
 };
 
 /// What a claim wrote: one answer per distinct task, and the messages it inserted (their
@@ -740,9 +689,8 @@ using store_detail::apply_batch;
 using store_detail::claim_answer;
 using store_detail::claim_batch;
 using store_detail::claimed_rows;
-using store_detail::policy_state;
 
-claimed_rows sql_task_store::run_claim(const claim_batch& batch, policy_state* policy) {
+claimed_rows sql_task_store::run_claim(const claim_batch& batch, domain::admission* policy) {
   // Rows are inserted in id order so concurrent claims lock keys in the same order and cannot
   // deadlock each other.
   static const std::string message_list =
@@ -807,44 +755,14 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, policy_state* p
   // PostgreSQL that made claims with resubmissions take ~1 ms per row.
   find_existing(
       [&](std::size_t i) { return claimed.new_messages.count(batch.slots[i].message->id) == 0; });
-  // Policy decides the tasks about to be created, in slot order, each counted against its caps
-  // before the next is decided.
-  // Without a policy, a task that has no address is still not sent: there is no one to send to.
-  // An escalation step waits its delay after the route's own tasks go: policy deferring them
-  // (quiet hours, a cap) moves the step by as much, so the user still has the delay to read.
-  // Steps come after their message's other tasks in slot order, so those are decided first.
-  std::vector<std::optional<domain::policy_verdict>> verdicts(slots.size());
-  std::vector<std::optional<domain::timestamp>> step_times(slots.size());
-  for (std::size_t i = 0; i < slots.size(); ++i) {
-    if (slots[i])
-      continue;
-    const auto& s = batch.slots[i];
-    if (s.task->escalation && s.task->not_before) {
-      domain::timestamp::duration held{0};
-      for (std::size_t j = 0; j < i; ++j)
-        if (batch.slots[j].message == s.message && !batch.slots[j].task->escalation &&
-            verdicts[j] && verdicts[j]->decision == domain::policy_verdict::kind::send)
-          held = std::max(held, verdicts[j]->send_at - policy_state::asked_time(*s.message));
-      step_times[i] = *s.task->not_before + held;
-    }
-    if (policy != nullptr)
-      verdicts[i] = policy->decide(s, step_times[i]);
-    else if (batch.slots[i].task->recipient.empty())
-      verdicts[i] = domain::policy_verdict{domain::policy_verdict::kind::suppress,
-                                           domain::policy_reason::no_contact,
-                                           batch.slots[i].message->created_at,
-                                           {}};
-  }
+  // Policy decides the tasks about to be created (domain::admit).
+  std::vector<bool> stored(slots.size());
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    stored[i] = slots[i].has_value();
+  const auto admitted = domain::admit(batch.slots, stored, policy);
   json_batch new_tasks = batch.task_rows(
-      dialect_, [&](std::size_t i) { return !slots[i]; }, verdicts, step_times);
-  // One counter row per user, cap and window, with what the admitted tasks add to it.
-  struct admitted {
-    const domain::message_key* key;
-    std::string counter;
-    std::int64_t window_start;
-    std::int64_t added;
-  };
-  std::map<std::string, admitted> admissions;
+      dialect_, [&](std::size_t i) { return !slots[i]; }, admitted);
+  cap_counts admissions; // what the admitted tasks add to their counters
   std::vector<store_detail::entered_state> suppressed_now; // their task.suppressed events
   if (!new_tasks.empty())
     for (const auto& row : statements_->fetch(insert_tasks, {new_tasks.finish()}, 1)) {
@@ -852,44 +770,28 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, policy_state* p
       if (it == batch.slot_of.end())
         continue;
       claim_answer answer{std::string(it->first), domain::task_state::pending, true, std::nullopt};
-      if (verdicts[it->second]) {
-        const auto& verdict = *verdicts[it->second];
+      if (const auto& verdict = admitted[it->second].verdict) {
         const auto& key = batch.slots[it->second].message->key;
-        answer.policy_reason = verdict.reason;
-        if (verdict.decision == domain::policy_verdict::kind::suppress) {
+        answer.policy_reason = verdict->reason;
+        if (verdict->decision == domain::policy_verdict::kind::suppress) {
           answer.state = domain::task_state::suppressed;
           suppressed_now.push_back(
               {answer.task_id, answer.state, batch.slots[it->second].message->created_at});
         }
-        for (const auto& [counter, start] : verdict.counted) {
-          const auto window_start = domain::to_unix_micros(start);
-          auto [entry, added] =
-              admissions.try_emplace(policy_state::counter_key(key, counter, window_start),
-                                     admitted{&key, counter, window_start, 0});
-          ++entry->second.added;
-        }
+        for (const auto& [counter, start] : verdict->counted)
+          ++admissions[{key.tenant, key.user_id, counter, domain::to_unix_micros(start)}];
       }
       slots[it->second] = std::move(answer);
     }
   run_events(suppressed_now);
-  if (!admissions.empty()) {
-    json_batch counts(dialect_, count_columns);
-    for (const auto& [name, a] : admissions) {
-      counts.add_row();
-      counts.text(a.key->tenant)
-          .text(a.key->user_id)
-          .text(a.counter)
-          .number(a.window_start)
-          .number(a.added);
-    }
+  if (!admissions.empty())
     statements_->execute(
         "INSERT INTO frequency_counts (tenant, user_id, counter, window_start, used) SELECT "
         "r.tenant, r.user_id, r.counter, r.window_start, r.added FROM " +
             dialect_.json_rows("rows", count_columns) +
             " WHERE true ON CONFLICT (tenant, user_id, counter, window_start) DO UPDATE SET "
             "used = frequency_counts.used + excluded.used",
-        {counts.finish()});
-  }
+        {cap_count_rows(dialect_, admissions)});
   // What the INSERT found taken was claimed by a concurrent claim (another node) meanwhile.
   find_existing([](std::size_t) { return true; });
   claimed.answers.reserve(slots.size());
@@ -946,9 +848,9 @@ sql_task_store::run_escalation_checks(const std::vector<state_change>& changes) 
       "')) RETURNING id, updated_at, tenant, user_id, counted_json, channel";
   std::vector<store_detail::entered_state> suppressed;
   std::vector<std::string> channels;
-  // (tenant, user, counter, window start) -> places given back; one row each, as an UPDATE
-  // changes a row once however many source rows match it.
-  std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, std::int64_t> unused;
+  // Places given back: one row per counter, as an UPDATE changes a row once however many
+  // source rows match it.
+  cap_counts unused;
   for (const auto& row : statements_->fetch(suppress, {rows_json}, 6)) {
     suppressed.push_back({text_of(row[0]), domain::task_state::suppressed,
                           domain::from_unix_micros(to_int(row[1]))});
@@ -961,22 +863,13 @@ sql_task_store::run_escalation_checks(const std::vector<state_change>& changes) 
       ++unused[{text_of(row[2]), text_of(row[3]), std::string(use.at(0).as_string()),
                 use.at(1).to_number<std::int64_t>()}];
   }
-  json_batch given_back(dialect_, count_columns);
-  for (const auto& [key, places] : unused) {
-    given_back.add_row();
-    given_back.text(std::get<0>(key))
-        .text(std::get<1>(key))
-        .text(std::get<2>(key))
-        .number(std::get<3>(key))
-        .number(places);
-  }
-  if (!given_back.empty())
+  if (!unused.empty())
     statements_->execute("UPDATE frequency_counts SET used = used - r.added FROM " +
                              dialect_.json_rows("rows", count_columns) +
                              " WHERE frequency_counts.tenant = r.tenant AND "
                              "frequency_counts.user_id = r.user_id AND frequency_counts.counter = "
                              "r.counter AND frequency_counts.window_start = r.window_start",
-                         {given_back.finish()});
+                         {cap_count_rows(dialect_, unused)});
   run_events(suppressed);
   return channels;
 }
@@ -1087,32 +980,10 @@ void sql_task_store::run_events(
   run_events(rows);
 }
 
-namespace {
-
-// The plans with every address `to` left out taken from the user's stored contacts (also
-// for the message's other channels, which failover may use). `to` wins over a contact.
-std::vector<domain::message_plan> addressed_plans(const std::vector<domain::message_plan>& plans,
-                                                  const policy_state& policy) {
-  std::vector<domain::message_plan> addressed = plans;
-  for (auto& plan : addressed) {
-    const auto* user = policy.user(plan.message.key);
-    if (user == nullptr)
-      continue;
-    for (const auto& [channel, address] : user->contacts)
-      plan.message.recipients.emplace(channel, address);
-    for (auto& task : plan.tasks)
-      if (task.recipient.empty())
-        if (auto found = user->contacts.find(task.channel); found != user->contacts.end())
-          task.recipient = found->second;
-  }
-  return addressed;
-}
-
-} // namespace
-
-policy_state sql_task_store::read_policy_state(const std::vector<domain::message_plan>& plans) {
-  policy_state state;
-  state.policy = options_.policy.get();
+domain::admission sql_task_store::read_admission(const std::vector<domain::message_plan>& plans) {
+  domain::admission state(
+      options_.policy->rules,
+      [zones = options_.policy->zones](const std::string& name) { return zones->find(name); });
   json_batch users(dialect_, user_key_columns);
   json_batch capped(dialect_, user_key_columns);
   json_batch lock_keys(dialect_, lock_key_columns);
@@ -1126,7 +997,7 @@ policy_state sql_task_store::read_policy_state(const std::vector<domain::message
       users.add_row();
       users.text(key.tenant).text(key.user_id).number(since);
     }
-    if (state.policy->rules.capped(plan.message.category) &&
+    if (state.rules().capped(plan.message.category) &&
         seen_capped.emplace(key.tenant, key.user_id).second) {
       capped.add_row();
       capped.text(key.tenant).text(key.user_id).number(since);
@@ -1142,11 +1013,8 @@ policy_state sql_task_store::read_policy_state(const std::vector<domain::message
                                                 dialect_.json_rows("rows", user_key_columns) +
                                                 " JOIN users u ON u.tenant = r.tenant AND "
                                                 "u.user_id = r.user_id",
-                                            {users.finish()}, user_column_count)) {
-    auto user = user_of(row);
-    auto key = std::make_pair(user.tenant, user.user_id);
-    state.users.emplace(std::move(key), std::move(user));
-  }
+                                            {users.finish()}, user_column_count))
+    state.add_user(user_of(row));
   if (!capped.empty())
     for (const auto& row : statements_->fetch(
              "SELECT f.tenant, f.user_id, f.counter, f.window_start, f.used FROM " +
@@ -1154,9 +1022,9 @@ policy_state sql_task_store::read_policy_state(const std::vector<domain::message
                  " JOIN frequency_counts f ON f.tenant = r.tenant AND f.user_id = r.user_id AND "
                  "f.window_start >= r.since",
              {capped.finish()}, 5)) {
-      const domain::message_key key{text_of(row[0]), "", "", text_of(row[1])};
-      state.used[policy_state::counter_key(key, text_of(row[2]), to_int(row[3]))] =
-          static_cast<std::uint32_t>(to_int(row[4]));
+      state.add_usage(text_of(row[0]), text_of(row[1]), text_of(row[2]),
+                      domain::from_unix_micros(to_int(row[3])),
+                      static_cast<std::uint32_t>(to_int(row[4])));
     }
   return state;
 }
@@ -1180,11 +1048,12 @@ std::vector<claim_result> sql_task_store::claim(const std::vector<domain::messag
   const std::vector<domain::message_plan>* claimed_plans = &plans;
   std::optional<claim_batch> batch;
   auto [answers, stored] = in_transaction("claim", [&] {
-    auto policy = read_policy_state(plans);
+    auto policy = read_admission(plans);
     batch.reset(); // it points into the claimed plans
     claimed_plans = &plans;
-    if (!policy.users.empty()) {
-      addressed = addressed_plans(plans, policy);
+    if (policy.knows_users()) {
+      addressed = plans;
+      domain::fill_contacts(addressed, policy);
       claimed_plans = &addressed;
     }
     batch.emplace(dialect_, *claimed_plans);
@@ -1274,9 +1143,9 @@ failover_result sql_task_store::fail_over(const state_change& change,
     chain = in_transaction("fail_over", [&]() -> std::optional<std::vector<fallback_link>> {
       // The fallback is judged like any new task (a user's DND, opt-outs, caps); the user
       // lock comes first, before this transaction holds any task row.
-      std::optional<policy_state> policy;
+      std::optional<domain::admission> policy;
       if (options_.policy)
-        policy = read_policy_state(plans);
+        policy.emplace(read_admission(plans));
       // The same failover sent again after its answer was lost: the fallback tasks found
       // below are the ones that first commit created, not tasks of their own.
       const bool again =
@@ -1334,7 +1203,7 @@ bool on_chain(const std::vector<fallback_link>& chain, const std::string& channe
 // any that commit created.
 std::vector<std::vector<fallback_link>> sql_task_store::claim_fallback_chains(
     std::vector<domain::message_plan> plans, const std::vector<std::string>& failed_channels,
-    const fallback_routes& routes, policy_state* policy, domain::timestamp now, bool again) {
+    const fallback_routes& routes, domain::admission* policy, domain::timestamp now, bool again) {
   std::vector<std::vector<fallback_link>> chains(plans.size());
   std::vector<std::size_t> growing(plans.size()); // the chain each of `plans` extends
   for (std::size_t i = 0; i < growing.size(); ++i)
@@ -1626,9 +1495,9 @@ sql_task_store::claim_fallbacks(const std::vector<std::string>& undelivered,
   // Judged like any new task (a user's DND, opt-outs, caps). The user lock is taken while
   // this transaction holds task rows: a claim waiting on one of them while holding the lock
   // is a deadlock PostgreSQL breaks, and the transaction reruns.
-  std::optional<policy_state> policy;
+  std::optional<domain::admission> policy;
   if (options_.policy)
-    policy = read_policy_state(plans);
+    policy.emplace(read_admission(plans));
   const auto chains = claim_fallback_chains(std::move(plans), failed_channels, failover,
                                             policy ? &*policy : nullptr, now, false);
   for (std::size_t i = 0; i < failed_ids.size(); ++i) {
@@ -1692,8 +1561,8 @@ sql_task_store::load_awaiting_receipt(const std::string& channel, domain::timest
                                       const partition_filter& partitions) {
   if (limit == 0 || (partitions && partitions->empty()))
     return {};
-  // A range of the partial index of SENT tasks by (channel, updated_at), resumed after the cursor's
-  // (updated_at, id): a page costs the same however many tasks were settled before.
+  // A range of the partial index of SENT tasks by (channel, updated_at), resumed after the
+  // cursor's (updated_at, id): a page costs the same however many tasks were settled before.
   const std::string query =
       "SELECT " + delivery_columns +
       ", t.provider_message_id, t.updated_at FROM tasks t JOIN messages m ON m.id = t.message_id "

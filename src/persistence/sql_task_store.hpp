@@ -1,5 +1,6 @@
 #pragma once
 
+#include "domain/admission.hpp"
 #include "persistence/dialect.hpp"
 #include "persistence/task_store.hpp"
 
@@ -24,7 +25,6 @@ struct receipt_moves;
 struct apply_batch;
 struct claim_answer;
 struct claim_batch;
-struct policy_state;
 struct claimed_rows;
 
 /// A state a task entered in the open transaction: its event (if the state has an enabled
@@ -100,11 +100,11 @@ private:
 
   // Steps run inside an open transaction; see sql_task_store.cpp for the batch types.
   /// Inserts the batch's messages and new tasks; with `policy`, decides each new task first
-  /// (store_detail::policy_state) and counts the admitted ones against their caps.
+  /// and counts the admitted ones against their caps.
   store_detail::claimed_rows run_claim(const store_detail::claim_batch& batch,
-                                       store_detail::policy_state* policy = nullptr);
+                                       domain::admission* policy = nullptr);
   /// Locks the plans' capped users and reads their profiles and cap counters.
-  store_detail::policy_state read_policy_state(const std::vector<domain::message_plan>& plans);
+  domain::admission read_admission(const std::vector<domain::message_plan>& plans);
   /// Suppresses the escalation steps about to be marked SENDING whose message was read.
   /// Answers the channels of the steps it suppressed, one entry per task.
   std::vector<std::string> run_escalation_checks(const std::vector<state_change>& changes);
@@ -112,11 +112,9 @@ private:
   void run_attempts(const store_detail::apply_batch& batch);
   std::unordered_set<std::string> run_moves(const store_detail::receipt_moves& moves,
                                             domain::timestamp at);
-  std::vector<std::vector<fallback_link>>
-  claim_fallback_chains(std::vector<domain::message_plan> plans,
-                        const std::vector<std::string>& failed_channels,
-                        const fallback_routes& routes, store_detail::policy_state* policy,
-                        domain::timestamp now, bool again);
+  std::vector<std::vector<fallback_link>> claim_fallback_chains(
+      std::vector<domain::message_plan> plans, const std::vector<std::string>& failed_channels,
+      const fallback_routes& routes, domain::admission* policy, domain::timestamp now, bool again);
   std::unordered_map<std::string, domain::delivery>
   claim_fallbacks(const std::vector<std::string>& undelivered, const fallback_routes& failover,
                   domain::timestamp now);
