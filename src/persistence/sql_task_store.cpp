@@ -343,7 +343,9 @@ template <class Body> auto sql_task_store::in_transaction(const char* what, Body
     try {
       reconnect_if_lost();
       transaction tx(*sql_, dialect_);
+      entered_.clear(); // a rerun notes its states again
       auto result = body();
+      write_events();
       tx.commit();
       return result;
     } catch (const soci::soci_error& e) {
@@ -763,7 +765,6 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, domain::admissi
   json_batch new_tasks = batch.task_rows(
       dialect_, [&](std::size_t i) { return !slots[i]; }, admitted);
   cap_counts admissions; // what the admitted tasks add to their counters
-  std::vector<store_detail::entered_state> suppressed_now; // their task.suppressed events
   if (!new_tasks.empty())
     for (const auto& row : statements_->fetch(insert_tasks, {new_tasks.finish()}, 1)) {
       auto it = batch.slot_of.find(text_of(row[0]));
@@ -775,15 +776,13 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, domain::admissi
         answer.policy_reason = verdict->reason;
         if (verdict->decision == domain::policy_verdict::kind::suppress) {
           answer.state = domain::task_state::suppressed;
-          suppressed_now.push_back(
-              {answer.task_id, answer.state, batch.slots[it->second].message->created_at});
+          note_entered(answer.task_id, answer.state, batch.slots[it->second].message->created_at);
         }
         for (const auto& [counter, start] : verdict->counted)
           ++admissions[{key.tenant, key.user_id, counter, domain::to_unix_micros(start)}];
       }
       slots[it->second] = std::move(answer);
     }
-  run_events(suppressed_now);
   if (!admissions.empty())
     statements_->execute(
         "INSERT INTO frequency_counts (tenant, user_id, counter, window_start, used) SELECT "
@@ -846,14 +845,13 @@ sql_task_store::run_escalation_checks(const std::vector<state_change>& changes) 
       same_message("o", "tasks") + " AND o.status IN ('" + state_text(domain::task_state::read) +
       "', '" + state_text(domain::task_state::clicked) +
       "')) RETURNING id, updated_at, tenant, user_id, counted_json, channel";
-  std::vector<store_detail::entered_state> suppressed;
   std::vector<std::string> channels;
   // Places given back: one row per counter, as an UPDATE changes a row once however many
   // source rows match it.
   cap_counts unused;
   for (const auto& row : statements_->fetch(suppress, {rows_json}, 6)) {
-    suppressed.push_back({text_of(row[0]), domain::task_state::suppressed,
-                          domain::from_unix_micros(to_int(row[1]))});
+    note_entered(text_of(row[0]), domain::task_state::suppressed,
+                 domain::from_unix_micros(to_int(row[1])));
     channels.push_back(text_of(row[5]));
     boost::system::error_code ec;
     const auto counted = boost::json::parse(text_of(row[4]), ec);
@@ -870,7 +868,6 @@ sql_task_store::run_escalation_checks(const std::vector<state_change>& changes) 
                              "frequency_counts.user_id = r.user_id AND frequency_counts.counter = "
                              "r.counter AND frequency_counts.window_start = r.window_start",
                          {cap_count_rows(dialect_, unused)});
-  run_events(suppressed);
   return channels;
 }
 
@@ -944,14 +941,18 @@ bool sql_task_store::writes_event(domain::task_state state) const {
   return std::find(states.begin(), states.end(), state) != states.end();
 }
 
-void sql_task_store::run_events(const std::vector<store_detail::entered_state>& entered) {
-  if (options_.event_states.empty())
+void sql_task_store::note_entered(const std::string& task_id, domain::task_state state,
+                                  domain::timestamp at) {
+  if (writes_event(state) && domain::event_type_of(state))
+    entered_.push_back({task_id, state, at});
+}
+
+void sql_task_store::write_events() {
+  if (entered_.empty())
     return;
   json_batch rows(dialect_, event_columns);
-  for (const auto& e : entered) {
+  for (const auto& e : entered_) {
     const auto type = domain::event_type_of(e.state);
-    if (!type || !writes_event(e.state))
-      continue;
     rows.add_row();
     rows.text(domain::event_id_for(e.task_id, e.state))
         .text(e.task_id)
@@ -959,8 +960,7 @@ void sql_task_store::run_events(const std::vector<store_detail::entered_state>& 
         .number(domain::to_unix_micros(e.at))
         .number(static_cast<std::int64_t>(rows.rows()));
   }
-  if (rows.empty())
-    return;
+  entered_.clear();
   // The tenant comes from the task row, so the outbox can be split by tenant later; ordered by
   // `ord` so a task entering two states in one batch gets their seq in that order.
   const std::string insert_events =
@@ -969,15 +969,6 @@ void sql_task_store::run_events(const std::vector<store_detail::entered_state>& 
       dialect_.json_rows("rows", event_columns) +
       " JOIN tasks t ON t.id = r.task_id WHERE true ORDER BY r.ord ON CONFLICT DO NOTHING";
   statements_->execute(insert_events, {rows.finish()});
-}
-
-void sql_task_store::run_events(
-    const std::vector<std::pair<std::string, domain::task_state>>& entered, domain::timestamp at) {
-  std::vector<store_detail::entered_state> rows;
-  rows.reserve(entered.size());
-  for (const auto& [task_id, state] : entered)
-    rows.push_back({task_id, state, at});
-  run_events(rows);
 }
 
 domain::admission sql_task_store::read_admission(const std::vector<domain::message_plan>& plans) {
@@ -1074,14 +1065,10 @@ std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& 
     suppressed_in = run_escalation_checks(changes);
     auto applied_in = run_changes(batch);
     run_attempts(batch);
-    if (!options_.event_states.empty()) {
-      std::vector<store_detail::entered_state> entered;
-      for (std::size_t i = 0; i < changes.size(); ++i)
-        if (writes_event(changes[i].to) && changes[i].from != changes[i].to &&
-            applied_in[batch.round_of[i]].count(changes[i].task_id) != 0)
-          entered.push_back({changes[i].task_id, changes[i].to, changes[i].at});
-      run_events(entered);
-    }
+    for (std::size_t i = 0; i < changes.size(); ++i)
+      if (changes[i].from != changes[i].to &&
+          applied_in[batch.round_of[i]].count(changes[i].task_id) != 0)
+        note_entered(changes[i].task_id, changes[i].to, changes[i].at);
     // After the changes' own events, so a task's task.sent comes before the task.delivered
     // its early receipts make.
     if (options_.takes_receipts) {
@@ -1158,7 +1145,7 @@ failover_result sql_task_store::fail_over(const state_change& change,
       if (run_changes(changes).at(0).count(change.task_id) == 0)
         return std::nullopt; // the task moved on: nothing written, nothing claimed
       run_attempts(changes);
-      run_events({{change.task_id, change.to, change.at}});
+      note_entered(change.task_id, change.to, change.at);
       auto chains = claim_fallback_chains(plans, {failed.channel}, routes,
                                           policy ? &*policy : nullptr, change.at, again);
       auto& links = chains.at(0);
@@ -1303,13 +1290,11 @@ std::unordered_set<std::string> sql_task_store::run_moves(const receipt_moves& m
       "UPDATE tasks SET status = r.to_status, updated_at = r.changed_at FROM " +
       dialect_.json_rows("rows", move_columns) +
       " WHERE tasks.id = r.task_id AND tasks.status = r.from_status RETURNING id";
-  std::vector<std::pair<std::string, domain::task_state>> entered;
   for (const auto& row : statements_->fetch(update, {rows.finish()}, 1)) {
     auto id = text_of(row[0]);
-    entered.emplace_back(id, moves.by_task.at(id).second);
+    note_entered(id, moves.by_task.at(id).second, at);
     moved.insert(std::move(id));
   }
-  run_events(entered, at); // in the same transaction as the moves they report
   return moved;
 }
 

@@ -28,7 +28,7 @@ struct claim_batch;
 struct claimed_rows;
 
 /// A state a task entered in the open transaction: its event (if the state has an enabled
-/// type) goes into the outbox in that transaction.
+/// type) goes into the outbox at that transaction's COMMIT.
 struct entered_state {
   std::string task_id;
   domain::task_state state = domain::task_state::pending;
@@ -121,14 +121,14 @@ private:
   void run_inbox_marks(const std::vector<receipt_input>& receipts,
                        const std::vector<receipt_outcome>& found);
   void run_receipt_catch_up(const std::vector<std::string>& sent_ids, domain::timestamp at);
-  /// Writes the outbox rows of the states entered in the open transaction (those with an
-  /// enabled event type; none when events are off) in ONE statement, ids deterministic and
-  /// ON CONFLICT DO NOTHING: a change written twice is one event. A task's events get
-  /// increasing seq in the order given. Call it from every transaction that moves tasks.
-  void run_events(const std::vector<store_detail::entered_state>& entered);
-  /// The same for states all entered at `at` (e.g. a batch of receipts recorded at once).
-  void run_events(const std::vector<std::pair<std::string, domain::task_state>>& entered,
-                  domain::timestamp at);
+  /// Notes that a task entered `state` at `at` in the open transaction; in_transaction writes
+  /// the events of what was noted just before it commits. Every step that moves a task notes
+  /// it, in the order the states were entered.
+  void note_entered(const std::string& task_id, domain::task_state state, domain::timestamp at);
+  /// Writes the outbox rows of the states noted in the open transaction (those with an enabled
+  /// event type) in ONE statement, ids deterministic and ON CONFLICT DO NOTHING: a change
+  /// written twice is one event. A task's events get increasing seq in the order noted.
+  void write_events();
   bool writes_event(domain::task_state state) const;
 
   database_url url_;
@@ -136,6 +136,8 @@ private:
   store_options options_;
   std::unique_ptr<soci::session> sql_;
   std::unique_ptr<statement_cache> statements_; ///< destroyed before the session
+  /// The states tasks entered in the open transaction with an event to write (note_entered).
+  std::vector<store_detail::entered_state> entered_;
   /// When this connection last dropped expired push seals (unix seconds; 0: never).
   std::int64_t seals_pruned_at_ = 0;
 };
