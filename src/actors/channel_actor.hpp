@@ -3,16 +3,13 @@
 #include "actors/cluster_share.hpp"
 #include "actors/interfaces.hpp"
 #include "domain/backoff.hpp"
-#include "domain/circuit_breaker.hpp"
-#include "domain/rate_limit.hpp"
+#include "domain/channel_scheduler.hpp"
 #include "domain/status_questions.hpp"
 #include "domain/time.hpp"
 #include "observability/health_board.hpp"
 #include "observability/metrics.hpp"
 
-#include <array>
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -58,14 +55,13 @@ struct channel_settings {
 
   /// An empty string when valid, else the reason.
   std::string validate() const;
+  /// What the channel's scheduler paces calls by.
+  domain::channel_pacing pacing() const;
 };
 
-/// One channel's sender. Tasks wait in three priority lanes; a task leaves its lane when the
-/// take bucket, the in-flight window and the circuit breaker allow, is committed as SENDING
-/// with a lease (in a batch with its neighbours), and only then handed to the provider, as the
-/// call bucket allows. Two buckets at the same rate: the first keeps the flow into commits
-/// steady; the second spaces the calls themselves, which a batch's commit lets go together, so
-/// the provider sees at most rate × seconds + burst.
+/// One channel's sender. Its scheduler (domain::channel_scheduler) says when a task leaves
+/// its lane; the task is then committed as SENDING with a lease (in a batch with its
+/// neighbours), and only handed to the provider when the scheduler releases it for a call.
 /// Results are committed in batches too; retries wait in the retry timer. While the circuit
 /// is open, tasks never tried fail over to the fallback channel — unless that channel has its
 /// own task for the message already: then they wait for this channel.
@@ -94,13 +90,6 @@ struct channel_state {
     bool asking = false;    ///< a status query of a recovered SENDING task, not a send
   };
 
-  /// Committed SENDING, waiting for a token to be called.
-  struct ready_call {
-    domain::delivery task;
-    std::string take_token;
-    domain::timestamp lease_until;
-  };
-
   channel_settings settings;
   std::shared_ptr<providers::provider_adapter> provider;
   store_writer_actor store;
@@ -108,14 +97,8 @@ struct channel_state {
   std::shared_ptr<herald::metrics> metrics;
   std::shared_ptr<const domain::clock> clock;
   std::shared_ptr<health_board> health;
-  std::optional<domain::token_bucket> take_bucket; ///< paces tasks leaving the lanes
-  std::optional<domain::token_bucket> call_bucket; ///< paces calls as they start
-  std::optional<domain::circuit_breaker> breaker;
-  std::string probe_task_id;        ///< the half-open probe, while it is on its way
-  domain::timestamp paused_until{}; ///< throttled by the provider until then
-  bool throttle_probing = false;    ///< throttled, and no call has gone through since
-  std::array<std::deque<domain::delivery>, 3> lanes; ///< by domain::priority
-  std::size_t queued = 0;                            ///< tasks in the lanes
+  /// Lanes, buckets, window, breaker and pauses; committed tasks waiting for a call.
+  std::optional<domain::channel_scheduler> scheduler;
   std::unordered_set<std::string> known; ///< queued, being marked, in flight or being recorded
   /// Tasks no fallback takes (it has its own task already, or policy refuses every one).
   std::unordered_set<std::string> no_failover;
@@ -123,7 +106,6 @@ struct channel_state {
   std::unordered_set<std::string> asked;
   std::unordered_map<std::string, call> calls; ///< in flight, by task id
   std::size_t marking = 0;                     ///< waiting for the SENDING commit
-  std::deque<ready_call> ready;                ///< committed SENDING, waiting for a token
   std::size_t writing = 0;                     ///< changes waiting for their commit
   std::size_t settling = 0; ///< of those, calls' results: their tasks SENDING until then
   std::string take_prefix;  ///< unique to this actor: tokens never repeat
@@ -138,7 +120,6 @@ struct channel_state {
   /// Shared with the cluster member: this node's part of the rate, and the node's calls in
   /// flight, which this actor's count into. May be null (tests).
   std::shared_ptr<cluster_share> share;
-  double rate_share = 1.0;          ///< the part of rate and burst the buckets are set to now
   std::int64_t in_flight_shown = 0; ///< calls this actor has counted into the share
 
   channel_state() = default;
