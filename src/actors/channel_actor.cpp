@@ -714,14 +714,9 @@ void record_query_receipt(self_pointer self, domain::delivery task, domain::rece
           [self, task, was_failing](receipt_outcomes& outcomes) {
             auto& st = self->state;
             write_ended(st, false);
-            for (const auto& outcome : outcomes) {
-              if (!outcome.fallback)
-                continue;
-              // Failed over in the receipt's transaction: the fallback task is new, send it.
-              st.metrics->failover(st.settings.name, outcome.fallback->channel);
-              st.metrics->task_created(outcome.fallback->channel);
-              self->send(st.dispatcher, dispatch_atom_v, deliveries{*outcome.fallback});
-            }
+            for (const auto& outcome : outcomes)
+              if (outcome.fallback) // failed over in the receipt's transaction: send it
+                send_fallback(*st.metrics, st.dispatcher, st.settings.name, *outcome.fallback);
             write_answered(self, was_failing);
           },
           [self, task, status, at, was_failing](caf::error& err) mutable {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -15,6 +16,13 @@ std::string dedup_shard_config::validate() const {
   if (claim_timeout.count() <= 0)
     return "dedup.claim_timeout_ms must be > 0";
   return "";
+}
+
+void send_fallback(herald::metrics& metrics, const dispatcher_actor& dispatcher,
+                   const std::string& from, domain::delivery fallback) {
+  metrics.failover(from, fallback.channel);
+  metrics.task_created(fallback.channel);
+  caf::anon_send(dispatcher, dispatch_atom_v, deliveries{std::move(fallback)});
 }
 
 void collect_created(const persistence::claim_result& result,

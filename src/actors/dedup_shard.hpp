@@ -54,6 +54,12 @@ void collect_created(const persistence::claim_result& result,
                      const std::vector<domain::task_record>& planned, herald::metrics& metrics,
                      deliveries& out);
 
+/// A commit failed a task of channel `from` over to `fallback`, a task it created (a receipt's
+/// UNDELIVERED, a status question's answer): counts the failover and the new task, and hands it
+/// to `dispatcher` to be sent.
+void send_fallback(herald::metrics& metrics, const dispatcher_actor& dispatcher,
+                   const std::string& from, domain::delivery fallback);
+
 dedup_shard_actor::behavior_type
 dedup_shard(dedup_shard_actor::stateful_pointer<dedup_shard_state> self, store_writer_actor store,
             dispatcher_actor dispatcher, std::shared_ptr<herald::metrics> metrics,

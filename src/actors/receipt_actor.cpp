@@ -1,5 +1,6 @@
 #include "actors/receipt_actor.hpp"
 
+#include "actors/dedup_shard.hpp"
 #include "actors/ingest.hpp"
 #include "actors/logging_handlers.hpp"
 #include "observability/log.hpp"
@@ -36,12 +37,11 @@ void answered(self_pointer self, const persistence::receipt_input& receipt,
   if (result.first_time)
     st.peers.metrics->receipt(receipt.channel, domain::to_string(receipt.receipt.status));
   if (result.fallback) {
-    st.peers.metrics->failover(receipt.channel, result.fallback->channel);
     log::info("receipts.failed_over", {{"task_id", result.task_id},
                                        {"trace_id", result.fallback->trace_id},
                                        {"channel", receipt.channel},
                                        {"fallback_task_id", result.fallback->task_id}});
-    self->send(st.peers.dispatcher, dispatch_atom_v, deliveries{*result.fallback});
+    send_fallback(*st.peers.metrics, st.peers.dispatcher, receipt.channel, *result.fallback);
   }
 }
 

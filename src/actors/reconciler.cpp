@@ -1,5 +1,6 @@
 #include "actors/reconciler.hpp"
 
+#include "actors/dedup_shard.hpp"
 #include "actors/logging_handlers.hpp"
 #include "observability/log.hpp"
 
@@ -98,11 +99,8 @@ void receipts_recorded(self_pointer self, channel_run& run, const receipt_inputs
                {"status", std::string{domain::to_string(inputs[i].receipt.status)}},
                {"source", std::string{domain::to_string(inputs[i].receipt.source)}},
                {"state", std::string{domain::to_string(outcome.state)}}});
-    if (outcome.fallback) { // failed over in the receipt's transaction: send it
-      st.peers.metrics->failover(settings.name, outcome.fallback->channel);
-      st.peers.metrics->task_created(outcome.fallback->channel);
-      self->send(st.peers.dispatcher, dispatch_atom_v, deliveries{*outcome.fallback});
-    }
+    if (outcome.fallback) // failed over in the receipt's transaction: send it
+      send_fallback(*st.peers.metrics, st.peers.dispatcher, settings.name, *outcome.fallback);
   }
 }
 

@@ -161,6 +161,28 @@ std::vector<std::string> serve_on_sqlite(std::uint16_t port, const temp_dir& dir
           dir.file("herald.json")};
 }
 
+/// herald.json: webhook channels sms (falling back to app) and app on `sim`, both taking
+/// receipts for ten minutes, sms the default route.
+std::string sms_falling_back_to_app(const sim_provider& sim) {
+  std::string channels;
+  for (const auto& [name, fallback] : {std::pair{"sms", "app"}, std::pair{"app", ""}})
+    channels += std::string(channels.empty() ? "" : ",") + R"({"name":")" + name +
+                R"(","type":"webhook","url":")" + sim.url("/" + std::string(name)) +
+                R"(","secret":")" + send_secret + R"(","receipt_secret":")" + receipt_secret +
+                R"(","receipt_window_ms":600000,"fallback":")" + fallback + "\"}";
+  return R"({"channels":[)" + channels + R"(],"default_route":["sms"]})";
+}
+
+/// Submits a message sent on sms only, with an address on app for the fallback; its id.
+std::string submit_on_sms_only(std::uint16_t port, const std::string& biz_id) {
+  auto body = json::parse(message_body(biz_id, {"sms", "app"})).as_object();
+  body["channels"] = json::array{"sms"};
+  auto accepted =
+      request(host, port, "POST", "/v1/messages", json::serialize(body), json_headers());
+  BOOST_REQUIRE_EQUAL(accepted.status, 202);
+  return std::string(json::parse(accepted.body).at("message_id").as_string());
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(receipt_tests)
@@ -359,6 +381,38 @@ BOOST_AUTO_TEST_CASE(receipts_the_provider_drops_are_reconciled) {
   BOOST_TEST(metric_sum(metrics, "herald_receipts_total") == 0.0); // none came by callback
 }
 
+// An UNDELIVERED receipt for a SENT task fails it over in the receipt's transaction; the new
+// task is sent, and counted like every created task (the receipt path once left it out of
+// herald_tasks_created_total).
+BOOST_AUTO_TEST_CASE(an_undelivered_receipt_fails_over_and_counts_the_fallback_task) {
+  temp_dir dir{"herald-receipt-undelivered"};
+  const auto port = free_port();
+  sim_provider sim(dir, "", {}); // it reports nothing by itself: the test posts the receipt
+  write_file(dir.file("herald.json"), sms_falling_back_to_app(sim));
+  herald_process herald(serve_on_sqlite(port, dir), dir.file("herald.log"));
+  BOOST_REQUIRE(herald.wait_ready(host, port));
+  const std::vector<std::string> ids{submit_on_sms_only(port, "undelivered-20000")};
+  BOOST_REQUIRE(wait_for_tasks(
+      port, ids, [](const json::object& t) { return status_of(t) == "SENT"; }, 10s));
+  const std::string request_id(tasks_of(port, ids[0]).at(0).at("provider_request_id").as_string());
+  BOOST_REQUIRE_EQUAL(post_receipt(port, "sms", request_id, "undelivered", "msg_gone").status, 200);
+
+  const bool fallback_sent = wait_for_tasks(
+      port, ids,
+      [](const json::object& t) {
+        return t.at("channel").as_string() == "sms" ? status_of(t) == "UNDELIVERED"
+                                                    : status_of(t) == "SENT";
+      },
+      10s);
+  const auto tasks = tasks_of(port, ids[0]);
+  BOOST_TEST(fallback_sent, json::serialize(tasks));
+  BOOST_TEST(tasks.size() == 2u, json::serialize(tasks));
+  const auto metrics = request(host, port, "GET", "/metrics").body;
+  BOOST_TEST(metric_sum(metrics, "herald_failovers_total", {"from=\"sms\"", "to=\"app\""}) == 1.0);
+  BOOST_TEST(metric_sum(metrics, "herald_tasks_created_total", {"channel=\"app\""}) == 1.0);
+  BOOST_TEST(metric_sum(metrics, "herald_tasks_created_total", {"channel=\"sms\""}) == 1.0);
+}
+
 // An UNDELIVERED receipt for a task still SENDING is answered 200 "waiting": committed, so a
 // SIGKILL before the SENT commit loses nothing — the SENT commit after the restart applies it
 // and claims the fallback task (a review found it once lived only in the receipt actor's memory).
@@ -368,26 +422,13 @@ BOOST_AUTO_TEST_CASE(an_acknowledged_undelivered_receipt_survives_a_sigkill_befo
   // The provider answers after 1.5 s (within the 2 s call timeout), so the task sits in
   // SENDING long enough for the receipt to come first; it reports nothing by itself.
   sim_provider sim(dir, "", {"--latency-ms", "1500", "--undelivered-rate", "1"});
-  std::string channels;
-  for (const auto& [name, fallback] : {std::pair{"sms", "app"}, std::pair{"app", ""}})
-    channels += std::string(channels.empty() ? "" : ",") + R"({"name":")" + name +
-                R"(","type":"webhook","url":")" + sim.url("/" + std::string(name)) +
-                R"(","secret":")" + send_secret + R"(","receipt_secret":")" + receipt_secret +
-                R"(","receipt_window_ms":600000,"fallback":")" + fallback + "\"}";
-  write_file(dir.file("herald.json"),
-             R"({"channels":[)" + channels + R"(],"default_route":["sms"]})");
+  write_file(dir.file("herald.json"), sms_falling_back_to_app(sim));
   const auto serve = serve_on_sqlite(port, dir);
   std::vector<std::string> ids;
   {
     herald_process first(serve, dir.file("first.log"));
     BOOST_REQUIRE(first.wait_ready(host, port));
-    // Sent on sms only, with an address on app for the fallback.
-    auto body = json::parse(message_body("undelivered-kill-10000", {"sms", "app"})).as_object();
-    body["channels"] = json::array{"sms"};
-    auto accepted =
-        request(host, port, "POST", "/v1/messages", json::serialize(body), json_headers());
-    BOOST_REQUIRE_EQUAL(accepted.status, 202);
-    ids.emplace_back(json::parse(accepted.body).at("message_id").as_string());
+    ids.push_back(submit_on_sms_only(port, "undelivered-kill-10000"));
     BOOST_REQUIRE(wait_for_tasks(
         port, ids, [](const json::object& t) { return status_of(t) == "SENDING"; }, 10s));
     std::string request_id(tasks_of(port, ids[0]).at(0).at("provider_request_id").as_string());
