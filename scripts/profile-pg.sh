@@ -68,6 +68,7 @@ expected=$((events * 3))
 # Samples the CPU when the last task has had its provider call, before the load's checks.
 (
   while python3 -c "import sys; sys.exit(0 if float('$(provider_calls)') < $expected else 1)"; do
+    [ -e "$work/load-ended" ] && exit 0 # the load gave up before every task was called
     sleep 0.2
   done
   echo "$(cpu_of "$herald_pid") $(backends_cpu)" >"$work/cpu-at-end"
@@ -81,7 +82,10 @@ watcher=$!
 "$herald" load --target "127.0.0.1:$port" --events "$events" --channels sms,wechat,app \
   --duplicate-ratio 0.3 --late-duplicates 0 --concurrency 32 --json >"$work/load.json" \
   2>"$work/load.log" || true
+touch "$work/load-ended"
 wait "$watcher"
+[ -s "$work/cpu-at-end" ] || { echo "profile-pg: not every task was called; the load said:" >&2
+  cat "$work/load.log" >&2; exit 1; }
 read -r herald_end pg_end <"$work/cpu-at-end"
 ticks=$(getconf CLK_TCK)
 python3 - "$work/load.json" "$expected" "$ticks" "$((herald_end - herald_start))" \

@@ -24,6 +24,9 @@ double call_burst(double rate_per_sec, double burst) {
   return burst - std::min(in_hand, burst / 2);
 }
 
+// The least part of the rate a node takes (see set_rate_share).
+constexpr double min_rate_share = 1e-6;
+
 // How long a half-open breaker's next probe waits while one is on its way.
 constexpr std::chrono::milliseconds probe_recheck{100};
 
@@ -170,8 +173,14 @@ channel_scheduler::release(timestamp now, const std::function<bool(const deliver
 
 void channel_scheduler::observe(const std::string& task_id, provider_health health, timestamp now,
                                 std::optional<std::chrono::milliseconds> retry_after) {
-  if (task_id == probe_task_id_)
+  if (task_id == probe_task_id_) {
     probe_task_id_.clear();
+    // A throttle says nothing of whether the provider is back: the breaker is not fed, so the
+    // probe is given up and another goes once the pause ends (else it stayed half-open with a
+    // probe in flight for good, and the channel took nothing more).
+    if (health == provider_health::throttled)
+      breaker_.abandon_probe();
+  }
   if (health != provider_health::throttled)
     throttle_probing_ = false;
   switch (health) {
@@ -199,6 +208,9 @@ void channel_scheduler::abandon_probe(const std::string& task_id) {
 }
 
 bool channel_scheduler::set_rate_share(double share, timestamp now) {
+  // A bucket with no rate has no limit: a node's share never goes that low (a node owning no
+  // partition has nothing of its own to send, and keeps a trickle for what it still holds).
+  share = std::clamp(share, min_rate_share, 1.0);
   if (share == rate_share_)
     return false;
   rate_share_ = share;

@@ -104,9 +104,9 @@ public:
   /// The half-open probe `task_id` went no call's way (not sent, or only asked about).
   void abandon_probe(const std::string& task_id);
   circuit_breaker::state circuit() const { return breaker_.current(); }
-  bool circuit_open(timestamp now) const { return breaker_.is_open(now); }
 
-  /// The part of rate and burst this node takes (a cluster's share); true when it changed.
+  /// The part of rate and burst this node takes (a cluster's share, clamped to (0, 1]); true
+  /// when it changed.
   bool set_rate_share(double share, timestamp now);
   double rate_share() const { return rate_share_; }
 

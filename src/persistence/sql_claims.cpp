@@ -313,7 +313,7 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, domain::admissi
 }
 
 domain::admission sql_task_store::read_admission(const std::vector<domain::message_plan>& plans) {
-  domain::admission state(
+  domain::admission admission(
       options_.policy->rules,
       [zones = options_.policy->zones](const std::string& name) { return zones->find(name); });
   json_batch users(dialect_, user_key_columns);
@@ -329,7 +329,7 @@ domain::admission sql_task_store::read_admission(const std::vector<domain::messa
       users.add_row();
       users.text(key.tenant).text(key.user_id).number(since);
     }
-    if (state.rules().capped(plan.message.category) &&
+    if (admission.rules().capped(plan.message.category) &&
         seen_capped.emplace(key.tenant, key.user_id).second) {
       capped.add_row();
       capped.text(key.tenant).text(key.user_id).number(since);
@@ -346,7 +346,7 @@ domain::admission sql_task_store::read_admission(const std::vector<domain::messa
                                                 " JOIN users u ON u.tenant = r.tenant AND "
                                                 "u.user_id = r.user_id",
                                             {users.finish()}, user_column_count))
-    state.add_user(user_of(row));
+    admission.add_user(user_of(row));
   if (!capped.empty())
     for (const auto& row : statements_->fetch(
              "SELECT f.tenant, f.user_id, f.counter, f.window_start, f.used FROM " +
@@ -354,11 +354,11 @@ domain::admission sql_task_store::read_admission(const std::vector<domain::messa
                  " JOIN frequency_counts f ON f.tenant = r.tenant AND f.user_id = r.user_id AND "
                  "f.window_start >= r.since",
              {capped.finish()}, 5)) {
-      state.add_usage(text_of(row[0]), text_of(row[1]), text_of(row[2]),
-                      domain::from_unix_micros(to_int(row[3])),
-                      static_cast<std::uint32_t>(to_int(row[4])));
+      admission.add_usage(text_of(row[0]), text_of(row[1]), text_of(row[2]),
+                          domain::from_unix_micros(to_int(row[3])),
+                          static_cast<std::uint32_t>(to_int(row[4])));
     }
-  return state;
+  return admission;
 }
 
 std::vector<claim_result> sql_task_store::claim(const std::vector<domain::message_plan>& plans) {

@@ -383,7 +383,12 @@ template <class Body> auto sql_task_store::in_transaction(const char* what, Body
     try {
       reconnect_if_lost();
       transaction tx(*sql_, dialect_);
-      entered_.clear(); // a rerun notes its states again
+      // What a try noted is written by it or by nobody: a rerun notes its states again, and
+      // a rolled-back try (any exception) leaves nothing for the next transaction.
+      struct forget_notes {
+        std::vector<store_detail::entered_state>& notes;
+        ~forget_notes() { notes.clear(); }
+      } forget{entered_};
       auto result = body();
       write_events();
       tx.commit();

@@ -98,7 +98,8 @@ private:
   stored_messages(const std::vector<domain::message_plan>& plans,
                   const std::unordered_set<std::string>& written_now);
 
-  // Steps run inside an open transaction; see sql_task_store.cpp for the batch types.
+  // Steps run inside an open transaction (in_transaction); their batch types are in
+  // sql_store_internal.hpp, sql_claims.cpp and sql_receipts.cpp.
   /// Inserts the batch's messages and new tasks; with `policy`, decides each new task first
   /// and counts the admitted ones against their caps.
   store_detail::claimed_rows run_claim(const store_detail::claim_batch& batch,

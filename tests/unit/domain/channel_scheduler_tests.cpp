@@ -149,6 +149,20 @@ BOOST_AUTO_TEST_CASE(an_open_circuit_fails_fresh_tasks_over_and_probes_once_half
   BOOST_TEST((s.circuit() == circuit_breaker::state::closed));
 }
 
+BOOST_AUTO_TEST_CASE(a_throttled_probe_gives_way_to_another_after_the_pause) {
+  auto p = pacing(1000, 100);
+  p.circuit_failure_threshold = 1;
+  p.circuit_cool_down = 1s;
+  channel_scheduler s(p, t0);
+  s.observe("x", provider_health::failed, t0);
+  enqueue_all(s, {task("probe"), task("next")});
+  BOOST_TEST(take_ids(s, t0 + 2s) == (names{"probe"})); // half-open: one probe
+  s.observe("probe", provider_health::throttled, t0 + 2s, 1s);
+  BOOST_TEST((s.circuit() == circuit_breaker::state::half_open));
+  BOOST_TEST(take_ids(s, t0 + 2500ms).empty());        // the pause
+  BOOST_TEST(take_ids(s, t0 + 3s) == (names{"next"})); // the next probe, not stuck for good
+}
+
 BOOST_AUTO_TEST_CASE(a_throttle_pauses_calls_then_lets_one_through_at_a_time) {
   channel_scheduler s(pacing(1000, 100), t0);
   s.observe("x", provider_health::throttled, t0, 2s);
@@ -206,6 +220,24 @@ BOOST_AUTO_TEST_CASE(a_rate_share_sets_both_buckets) {
   auto plan = s.take(t0, 0, {});
   BOOST_TEST(ids(plan.taken) == (names{"a"}));     // tokens kept up to the new burst, 1
   BOOST_TEST(wake_us(plan.wake_after) == 200'000); // 5 per second now
+  // The call bucket too: after a call, the next waits a token at 5/s (at 10/s it would wait
+  // 50 ms, half a token, with its 1.5 burst).
+  s.ready({task("a"), "tok-a", t0 + 60s});
+  s.ready({task("b"), "tok-b", t0 + 60s});
+  auto released = s.release(t0, never_asks);
+  BOOST_TEST(released.calls.size() == 1u);
+  BOOST_TEST(wake_us(released.wake_after) == 200'000);
+}
+
+BOOST_AUTO_TEST_CASE(a_share_of_nothing_still_limits) {
+  channel_scheduler s(pacing(10, 2), t0);
+  BOOST_TEST(s.set_rate_share(0.0, t0));
+  BOOST_TEST(s.rate_share() > 0.0); // a bucket without a rate would not limit at all
+  enqueue_all(s, {task("a"), task("b")});
+  auto plan = s.take(t0, 0, {});
+  BOOST_TEST(ids(plan.taken) == (names{"a"})); // the one token a bucket always holds
+  BOOST_REQUIRE(plan.wake_after);
+  BOOST_TEST((*plan.wake_after > std::chrono::microseconds{1h}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
