@@ -37,6 +37,8 @@ std::string describe(const caf::error& err) {
 }
 
 void register_types(caf::actor_system_config& cfg) {
+  // Every value type of the type-id block (message_types.hpp), by its type name.
+  cfg.add_message_types<caf::id_block::herald>();
   // What travels between cluster nodes, by the names their inspect() overloads give.
   cfg.add_message_type<member_beat>(member_beat_type_name);
   cfg.add_message_type<task_handoff>(task_handoff_type_name);

@@ -478,7 +478,7 @@ cluster_member(cluster_member_actor::stateful_pointer<cluster_member_state> self
         if (!from_another_node(self))
           dial(self, address);
       },
-      [self](cluster_atom, const cluster_callback& answer) { answer(view_of(self->state)); },
+      [self](cluster_atom) { return view_of(self->state); },
   };
 }
 

@@ -19,12 +19,8 @@ std::string ingest_config::validate() const {
   return "";
 }
 
-api::service_error to_service_error(const caf::error& err) {
-  if (err == caf::sec::request_timeout)
-    return {503, "unavailable", "the database did not answer in time; retrying is safe", ""};
-  if (has_code(err, errc::overloaded))
-    return {503, "overloaded", "too many requests waiting for the database; retry later", ""};
-  return {503, "unavailable", "the service cannot take requests right now; retrying is safe", ""};
+caf::error too_busy() {
+  return caf::make_error(errc::overloaded, "too many requests in flight; retry later");
 }
 
 ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> self,
@@ -42,28 +38,29 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
   init.metrics = std::move(peers.metrics);
   init.config = config;
   return {
-      [self](submit_atom, domain::message_plan& plan, submit_callback& done) {
+      [self](submit_atom, domain::message_plan& plan) {
         auto& st = self->state;
+        auto answer = self->make_response_promise<persistence::claim_result>();
         if (st.in_flight >= st.config.max_in_flight) {
-          done(api::service_error{503, "overloaded", "too many requests in flight; retry later",
-                                  ""});
-          return;
+          answer.deliver(too_busy());
+          return answer;
         }
         auto& shard = st.shards[domain::shard_of(plan.message.key, st.shards.size())];
         auto trace_id = plan.message.trace_id;
         ++st.in_flight;
         self->request(shard, st.config.claim_timeout, claim_atom_v, std::move(plan))
             .then(
-                [self, done](persistence::claim_result& result) {
+                [self, answer](persistence::claim_result& result) mutable {
                   --self->state.in_flight;
-                  done(std::move(result));
+                  answer.deliver(std::move(result));
                 },
-                [self, done, trace_id](caf::error& err) {
+                [self, answer, trace_id](caf::error& err) mutable {
                   --self->state.in_flight;
                   log::warn("ingest.claim_failed",
                             {{"trace_id", trace_id}, {"error", describe(err)}});
-                  done(to_service_error(err));
+                  answer.deliver(std::move(err));
                 });
+        return answer;
       },
       // A batch goes to the store writer in one message, so that all its plans land in one
       // claim() transaction, instead of through the shards (a request per plan, each waiting
@@ -74,18 +71,18 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
       // outcome), so a batch and a shard's claim of one key can never both create it. What the
       // shards add — resubmissions of a key in flight share one round trip — a batch does not need.
       // Created tasks are counted and dispatched as a shard does it (collect_created).
-      [self](submit_atom, message_plans& plans, batch_callback& done) {
+      [self](submit_atom, message_plans& plans) {
         auto& st = self->state;
+        auto answer = self->make_response_promise<claim_results>();
         const auto items = plans.size();
         if (items == 0) {
-          done(claim_results{});
-          return;
+          answer.deliver(claim_results{});
+          return answer;
         }
         // Counted by message, so a batch weighs what as many single submissions weigh.
         if (items > st.config.max_in_flight || st.in_flight > st.config.max_in_flight - items) {
-          done(api::service_error{503, "overloaded", "too many requests in flight; retry later",
-                                  ""});
-          return;
+          answer.deliver(too_busy());
+          return answer;
         }
         st.in_flight += items;
         auto trace_id = plans.front().message.trace_id;
@@ -97,7 +94,7 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
           planned->push_back(plan.tasks);
         self->request(st.claims_writer, st.config.claim_timeout, claim_atom_v, std::move(plans))
             .then(
-                [self, done, planned](claim_results& results) {
+                [self, answer, planned](claim_results& results) mutable {
                   auto& state = self->state;
                   state.in_flight -= planned->size();
                   deliveries created;
@@ -105,41 +102,54 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
                     collect_created(results[i], (*planned)[i], *state.metrics, created);
                   if (!created.empty())
                     self->send(state.dispatcher, dispatch_atom_v, std::move(created));
-                  done(std::move(results));
+                  answer.deliver(std::move(results));
                 },
-                [self, done, trace_id, items](caf::error& err) {
+                [self, answer, trace_id, items](caf::error& err) mutable {
                   self->state.in_flight -= items;
                   log::warn("ingest.batch_claim_failed", {{"trace_id", trace_id},
                                                           {"messages", std::to_string(items)},
                                                           {"error", describe(err)}});
-                  done(to_service_error(err));
+                  answer.deliver(std::move(err));
                 });
+        return answer;
       },
-      [self](find_atom, std::string& tenant, std::string& message_id, find_callback& done) {
-        self->request(self->state.reader, self->state.config.claim_timeout, find_atom_v,
-                      std::move(tenant), std::move(message_id))
-            .then([done](maybe_message_view& view) { done(std::move(view)); },
-                  [done](caf::error& err) {
-                    log::warn("ingest.find_failed", {{"error", describe(err)}});
-                    done(to_service_error(err));
-                  });
+      // Reads go to the reader as they are; its answer (or error) goes straight to the caller.
+      [self](find_atom, std::string& tenant, std::string& message_id) {
+        return self->delegate(self->state.reader, find_atom_v, std::move(tenant),
+                              std::move(message_id));
       },
       [self](letters_atom, std::string& tenant, persistence::dead_letter_filter& filter,
-             std::string& after, std::uint64_t limit, letters_callback& done) {
-        self->request(self->state.reader, self->state.config.claim_timeout, letters_atom_v,
-                      std::move(tenant), std::move(filter), std::move(after), limit)
-            .then([done](dead_letters& letters) { done(std::move(letters)); },
-                  [done](caf::error& err) {
-                    log::warn("ingest.dead_letters_failed", {{"error", describe(err)}});
-                    done(to_service_error(err));
-                  });
+             std::string& after, std::uint64_t limit) {
+        return self->delegate(self->state.reader, letters_atom_v, std::move(tenant),
+                              std::move(filter), std::move(after), limit);
       },
-      [self](replay_atom, std::string& tenant, std::string& task_id, replay_callback& done) {
+      [self](stats_atom, persistence::stats_query& which) {
+        return self->delegate(self->state.reader, stats_atom_v, std::move(which));
+      },
+      [self](inbox_atom, persistence::inbox_query& which) {
+        return self->delegate(self->state.reader, inbox_atom_v, std::move(which));
+      },
+      [self](item_atom, std::string& tenant, std::string& task_id) {
+        return self->delegate(self->state.reader, item_atom_v, std::move(tenant),
+                              std::move(task_id));
+      },
+      [self](user_atom, std::string& tenant, std::string& user_id) {
+        return self->delegate(self->state.reader, user_atom_v, std::move(tenant),
+                              std::move(user_id));
+      },
+      // Through the writer, as replays: a user's changes are serialised with the group commits.
+      [self](update_atom, std::string& tenant, std::string& user_id, domain::user_patch& patch) {
         auto& st = self->state;
+        return self->delegate(st.writer, update_atom_v, std::move(tenant), std::move(user_id),
+                              std::move(patch), st.clock->now());
+      },
+      [self](replay_atom, std::string& tenant, std::string& task_id) {
+        auto& st = self->state;
+        auto answer = self->make_response_promise<persistence::replay_result>();
         self->request(st.writer, st.config.claim_timeout, replay_atom_v, std::move(tenant), task_id,
                       st.clock->now())
             .then(
-                [self, done, task_id](persistence::replay_result& result) {
+                [self, answer, task_id](persistence::replay_result& result) mutable {
                   if (result.task) {
                     log::info("ingest.replayed",
                               {{"task_id", task_id},
@@ -147,79 +157,38 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
                                {"attempts", std::to_string(result.task->attempts)}});
                     self->send(self->state.dispatcher, dispatch_atom_v, deliveries{*result.task});
                   }
-                  done(std::move(result));
+                  answer.deliver(std::move(result));
                 },
-                [done, task_id](caf::error& err) {
+                [answer, task_id](caf::error& err) mutable {
                   log::warn("ingest.replay_failed",
                             {{"task_id", task_id}, {"error", describe(err)}});
-                  done(to_service_error(err));
+                  answer.deliver(std::move(err));
                 });
+        return answer;
       },
-      [self](stats_atom, persistence::stats_query& which, stats_callback& done) {
-        self->request(self->state.reader, self->state.config.claim_timeout, stats_atom_v,
-                      std::move(which))
-            .then([done](stats_report& stats) { done(std::move(stats)); },
-                  [done](caf::error& err) {
-                    log::warn("ingest.stats_failed", {{"error", describe(err)}});
-                    done(to_service_error(err));
-                  });
-      },
-      [self](inbox_atom, persistence::inbox_query& which, inbox_callback& done) {
-        self->request(self->state.reader, self->state.config.claim_timeout, inbox_atom_v,
-                      std::move(which))
-            .then([done](persistence::inbox_page& page) { done(std::move(page)); },
-                  [done](caf::error& err) {
-                    log::warn("ingest.inbox_failed", {{"error", describe(err)}});
-                    done(to_service_error(err));
-                  });
-      },
-      [self](item_atom, std::string& tenant, std::string& task_id, item_callback& done) {
-        self->request(self->state.reader, self->state.config.claim_timeout, item_atom_v,
-                      std::move(tenant), std::move(task_id))
-            .then([done](maybe_inbox_item& item) { done(std::move(item)); },
-                  [done](caf::error& err) {
-                    log::warn("ingest.inbox_item_failed", {{"error", describe(err)}});
-                    done(to_service_error(err));
-                  });
-      },
-      [self](user_atom, std::string& tenant, std::string& user_id, user_callback& done) {
-        self->request(self->state.reader, self->state.config.claim_timeout, user_atom_v,
-                      std::move(tenant), std::move(user_id))
-            .then([done](maybe_user_profile& user) { done(std::move(user)); },
-                  [done](caf::error& err) {
-                    log::warn("ingest.user_find_failed", {{"error", describe(err)}});
-                    done(to_service_error(err));
-                  });
-      },
-      // Through the writer, as replays: a user's changes are serialised with the group commits.
-      [self](update_atom, std::string& tenant, std::string& user_id, domain::user_patch& patch,
-             profile_callback& done) {
-        auto& st = self->state;
-        self->request(st.writer, st.config.claim_timeout, update_atom_v, std::move(tenant),
-                      std::move(user_id), std::move(patch), st.clock->now())
-            .then([done](domain::user_profile& user) { done(std::move(user)); },
-                  [done](caf::error& err) {
-                    log::warn("ingest.user_update_failed", {{"error", describe(err)}});
-                    done(to_service_error(err));
-                  });
-      },
-      [self](ready_atom, ready_callback& done) {
+      [self](ready_atom) {
+        auto answer = self->make_response_promise<bool, std::string>();
         // A component the supervisor could not keep running, or a channel that stopped
         // taking tasks, makes the node unready whatever the database says.
         if (auto problems = self->state.health->problems(); !problems.empty()) {
-          done(false, problems);
-          return;
+          answer.deliver(false, std::move(problems));
+          return answer;
         }
         auto timeout = self->state.config.probe_timeout;
+        auto unready = [answer](std::string reason) mutable {
+          answer.deliver(false, std::move(reason));
+        };
         self->request(self->state.reader, timeout, ping_atom_v)
             .then(
-                [self, done, timeout](bool) {
+                [self, answer, unready, timeout](bool) {
                   self->request(self->state.dispatcher, timeout, ping_atom_v)
-                      .then(
-                          [done](bool) { done(true, ""); },
-                          [done](caf::error& err) { done(false, "dispatcher: " + describe(err)); });
+                      .then([answer](bool) mutable { answer.deliver(true, std::string{}); },
+                            [unready](caf::error& err) mutable {
+                              unready("dispatcher: " + describe(err));
+                            });
                 },
-                [done](caf::error& err) { done(false, "database: " + describe(err)); });
+                [unready](caf::error& err) mutable { unready("database: " + describe(err)); });
+        return answer;
       },
   };
 }

@@ -25,8 +25,8 @@ struct ingest_config {
   std::string validate() const;
 };
 
-/// Entry point of the HTTP layer: picks each message's shard, bounds the work in flight,
-/// and turns actor answers and errors into callbacks (so HTTP threads never block).
+/// Entry point of the HTTP layer: picks each message's shard, bounds the work in flight, and
+/// answers each request (reads are delegated to the reader, which answers the caller itself).
 struct ingest_state {
   static constexpr const char* name = "ingest";
   std::vector<dedup_shard_actor> shards;
@@ -40,9 +40,6 @@ struct ingest_state {
   ingest_config config;
   std::size_t in_flight = 0; ///< messages waiting for their COMMIT (a batch counts each)
 };
-
-/// The HTTP error a failed actor request becomes.
-api::service_error to_service_error(const caf::error& err);
 
 /// The stores and dispatcher ingest talks to besides its shards.
 struct ingest_peers {

@@ -11,26 +11,12 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::providers::provider_result)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::providers::status_answer)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::domain::cluster_view)
-
 namespace herald::actors {
 
 /// Partitions a node owns, ascending.
 using partition_list = std::vector<domain::partition>;
 /// Tasks with their partitions: task id by partition of its message.
 using partitioned_tasks = std::vector<std::pair<domain::partition, std::string>>;
-/// Answer to a cluster view read (never leaves the process).
-using cluster_callback = std::function<void(domain::cluster_view)>;
-
-} // namespace herald::actors
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::partition_list)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::partitioned_tasks)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(herald::actors::cluster_callback)
-
-namespace herald::actors {
 
 /// Group-commits writes: many requests, one transaction (design.md §6).
 using store_writer_actor = caf::typed_actor<
@@ -76,8 +62,7 @@ using store_reader_actor = caf::typed_actor<
     caf::replies_to<count_atom>::with<state_counts>,
     /// SENT tasks of a channel and of some partitions sent by a time, oldest first after a
     /// cursor, at most a limit, with their recorded receipts (the reconciler's page).
-    caf::replies_to<awaiting_atom, std::string, domain::timestamp, persistence::awaiting_cursor,
-                    std::uint64_t, persistence::partition_filter>::with<awaiting_receipts>,
+    caf::replies_to<awaiting_atom, awaiting_query>::with<awaiting_receipts>,
     /// Dead letters of a tenant that pass a filter, after a task id, at most a limit.
     caf::replies_to<letters_atom, std::string, persistence::dead_letter_filter, std::string,
                     std::uint64_t>::with<dead_letters>,
@@ -93,16 +78,18 @@ using store_reader_actor = caf::typed_actor<
     caf::replies_to<ping_atom>::with<bool>>;
 
 /// Stored templates on a connection of its own; keeps the node's catalog of their latest
-/// versions (template_registry.hpp). Answers through the HTTP layer's callbacks.
+/// versions (template_registry.hpp).
 using template_registry_actor = caf::typed_actor<
     /// Saves a checked definition as the next version of a tenant's template (tenant, code) at
     /// the given time; answers it after COMMIT, and the node renders it from then on.
-    caf::reacts_to<put_atom, std::string, std::string, domain::template_definition,
-                   domain::timestamp, stored_template_callback>,
+    caf::replies_to<put_atom, std::string, std::string, domain::template_definition,
+                    domain::timestamp>::with<domain::stored_template>,
     /// A tenant's template (tenant, code): the given version, or the latest when 0.
-    caf::reacts_to<template_atom, std::string, std::string, std::uint32_t, template_callback>,
-    /// Deletes every version of a tenant's template (tenant, code) at the given time.
-    caf::reacts_to<delete_atom, std::string, std::string, domain::timestamp, removed_callback>,
+    caf::replies_to<template_atom, std::string, std::string,
+                    std::uint32_t>::with<maybe_stored_template>,
+    /// Deletes every version of a tenant's template (tenant, code) at the given time; answers
+    /// whether a live template was deleted.
+    caf::replies_to<delete_atom, std::string, std::string, domain::timestamp>::with<bool>,
     /// Reloads the catalog when the database changed (sent to itself every interval).
     caf::reacts_to<refresh_atom>>;
 
@@ -166,8 +153,8 @@ using cluster_member_actor = cluster_peer_actor::extend<
     caf::reacts_to<tick_atom>,
     /// Connects to the peer at this address (sent to itself, and again after each loss).
     caf::reacts_to<dial_atom, std::string>,
-    /// Calls back with this node's view of its cluster (GET /v1/cluster).
-    caf::reacts_to<cluster_atom, cluster_callback>>;
+    /// This node's view of its cluster (GET /v1/cluster).
+    caf::replies_to<cluster_atom>::with<domain::cluster_view>>;
 
 /// Routes tasks to channel actors (or to the retry timer until they are due) and recovers
 /// unfinished tasks; the node supervisor tells it which actors to route to.
@@ -198,41 +185,43 @@ using dispatcher_actor = caf::typed_actor<
     /// Liveness probe.
     caf::replies_to<ping_atom>::with<bool>>;
 
-/// The HTTP layer's entry point: answers through callbacks, so HTTP threads never block.
+/// The HTTP layer's entry point (app/actor_service.cpp asks it; HTTP threads never block).
 using ingest_actor = caf::typed_actor<
     /// Lists dead letters (tenant, filter, after task id, limit).
-    caf::reacts_to<letters_atom, std::string, persistence::dead_letter_filter, std::string,
-                   std::uint64_t, letters_callback>,
+    caf::replies_to<letters_atom, std::string, persistence::dead_letter_filter, std::string,
+                    std::uint64_t>::with<dead_letters>,
     /// Replays a tenant's dead letter (tenant, task id) and dispatches it.
-    caf::reacts_to<replay_atom, std::string, std::string, replay_callback>,
-    /// Claims a planned message through its shard; calls back after COMMIT.
-    caf::reacts_to<submit_atom, domain::message_plan, submit_callback>,
-    /// Claims a batch's planned messages in one group commit; calls back after COMMIT.
-    caf::reacts_to<submit_atom, message_plans, batch_callback>,
+    caf::replies_to<replay_atom, std::string, std::string>::with<persistence::replay_result>,
+    /// Claims a planned message through its shard; answers after COMMIT.
+    caf::replies_to<submit_atom, domain::message_plan>::with<persistence::claim_result>,
+    /// Claims a batch's planned messages in one group commit; answers after COMMIT.
+    caf::replies_to<submit_atom, message_plans>::with<claim_results>,
     /// Looks a tenant's message up (tenant, message id).
-    caf::reacts_to<find_atom, std::string, std::string, find_callback>,
+    caf::replies_to<find_atom, std::string, std::string>::with<maybe_message_view>,
     /// Counts tasks per channel and state (GET /v1/stats).
-    caf::reacts_to<stats_atom, persistence::stats_query, stats_callback>,
+    caf::replies_to<stats_atom, persistence::stats_query>::with<stats_report>,
     /// Reads a page of one user's inbox (GET /v1/users/{user_id}/inbox).
-    caf::reacts_to<inbox_atom, persistence::inbox_query, inbox_callback>,
+    caf::replies_to<inbox_atom, persistence::inbox_query>::with<persistence::inbox_page>,
     /// Looks a tenant's inbox item up (tenant, task id).
-    caf::reacts_to<item_atom, std::string, std::string, item_callback>,
+    caf::replies_to<item_atom, std::string, std::string>::with<maybe_inbox_item>,
     /// Looks a tenant's user profile up (tenant, user id; GET /v1/users/{user_id}).
-    caf::reacts_to<user_atom, std::string, std::string, user_callback>,
+    caf::replies_to<user_atom, std::string, std::string>::with<maybe_user_profile>,
     /// Changes a tenant's user profile (tenant, user id, checked patch) at the clock's time;
-    /// calls back after COMMIT.
-    caf::reacts_to<update_atom, std::string, std::string, domain::user_patch, profile_callback>,
-    /// Readiness: no problem on the health board, the database answers, the dispatcher runs.
-    caf::reacts_to<ready_atom, ready_callback>>;
+    /// answers the profile after COMMIT.
+    caf::replies_to<update_atom, std::string, std::string,
+                    domain::user_patch>::with<domain::user_profile>,
+    /// Readiness: no problem on the health board, the database answers, the dispatcher runs;
+    /// answers whether the node is ready and, when not, why.
+    caf::replies_to<ready_atom>::with<bool, std::string>>;
 
 /// Takes providers' receipts and records them (see receipt_actor.hpp).
 using receipt_actor = caf::typed_actor<
     /// A verified receipt from a provider's callback; answered after COMMIT.
-    caf::reacts_to<receipt_atom, persistence::receipt_input, receipt_callback>,
-    /// Looks a receipt's task up again (sent to itself; the number counts the tries so far).
-    caf::reacts_to<rewrite_atom, persistence::receipt_input, receipt_callback, std::uint32_t>,
+    caf::replies_to<receipt_atom, persistence::receipt_input>::with<persistence::receipt_outcome>,
+    /// Looks the task of a waiting receipt up again (sent to itself; the receipt's number).
+    caf::reacts_to<rewrite_atom, std::uint64_t>,
     /// A signed push's seal: answers after COMMIT whether the push may be acted on.
-    caf::reacts_to<seal_atom, domain::push_seal, admit_callback>>;
+    caf::replies_to<seal_atom, domain::push_seal>::with<bool>>;
 /// Posts status events from the outbox to the calling system (docs/events.md), on a store
 /// connection of its own: a receiver that is down never holds up the store writer or a channel.
 using events_actor = caf::typed_actor<

@@ -1,7 +1,6 @@
 #include "actors/receipt_actor.hpp"
 
 #include "actors/dedup_shard.hpp"
-#include "actors/ingest.hpp"
 #include "actors/logging_handlers.hpp"
 #include "observability/log.hpp"
 
@@ -45,45 +44,37 @@ void answered(self_pointer self, const persistence::receipt_input& receipt,
   }
 }
 
-void record(self_pointer self, persistence::receipt_input receipt, receipt_callback done,
+void record(self_pointer self, persistence::receipt_input receipt, receipt_promise answer,
             std::uint32_t tries) {
   auto& state = self->state;
   self->request(state.peers.writer, state.config.store_timeout, receipt_atom_v,
                 receipt_inputs{receipt}, state.peers.clock->now())
       .then(
-          [self, receipt, done, tries](receipt_outcomes& outcomes) {
+          [self, receipt, answer, tries](receipt_outcomes& outcomes) mutable {
             auto& st = self->state;
             if (outcomes.size() != 1) {
-              done(to_service_error(caf::make_error(errc::store_unavailable)));
+              answer.deliver(caf::make_error(errc::store_unavailable, "no outcome for a receipt"));
               return;
             }
             if (outcomes.front().result == outcome::unknown_task &&
                 may_look_again(st, receipt, tries)) {
               auto wait = st.config.lookup_again_after * (1 << tries);
-              self->delayed_send(self, wait, rewrite_atom_v, receipt, done, tries + 1);
+              auto number = st.next_waiting++;
+              st.waiting.emplace(number,
+                                 waiting_receipt{std::move(receipt), std::move(answer), tries + 1});
+              self->delayed_send(self, wait, rewrite_atom_v, number);
               return;
             }
             answered(self, receipt, outcomes.front());
-            done(std::move(outcomes.front()));
+            answer.deliver(std::move(outcomes.front()));
           },
-          [receipt, done](caf::error& err) {
+          [receipt, answer](caf::error& err) mutable {
             log::warn("receipts.record_failed",
                       {{"channel", receipt.channel},
                        {"provider_request_id", receipt.provider_request_id},
                        {"error", describe(err)}});
-            done(to_service_error(err)); // the provider sends it again
+            answer.deliver(std::move(err)); // the provider sends it again
           });
-}
-
-void admit(self_pointer self, domain::push_seal seal, admit_callback done) {
-  auto& state = self->state;
-  self->request(state.peers.writer, state.config.store_timeout, seal_atom_v, seal,
-                state.peers.clock->now())
-      .then([done](bool admitted) { done(admitted); },
-            [channel = seal.channel, done](caf::error& err) {
-              log::warn("receipts.seal_failed", {{"channel", channel}, {"error", describe(err)}});
-              done(to_service_error(err)); // the provider sends it again
-            });
 }
 
 } // namespace
@@ -94,14 +85,26 @@ receipt_actor::behavior_type receipts(receipt_actor::stateful_pointer<receipt_st
   self->state.peers = std::move(peers);
   self->state.config = config;
   return {
-      [self](receipt_atom, persistence::receipt_input& receipt, receipt_callback& done) {
+      [self](receipt_atom, persistence::receipt_input& receipt) {
         receipt.receipt.received_at = self->state.peers.clock->now();
-        record(self, std::move(receipt), std::move(done), 0);
+        auto answer = self->make_response_promise<persistence::receipt_outcome>();
+        record(self, std::move(receipt), answer, 0);
+        return answer;
       },
-      [self](rewrite_atom, persistence::receipt_input& receipt, receipt_callback& done,
-             std::uint32_t tries) { record(self, std::move(receipt), std::move(done), tries); },
-      [self](seal_atom, domain::push_seal& seal, admit_callback& done) {
-        admit(self, std::move(seal), std::move(done));
+      [self](rewrite_atom, std::uint64_t number) {
+        auto& waiting = self->state.waiting;
+        auto found = waiting.find(number);
+        if (found == waiting.end())
+          return;
+        auto next = std::move(found->second);
+        waiting.erase(found);
+        record(self, std::move(next.receipt), std::move(next.answer), next.tries);
+      },
+      // Through the writer's group commit: a seal is committed before the push is acted on.
+      [self](seal_atom, domain::push_seal& seal) {
+        auto& state = self->state;
+        return self->delegate(state.peers.writer, seal_atom_v, std::move(seal),
+                              state.peers.clock->now());
       },
   };
 }

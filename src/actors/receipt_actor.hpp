@@ -6,7 +6,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+
+#include <caf/typed_response_promise.hpp>
 
 namespace herald::actors {
 
@@ -20,6 +23,15 @@ struct receipt_config {
   /// acknowledged).
   std::chrono::milliseconds lookup_again_after{100};
   std::uint32_t lookup_tries = 6;
+};
+
+using receipt_promise = caf::typed_response_promise<persistence::receipt_outcome>;
+
+/// A receipt naming a provider message id not known yet, and its caller's answer.
+struct waiting_receipt {
+  persistence::receipt_input receipt;
+  receipt_promise answer;
+  std::uint32_t tries = 0; ///< look-ups so far
 };
 
 struct receipt_peers {
@@ -39,6 +51,9 @@ struct receipt_state {
   static constexpr const char* name = "receipts";
   receipt_peers peers;
   receipt_config config;
+  /// Receipts whose task is looked up again after a wait, by number.
+  std::map<std::uint64_t, waiting_receipt> waiting;
+  std::uint64_t next_waiting = 0;
 };
 
 receipt_actor::behavior_type receipts(receipt_actor::stateful_pointer<receipt_state> self,

@@ -212,8 +212,9 @@ void read_page(self_pointer self, const std::string& name) {
   run.reading = true;
   // Ownership is read afresh for every page: partitions that moved away are not read on.
   auto partitions = st.peers.share ? st.peers.share->owned_partitions() : std::nullopt;
-  self->request(st.peers.reader, st.config.store_timeout, awaiting_atom_v, name, run.sent_before,
-                run.after, static_cast<std::uint64_t>(st.config.batch), std::move(partitions))
+  self->request(st.peers.reader, st.config.store_timeout, awaiting_atom_v,
+                awaiting_query{name, run.sent_before, run.after,
+                               static_cast<std::uint64_t>(st.config.batch), std::move(partitions)})
       .then(
           [self, name](awaiting_receipts& page) {
             auto& read = self->state.channels.at(name);

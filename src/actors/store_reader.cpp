@@ -47,12 +47,11 @@ store_reader(store_reader_actor::stateful_pointer<store_reader_state> self,
                                                       static_cast<std::size_t>(limit));
         });
       },
-      [self](awaiting_atom, const std::string& channel, domain::timestamp sent_before,
-             const persistence::awaiting_cursor& after, std::uint64_t limit,
-             const persistence::partition_filter& partitions) {
+      [self](awaiting_atom, const awaiting_query& page) {
         return guarded<awaiting_receipts>([&] {
           return self->state.store->load_awaiting_receipt(
-              channel, sent_before, after, static_cast<std::size_t>(limit), partitions);
+              page.channel, page.sent_before, page.after, static_cast<std::size_t>(page.limit),
+              page.owned);
         });
       },
       [self](count_atom) {

@@ -11,9 +11,8 @@ namespace herald::actors {
 
 namespace {
 
-api::service_error unavailable(const std::exception& e) {
-  return api::service_error{503, "unavailable", std::string("database unavailable: ") + e.what(),
-                            ""};
+caf::error unavailable(const std::exception& e) {
+  return caf::make_error(errc::store_unavailable, domain::mask_free_text(e.what()));
 }
 
 std::shared_ptr<const domain::template_catalog>
@@ -62,30 +61,30 @@ template_registry(template_registry_actor::stateful_pointer<template_registry_st
   // cannot publish a catalog older than a save this node already answered.
   return {
       [self](put_atom, const std::string& tenant, const std::string& code,
-             const domain::template_definition& definition, domain::timestamp now,
-             const stored_template_callback& done) {
+             const domain::template_definition& definition,
+             domain::timestamp now) -> caf::result<domain::stored_template> {
         auto& st = self->state;
         try {
           auto stored = st.store->save(tenant, code, definition, now);
           auto next = std::make_shared<domain::template_catalog>(*st.published->current());
           next->put(stored);
           st.published->publish(std::move(next));
-          done(std::move(stored));
+          return stored;
         } catch (const std::exception& e) {
-          done(unavailable(e));
+          return unavailable(e);
         }
       },
       [self](template_atom, const std::string& tenant, const std::string& code,
-             std::uint32_t version, const template_callback& done) {
+             std::uint32_t version) -> caf::result<maybe_stored_template> {
         try {
-          done(self->state.store->find(tenant, code,
-                                       version == 0 ? std::nullopt : std::optional(version)));
+          return self->state.store->find(tenant, code,
+                                         version == 0 ? std::nullopt : std::optional(version));
         } catch (const std::exception& e) {
-          done(unavailable(e));
+          return unavailable(e);
         }
       },
-      [self](delete_atom, const std::string& tenant, const std::string& code, domain::timestamp now,
-             const removed_callback& done) {
+      [self](delete_atom, const std::string& tenant, const std::string& code,
+             domain::timestamp now) -> caf::result<bool> {
         auto& st = self->state;
         try {
           const bool removed = st.store->remove(tenant, code, now);
@@ -94,9 +93,9 @@ template_registry(template_registry_actor::stateful_pointer<template_registry_st
             next->erase(tenant, code);
             st.published->publish(std::move(next));
           }
-          done(removed);
+          return removed;
         } catch (const std::exception& e) {
-          done(unavailable(e));
+          return unavailable(e);
         }
       },
       [self](refresh_atom) {

@@ -1,57 +1,155 @@
 #include "app/actor_service.hpp"
 
-#include <algorithm>
+#include "observability/log.hpp"
 
+#include <algorithm>
+#include <mutex>
+#include <tuple>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/sec.hpp>
 #include <caf/send.hpp>
 
 namespace herald::app {
 
-actor_service::actor_service(actors::ingest_actor ingest, actors::receipt_actor receipts,
+namespace {
+
+/// The HTTP error a failed actor request becomes.
+api::service_error to_service_error(const caf::error& err) {
+  if (err == caf::sec::request_timeout)
+    return {503, "unavailable", "the database did not answer in time; retrying is safe", ""};
+  if (actors::has_code(err, actors::errc::overloaded))
+    return {503, "overloaded", "too many requests waiting for the database; retry later", ""};
+  return {503, "unavailable", "the service cannot take requests right now; retrying is safe", ""};
+}
+
+} // namespace
+
+actor_service::actor_service(caf::actor_system& system, caf::timespan answer_timeout,
+                             actors::ingest_actor ingest, actors::receipt_actor receipts,
                              domain::routing_rules rules, domain::id_secret id_secret,
                              std::shared_ptr<persistence::zoneinfo> zones,
                              actors::template_registry_actor templates,
                              std::shared_ptr<const actors::published_templates> catalog,
                              std::shared_ptr<const domain::clock> clock, node_cluster cluster)
-    : ingest_(std::move(ingest)), receipts_(std::move(receipts)), rules_(std::move(rules)),
-      id_secret_(std::move(id_secret)), zones_(std::move(zones)), templates_(std::move(templates)),
-      catalog_(std::move(catalog)), clock_(std::move(clock)), cluster_(std::move(cluster)) {}
+    : system_(system), answer_timeout_(answer_timeout), ingest_(std::move(ingest)),
+      receipts_(std::move(receipts)), rules_(std::move(rules)), id_secret_(std::move(id_secret)),
+      zones_(std::move(zones)), templates_(std::move(templates)), catalog_(std::move(catalog)),
+      clock_(std::move(clock)), cluster_(std::move(cluster)), asks_(std::make_shared<open_asks>()) {
+}
+
+actor_service::~actor_service() {
+  close();
+}
+
+void actor_service::close() {
+  asks_->close();
+}
+
+bool actor_service::open_asks::enter(const caf::actor& asker) {
+  std::unique_lock lock{mutex_};
+  if (closed_)
+    return false;
+  askers_.emplace(asker.id(), asker);
+  return true;
+}
+
+void actor_service::open_asks::leave(caf::actor_id asker) {
+  std::unique_lock lock{mutex_};
+  askers_.erase(asker);
+}
+
+void actor_service::open_asks::close() {
+  std::unique_lock lock{mutex_};
+  closed_ = true;
+  for (auto& [id, asker] : askers_)
+    caf::anon_send_exit(asker, caf::exit_reason::user_shutdown);
+  askers_.clear();
+}
+
+/// Asks `target` and calls `done` with its answer, or with the service error its failure
+/// becomes. The request is made by a one-shot actor that ends with the answer, so the
+/// callback never travels in a message, and a target that dies or never answers still gets
+/// the caller an answer: an error after at most the answer timeout. Once the service closed,
+/// nothing is called back (the HTTP layer may be gone) and the asker ends at once.
+template <class... Answer, class Handle, class Done, class... Args>
+void actor_service::ask(const char* what, Handle target, Done done, Args... args) const {
+  system_.spawn([asks = asks_, timeout = answer_timeout_, what, target, done = std::move(done),
+                 args = std::make_tuple(std::move(args)...)](caf::event_based_actor* self) mutable {
+    if (!asks->enter(caf::actor_cast<caf::actor>(self))) {
+      self->quit();
+      return;
+    }
+    auto answered = [asks, id = self->id(), done](auto&&... answer) {
+      asks->unless_closed([&] { done(std::forward<decltype(answer)>(answer)...); });
+      asks->leave(id);
+    };
+    std::apply(
+        [&](auto&... xs) {
+          self->request(target, timeout, std::move(xs)...)
+              .then([answered](Answer&... answer) { answered(std::move(answer)...); },
+                    [answered, what](caf::error& err) {
+                      log::warn("service.request_failed",
+                                {{"request", what}, {"error", actors::describe(err)}});
+                      answered(to_service_error(err));
+                    });
+        },
+        args);
+  });
+}
 
 void actor_service::cluster(std::function<void(domain::cluster_view)> done) {
   if (cluster_.member) {
-    caf::anon_send(cluster_.member, actors::cluster_atom_v,
-                   actors::cluster_callback{std::move(done)});
+    // A member that does not answer shows as a cluster of this node alone, with no peer.
+    auto alone = lone_view();
+    ask<domain::cluster_view>(
+        "cluster", cluster_.member,
+        [done, alone](auto&& answer) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(answer)>, domain::cluster_view>)
+            done(std::move(answer));
+          else
+            done(alone);
+        },
+        actors::cluster_atom_v);
     return;
   }
+  done(lone_view());
+}
+
+domain::cluster_view actor_service::lone_view() const {
   domain::member_view alone;
   alone.node_id = cluster_.node_id;
   alone.self = true;
   alone.last_heartbeat = clock_->now();
   alone.partitions_owned = domain::partition_count;
   alone.in_flight = cluster_.share->in_flight();
-  done({cluster_.node_id, domain::partition_count, {std::move(alone)}, {}});
+  return {cluster_.node_id, domain::partition_count, {std::move(alone)}, {}};
 }
 
 void actor_service::submit(
     domain::message_plan plan,
     std::function<void(std::variant<persistence::claim_result, api::service_error>)> done) {
-  caf::anon_send(ingest_, actors::submit_atom_v, std::move(plan),
-                 actors::submit_callback{std::move(done)});
+  ask<persistence::claim_result>("submit", ingest_, std::move(done), actors::submit_atom_v,
+                                 std::move(plan));
 }
 
 void actor_service::submit_batch(
     std::vector<domain::message_plan> plans,
     std::function<void(std::variant<std::vector<persistence::claim_result>, api::service_error>)>
         done) {
-  caf::anon_send(ingest_, actors::submit_atom_v, std::move(plans),
-                 actors::batch_callback{std::move(done)});
+  ask<std::vector<persistence::claim_result>>("submit_batch", ingest_, std::move(done),
+                                              actors::submit_atom_v, std::move(plans));
 }
 
 void actor_service::find_message(
     std::string tenant, std::string message_id,
     std::function<void(std::variant<std::optional<persistence::message_view>, api::service_error>)>
         done) {
-  caf::anon_send(ingest_, actors::find_atom_v, std::move(tenant), std::move(message_id),
-                 actors::find_callback{std::move(done)});
+  ask<std::optional<persistence::message_view>>("find_message", ingest_, std::move(done),
+                                                actors::find_atom_v, std::move(tenant),
+                                                std::move(message_id));
 }
 
 void actor_service::list_dead_letters(
@@ -59,51 +157,51 @@ void actor_service::list_dead_letters(
     std::size_t limit,
     std::function<void(std::variant<std::vector<persistence::dead_letter>, api::service_error>)>
         done) {
-  caf::anon_send(ingest_, actors::letters_atom_v, std::move(tenant), std::move(filter),
-                 std::move(after_task_id), static_cast<std::uint64_t>(limit),
-                 actors::letters_callback{std::move(done)});
+  ask<std::vector<persistence::dead_letter>>(
+      "list_dead_letters", ingest_, std::move(done), actors::letters_atom_v, std::move(tenant),
+      std::move(filter), std::move(after_task_id), static_cast<std::uint64_t>(limit));
 }
 
 void actor_service::replay_dead_letter(
     std::string tenant, std::string task_id,
     std::function<void(std::variant<persistence::replay_result, api::service_error>)> done) {
-  caf::anon_send(ingest_, actors::replay_atom_v, std::move(tenant), std::move(task_id),
-                 actors::replay_callback{std::move(done)});
+  ask<persistence::replay_result>("replay_dead_letter", ingest_, std::move(done),
+                                  actors::replay_atom_v, std::move(tenant), std::move(task_id));
 }
 
 void actor_service::record_receipt(
     persistence::receipt_input receipt,
     std::function<void(std::variant<persistence::receipt_outcome, api::service_error>)> done) {
-  caf::anon_send(receipts_, actors::receipt_atom_v, std::move(receipt),
-                 actors::receipt_callback{std::move(done)});
+  ask<persistence::receipt_outcome>("record_receipt", receipts_, std::move(done),
+                                    actors::receipt_atom_v, std::move(receipt));
 }
 
 void actor_service::admit_push(domain::push_seal seal,
                                std::function<void(std::variant<bool, api::service_error>)> done) {
-  caf::anon_send(receipts_, actors::seal_atom_v, std::move(seal),
-                 actors::admit_callback{std::move(done)});
+  ask<bool>("admit_push", receipts_, std::move(done), actors::seal_atom_v, std::move(seal));
 }
 
 void actor_service::stats(
     persistence::stats_query which,
     std::function<void(std::variant<persistence::stats_report, api::service_error>)> done) {
-  caf::anon_send(ingest_, actors::stats_atom_v, std::move(which),
-                 actors::stats_callback{std::move(done)});
+  ask<persistence::stats_report>("stats", ingest_, std::move(done), actors::stats_atom_v,
+                                 std::move(which));
 }
 
 void actor_service::list_inbox(
     persistence::inbox_query which,
     std::function<void(std::variant<persistence::inbox_page, api::service_error>)> done) {
-  caf::anon_send(ingest_, actors::inbox_atom_v, std::move(which),
-                 actors::inbox_callback{std::move(done)});
+  ask<persistence::inbox_page>("list_inbox", ingest_, std::move(done), actors::inbox_atom_v,
+                               std::move(which));
 }
 
 void actor_service::find_inbox_item(
     std::string tenant, std::string task_id,
     std::function<void(std::variant<std::optional<persistence::inbox_item>, api::service_error>)>
         done) {
-  caf::anon_send(ingest_, actors::item_atom_v, std::move(tenant), std::move(task_id),
-                 actors::item_callback{std::move(done)});
+  ask<std::optional<persistence::inbox_item>>("find_inbox_item", ingest_, std::move(done),
+                                              actors::item_atom_v, std::move(tenant),
+                                              std::move(task_id));
 }
 
 bool actor_service::known_time_zone(const std::string& name) const {
@@ -114,15 +212,16 @@ void actor_service::find_user(
     std::string tenant, std::string user_id,
     std::function<void(std::variant<std::optional<domain::user_profile>, api::service_error>)>
         done) {
-  caf::anon_send(ingest_, actors::user_atom_v, std::move(tenant), std::move(user_id),
-                 actors::user_callback{std::move(done)});
+  ask<std::optional<domain::user_profile>>("find_user", ingest_, std::move(done),
+                                           actors::user_atom_v, std::move(tenant),
+                                           std::move(user_id));
 }
 
 void actor_service::update_user(
     std::string tenant, std::string user_id, domain::user_patch patch,
     std::function<void(std::variant<domain::user_profile, api::service_error>)> done) {
-  caf::anon_send(ingest_, actors::update_atom_v, std::move(tenant), std::move(user_id),
-                 std::move(patch), actors::profile_callback{std::move(done)});
+  ask<domain::user_profile>("update_user", ingest_, std::move(done), actors::update_atom_v,
+                            std::move(tenant), std::move(user_id), std::move(patch));
 }
 
 std::shared_ptr<const domain::template_catalog> actor_service::stored_templates() const {
@@ -132,28 +231,37 @@ std::shared_ptr<const domain::template_catalog> actor_service::stored_templates(
 void actor_service::save_template(
     std::string tenant, std::string code, domain::template_definition definition,
     std::function<void(std::variant<domain::stored_template, api::service_error>)> done) {
-  caf::anon_send(templates_, actors::put_atom_v, std::move(tenant), std::move(code),
-                 std::move(definition), clock_->now(),
-                 actors::stored_template_callback{std::move(done)});
+  ask<domain::stored_template>("save_template", templates_, std::move(done), actors::put_atom_v,
+                               std::move(tenant), std::move(code), std::move(definition),
+                               clock_->now());
 }
 
 void actor_service::find_template(
     std::string tenant, std::string code, std::uint32_t version,
     std::function<void(std::variant<std::optional<domain::stored_template>, api::service_error>)>
         done) {
-  caf::anon_send(templates_, actors::template_atom_v, std::move(tenant), std::move(code), version,
-                 actors::template_callback{std::move(done)});
+  ask<std::optional<domain::stored_template>>("find_template", templates_, std::move(done),
+                                              actors::template_atom_v, std::move(tenant),
+                                              std::move(code), version);
 }
 
 void actor_service::delete_template(
     std::string tenant, std::string code,
     std::function<void(std::variant<bool, api::service_error>)> done) {
-  caf::anon_send(templates_, actors::delete_atom_v, std::move(tenant), std::move(code),
-                 clock_->now(), actors::removed_callback{std::move(done)});
+  ask<bool>("delete_template", templates_, std::move(done), actors::delete_atom_v,
+            std::move(tenant), std::move(code), clock_->now());
 }
 
 void actor_service::readiness(std::function<void(bool ready, std::string reason)> done) {
-  caf::anon_send(ingest_, actors::ready_atom_v, actors::ready_callback{std::move(done)});
+  ask<bool, std::string>(
+      "readiness", ingest_,
+      [done](auto&&... answer) {
+        if constexpr (sizeof...(answer) == 2)
+          done(std::forward<decltype(answer)>(answer)...);
+        else
+          done(false, ("ingest: " + ... + answer.message));
+      },
+      actors::ready_atom_v);
 }
 
 } // namespace herald::app

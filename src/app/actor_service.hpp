@@ -7,6 +7,12 @@
 #include "persistence/zoneinfo.hpp"
 
 #include <memory>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+#include <caf/timespan.hpp>
 
 namespace herald::app {
 
@@ -18,18 +24,27 @@ struct node_cluster {
   std::string node_id;
 };
 
-/// api::service over the ingest actor: each call becomes one message carrying the HTTP
-/// layer's callback, so HTTP threads never wait on an actor.
+/// api::service over the node's actors: each call becomes one typed request, made by a
+/// one-shot actor that calls the HTTP layer back with the answer, so HTTP threads never wait
+/// on an actor and no callback travels in a message.
 class actor_service final : public api::service {
 public:
   /// `zones` answers known_time_zone (the one instance the stores also load zones from).
   /// `templates` serves the templates API and publishes `catalog`; `clock` stamps their changes.
-  actor_service(actors::ingest_actor ingest, actors::receipt_actor receipts,
+  /// Asks the actors of `system`; an actor that has not answered after `answer_timeout` is
+  /// answered for with 503.
+  actor_service(caf::actor_system& system, caf::timespan answer_timeout,
+                actors::ingest_actor ingest, actors::receipt_actor receipts,
                 domain::routing_rules rules, domain::id_secret id_secret,
                 std::shared_ptr<persistence::zoneinfo> zones,
                 actors::template_registry_actor templates,
                 std::shared_ptr<const actors::published_templates> catalog,
                 std::shared_ptr<const domain::clock> clock, node_cluster cluster);
+
+  /// Closes the service (also on destruction): no callback is called from then on, and every
+  /// request still waiting for its answer is given up, so the actor system can stop at once.
+  ~actor_service() override;
+  void close();
 
   void cluster(std::function<void(domain::cluster_view)> done) override;
 
@@ -111,6 +126,35 @@ public:
   void readiness(std::function<void(bool ready, std::string reason)> done) override;
 
 private:
+  /// The one-shot actors asking on the service's behalf, until it closes.
+  class open_asks {
+  public:
+    /// Registers a new asker; false once closed (the asker should end).
+    bool enter(const caf::actor& asker);
+    void leave(caf::actor_id asker);
+    /// Ends every asker still waiting; from then on unless_closed calls nothing.
+    void close();
+    /// Calls `f` unless closed; close() waits for calls under way.
+    template <class F> void unless_closed(F&& f) {
+      std::shared_lock lock{mutex_};
+      if (!closed_)
+        f();
+    }
+
+  private:
+    std::shared_mutex mutex_;
+    bool closed_ = false;
+    std::unordered_map<caf::actor_id, caf::actor> askers_;
+  };
+
+  template <class... Answer, class Handle, class Done, class... Args>
+  void ask(const char* what, Handle target, Done done, Args... args) const;
+
+  /// This node alone: its view when it has no cluster (or its member does not answer).
+  domain::cluster_view lone_view() const;
+
+  caf::actor_system& system_;
+  caf::timespan answer_timeout_;
   actors::ingest_actor ingest_;
   actors::receipt_actor receipts_;
   domain::routing_rules rules_;
@@ -120,6 +164,7 @@ private:
   std::shared_ptr<const actors::published_templates> catalog_;
   std::shared_ptr<const domain::clock> clock_;
   node_cluster cluster_;
+  std::shared_ptr<open_asks> asks_;
 };
 
 } // namespace herald::app

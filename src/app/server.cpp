@@ -552,7 +552,11 @@ int serve(const config& cfg) {
     claims_store.reset();
     reader_store.reset();
 
-    actor_service service{n.ingest,
+    // Longer than ingest's own claim timeout, so a slow claim is answered by ingest first.
+    const caf::timespan answer_timeout = cfg.ingest.claim_timeout * 5 / 4;
+    actor_service service{sys,
+                          answer_timeout,
+                          n.ingest,
                           n.receipts,
                           cfg.rules,
                           id_secret,
@@ -633,6 +637,7 @@ int serve(const config& cfg) {
     }
     if (metrics_server)
       metrics_server->stop();
+    service.close(); // the HTTP server is stopped: nothing may be called back any more
     stop(n, sys, cfg.supervision);
   } // the actor system waits for every actor here
   log::info("herald.stopped", {{"exit_code", std::to_string(exit_code)}});

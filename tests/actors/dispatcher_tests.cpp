@@ -246,7 +246,7 @@ BOOST_AUTO_TEST_CASE(a_cluster_node_sends_its_partitions_and_hands_the_rest_on) 
         },
         [](actors::tick_atom) {},
         [](actors::dial_atom, const std::string&) {},
-        [](actors::cluster_atom, const actors::cluster_callback&) {},
+        [](actors::cluster_atom) { return domain::cluster_view{}; },
     };
   });
   auto dispatcher = spawn_dispatcher();

@@ -2,6 +2,7 @@
 #include "actors/dedup_shard.hpp"
 #include "actors/dispatcher.hpp"
 #include "actors/ingest.hpp"
+#include "app/actor_service.hpp"
 #include "persistence/connection.hpp"
 #include "recording_provider.hpp"
 #include "silent_writer.hpp"
@@ -51,19 +52,26 @@ struct ingest_fixture : test::actor_fixture {
                  config);
   }
 
+  /// What the HTTP layer talks to: ingest behind the service that asks it.
+  app::actor_service& service_of(const actors::ingest_actor& ingest) {
+    services.push_back(std::make_unique<app::actor_service>(
+        sys, answer_timeout, ingest, actors::receipt_actor{}, domain::routing_rules{},
+        domain::id_secret{}, nullptr, actors::template_registry_actor{}, nullptr,
+        std::shared_ptr<const domain::clock>{clock}, app::node_cluster{}));
+    return *services.back();
+  }
+
   /// Submits a batch without running; the answer lands in `batch_answers`.
   void submit_batch(const actors::ingest_actor& ingest, actors::message_plans plans) {
-    caf::anon_send(ingest, actors::submit_atom_v, std::move(plans),
-                   actors::batch_callback{[this](batch_answer answer) {
-                     batch_answers.push_back(std::move(answer));
-                   }});
+    service_of(ingest).submit_batch(std::move(plans), [this](batch_answer answer) {
+      batch_answers.push_back(std::move(answer));
+    });
   }
 
   /// Submits without running; the answer lands in `answers` (called on the test thread).
   void submit(const actors::ingest_actor& ingest, domain::message_plan p) {
-    caf::anon_send(ingest, actors::submit_atom_v, std::move(p),
-                   actors::submit_callback{
-                       [this](submit_answer answer) { answers.push_back(std::move(answer)); }});
+    service_of(ingest).submit(
+        std::move(p), [this](submit_answer answer) { answers.push_back(std::move(answer)); });
   }
 
   /// Ingest with one shard in front of a database that never answers a claim.
@@ -81,9 +89,8 @@ struct ingest_fixture : test::actor_fixture {
   /// Asks ingest whether the node is ready; the answer (ready, reason) once it came.
   std::optional<std::pair<bool, std::string>> readiness(const actors::ingest_actor& ingest) {
     std::optional<std::pair<bool, std::string>> probe;
-    caf::anon_send(ingest, actors::ready_atom_v,
-                   actors::ready_callback{
-                       [&](bool ok, std::string why) { probe.emplace(ok, std::move(why)); }});
+    service_of(ingest).readiness(
+        [&](bool ok, std::string why) { probe.emplace(ok, std::move(why)); });
     run();
     return probe;
   }
@@ -92,6 +99,8 @@ struct ingest_fixture : test::actor_fixture {
     return std::get_if<api::service_error>(&answers.at(answer));
   }
 
+  caf::timespan answer_timeout = std::chrono::seconds{20};
+  std::vector<std::unique_ptr<app::actor_service>> services;
   std::vector<submit_answer> answers;
   std::vector<batch_answer> batch_answers;
   std::shared_ptr<test::held_claims> held = std::make_shared<test::held_claims>();
@@ -227,17 +236,47 @@ BOOST_AUTO_TEST_CASE(the_shards_claim_timeout_answers_before_ingests) {
   BOOST_TEST(answers.size() == 1u);
 }
 
+// The HTTP layer's answers come as replies, never through a callback in a message: an
+// ingest that is gone, or one that never answers, still gets the client an answer.
+BOOST_AUTO_TEST_CASE(a_request_to_a_dead_ingest_is_answered_unavailable) {
+  auto ingest = spawn_ingest();
+  caf::anon_send_exit(ingest, caf::exit_reason::kill);
+  run();
+  submit(ingest, plan("order-1", {"sms"}));
+  run();
+  BOOST_REQUIRE_EQUAL(answers.size(), 1u);
+  BOOST_REQUIRE(error_of(0) != nullptr);
+  BOOST_TEST(error_of(0)->status == 503);
+  BOOST_TEST(error_of(0)->code == "unavailable");
+  BOOST_TEST(provider->calls.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_request_ingest_never_answers_is_answered_after_the_answer_timeout) {
+  actors::ingest_config config;
+  config.claim_timeout = std::chrono::hours{1}; // ingest waits on the hung store far longer
+  actors::dedup_shard_config shard_config;
+  shard_config.claim_timeout = std::chrono::minutes{50};
+  auto ingest = spawn_ingest_before_a_hung_store(config, shard_config);
+  submit(ingest, plan("order-1", {"sms"}));
+  run();
+  advance(answer_timeout - std::chrono::milliseconds{1});
+  BOOST_TEST(answers.empty());
+  advance(std::chrono::milliseconds{1});
+  BOOST_REQUIRE_EQUAL(answers.size(), 1u);
+  BOOST_REQUIRE(error_of(0) != nullptr);
+  BOOST_TEST(error_of(0)->code == "unavailable");
+}
+
 BOOST_AUTO_TEST_CASE(find_returns_the_committed_message) {
   auto ingest = spawn_ingest();
   auto message = plan("order-1", {"sms"});
   submit(ingest, message);
   run();
   std::optional<actors::maybe_message_view> found;
-  caf::anon_send(ingest, actors::find_atom_v, std::string{"default"}, message.message.id,
-                 actors::find_callback{[&](auto answer) {
-                   if (auto* view = std::get_if<std::optional<persistence::message_view>>(&answer))
-                     found = *view;
-                 }});
+  service_of(ingest).find_message("default", message.message.id, [&](auto answer) {
+    if (auto* view = std::get_if<std::optional<persistence::message_view>>(&answer))
+      found = *view;
+  });
   run();
   BOOST_REQUIRE(found);
   BOOST_REQUIRE(found->has_value());
@@ -362,26 +401,24 @@ namespace {
 using profile_answer = std::variant<domain::user_profile, api::service_error>;
 
 /// Sends a change of the user u-1 of `tenant` to ingest and runs; its answer.
-profile_answer change_user(test::actor_fixture& fixture, const actors::ingest_actor& ingest,
+profile_answer change_user(ingest_fixture& fixture, const actors::ingest_actor& ingest,
                            const std::string& tenant, domain::user_patch patch) {
   std::optional<profile_answer> answer;
-  caf::anon_send(ingest, actors::update_atom_v, tenant, std::string{"u-1"}, std::move(patch),
-                 actors::profile_callback{[&](profile_answer a) { answer = std::move(a); }});
+  fixture.service_of(ingest).update_user(tenant, "u-1", std::move(patch),
+                                         [&](profile_answer a) { answer = std::move(a); });
   fixture.run();
   BOOST_REQUIRE(answer.has_value());
   return *answer;
 }
 
 /// Looks the user u-1 of `tenant` up through ingest and runs; what it found.
-actors::maybe_user_profile find_user(test::actor_fixture& fixture,
-                                     const actors::ingest_actor& ingest,
+actors::maybe_user_profile find_user(ingest_fixture& fixture, const actors::ingest_actor& ingest,
                                      const std::string& tenant) {
   std::optional<actors::maybe_user_profile> found;
-  caf::anon_send(ingest, actors::user_atom_v, tenant, std::string{"u-1"},
-                 actors::user_callback{[&](auto answer) {
-                   if (auto* user = std::get_if<actors::maybe_user_profile>(&answer))
-                     found = *user;
-                 }});
+  fixture.service_of(ingest).find_user(tenant, "u-1", [&](auto answer) {
+    if (auto* user = std::get_if<actors::maybe_user_profile>(&answer))
+      found = *user;
+  });
   fixture.run();
   BOOST_REQUIRE(found.has_value());
   return *found;

@@ -242,8 +242,8 @@ inline void claimed_events_go_to_one_node(store_backend& backend) {
   const std::string node_b = "node-b/00000000000000b1";
   auto claim = [&](const std::string& owner, std::int64_t at,
                    persistence::partition_filter partitions = std::nullopt) {
-    return ids_of(
-        store->claim_due_events({owner, micros(at), micros(at + 1000), std::move(partitions)}, 10));
+    return ids_of(store->claim_due_events(
+        {owner, micros(at), micros(at + 1000), std::move(partitions), {}}, 10));
   };
   const auto a_partition = *domain::partition_of(a.message.id);
   const auto b_partition = *domain::partition_of(b.message.id);

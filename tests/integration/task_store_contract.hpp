@@ -38,8 +38,8 @@ inline domain::timestamp micros(std::int64_t value) {
 /// so the next call hands them out again.
 inline std::vector<persistence::status_event> due_events(persistence::task_store& store,
                                                          std::int64_t at, std::size_t limit) {
-  return store.claim_due_events({"reader/0000000000000000", micros(at), micros(at), std::nullopt},
-                                limit);
+  return store.claim_due_events(
+      {"reader/0000000000000000", micros(at), micros(at), std::nullopt, {}}, limit);
 }
 
 /// Keys the ids of the plans below, as an installation's secret does.
