@@ -1,7 +1,6 @@
 #include "actors/channel_actor.hpp"
 
 #include "actors/channel_internal.hpp"
-#include "actors/dedup_shard.hpp"
 #include "actors/logging_handlers.hpp"
 #include "domain/masking.hpp"
 #include "observability/log.hpp"
@@ -390,20 +389,17 @@ void keep_despite_fallback(self_pointer self, domain::delivery task,
   record(self, std::move(task), std::move(change), std::move(attempts));
 }
 
-// The failover committed: counts each hop along the chain and dispatches the fallback task that
-// will be sent; a chain policy refused to the end leaves the user nothing on any fallback,
-// which an operator must hear of (and finds in GET /v1/dead-letters?coverage=none).
+// The failover committed (the store writer counted the hops and dispatched the fallback task
+// to send): logs each hop; a chain policy refused to the end leaves the user nothing on any
+// fallback, which an operator must hear of (and finds in GET /v1/dead-letters?coverage=none).
 void failed_over(self_pointer self, const domain::delivery& task, task_state to,
                  const std::vector<persistence::fallback_link>& chain) {
   auto& st = self->state;
   if (to != task_state::suppressed)
     st.metrics->dead_letter(st.settings.name);
-  deliveries created; // none when policy refused or deferred the last fallback
   std::string from = st.settings.name;
   for (const auto& link : chain) {
     const auto& outcome = link.claim.tasks.front();
-    st.metrics->failover(from, outcome.channel);
-    collect_created(link.claim, link.plan.tasks, *st.metrics, created);
     log::info("channel.failed_over", {{"channel", from},
                                       {"fallback", outcome.channel},
                                       {"task_id", task.task_id},
@@ -422,8 +418,6 @@ void failed_over(self_pointer self, const domain::delivery& task, task_state to,
          {"last_fallback", last.channel},
          {"policy_reason", last.policy_reason ? std::string{domain::to_string(*last.policy_reason)}
                                               : std::string{"exists"}}});
-  if (!created.empty())
-    self->send(st.dispatcher, dispatch_atom_v, std::move(created));
 }
 
 // Applies `change` to the task and claims its fallback along the chain in one transaction, so

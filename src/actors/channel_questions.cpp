@@ -1,7 +1,6 @@
 // The channel's questions to a provider about calls in doubt (a task found SENDING after a
 // crash, a call that timed out): asked before any resend, and what each answer leads to.
 #include "actors/channel_internal.hpp"
-#include "actors/dedup_shard.hpp"
 #include "domain/masking.hpp"
 #include "observability/log.hpp"
 
@@ -48,12 +47,9 @@ void record_query_receipt(self_pointer self, domain::delivery task, domain::rece
   self->request(self->state.store, self->state.settings.store_timeout, receipt_atom_v,
                 receipt_inputs{input}, at)
       .then(
-          [self, task, was_failing](receipt_outcomes& outcomes) {
-            auto& st = self->state;
-            write_ended(st, false);
-            for (const auto& outcome : outcomes)
-              if (outcome.fallback) // failed over in the receipt's transaction: send it
-                send_fallback(*st.metrics, st.dispatcher, st.settings.name, *outcome.fallback);
+          // A fallback the receipt's transaction created was dispatched by the writer.
+          [self, task, was_failing](receipt_outcomes&) {
+            write_ended(self->state, false);
             write_answered(self, was_failing);
           },
           [self, task, status, at, was_failing](caf::error& err) mutable {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -16,42 +15,6 @@ std::string dedup_shard_config::validate() const {
   if (claim_timeout.count() <= 0)
     return "dedup.claim_timeout_ms must be > 0";
   return "";
-}
-
-void send_fallback(herald::metrics& metrics, const dispatcher_actor& dispatcher,
-                   const std::string& from, domain::delivery fallback) {
-  metrics.failover(from, fallback.channel);
-  metrics.task_created(fallback.channel);
-  caf::anon_send(dispatcher, dispatch_atom_v, deliveries{std::move(fallback)});
-}
-
-void collect_created(const persistence::claim_result& result,
-                     const std::vector<domain::task_record>& planned, herald::metrics& metrics,
-                     deliveries& out) {
-  for (const auto& outcome : result.tasks) {
-    if (outcome.created) {
-      metrics.task_created(outcome.channel);
-      if (outcome.policy_reason) {
-        // Suppressed: nothing to send. Deferred: the sweep reads it with its own send time.
-        if (outcome.state == domain::task_state::suppressed)
-          metrics.task_suppressed(outcome.channel, domain::to_string(*outcome.policy_reason));
-        else
-          metrics.task_deferred(domain::to_string(*outcome.policy_reason));
-        continue;
-      }
-      auto task = std::find_if(planned.begin(), planned.end(),
-                               [&](auto& t) { return t.id == outcome.task_id; });
-      // An escalation step too: its time is in the database (policy may have moved it), and
-      // the sweep reads it from there before it is due.
-      if (task == planned.end() || task->escalation)
-        continue;
-      auto delivery = domain::make_delivery(result.message, *task);
-      delivery.recipient = outcome.recipient; // the request's, or the user's stored contact
-      out.push_back(std::move(delivery));
-    } else {
-      metrics.task_duplicate(outcome.channel);
-    }
-  }
 }
 
 namespace {
@@ -78,14 +41,10 @@ persistence::claim_result as_duplicate(const persistence::claim_result& result,
   return answer;
 }
 
+// The store writer counted and dispatched what the claim created.
 void answer(self_pointer self, dedup_shard_state::waiter& waiter,
             persistence::claim_result result) {
-  auto& st = self->state;
-  deliveries created;
-  collect_created(result, waiter.plan.tasks, *st.metrics, created);
-  if (!created.empty())
-    self->send(st.dispatcher, dispatch_atom_v, std::move(created));
-  --st.waiting_claims;
+  --self->state.waiting_claims;
   waiter.promise.deliver(std::move(result));
 }
 
@@ -101,7 +60,10 @@ void on_claimed(self_pointer self, const std::string& message_id,
   queue.pop_front();
   // What the database just said also answers the resubmissions that arrived meanwhile.
   while (!queue.empty() && answers(result, queue.front().plan)) {
-    answer(self, queue.front(), as_duplicate(result, queue.front().plan));
+    auto duplicate = as_duplicate(result, queue.front().plan);
+    for (const auto& outcome : duplicate.tasks) // never reached the writer, which counts the rest
+      self->state.metrics->task_duplicate(outcome.channel);
+    answer(self, queue.front(), std::move(duplicate));
     queue.pop_front();
   }
   if (queue.empty())
@@ -134,12 +96,10 @@ void claim_front(self_pointer self, const std::string& message_id) {
 
 dedup_shard_actor::behavior_type
 dedup_shard(dedup_shard_actor::stateful_pointer<dedup_shard_state> self, store_writer_actor store,
-            dispatcher_actor dispatcher, std::shared_ptr<herald::metrics> metrics,
-            dedup_shard_config config) {
+            std::shared_ptr<herald::metrics> metrics, dedup_shard_config config) {
   install_logging_handlers(self);
   auto& init = self->state;
   init.store = std::move(store);
-  init.dispatcher = std::move(dispatcher);
   init.metrics = std::move(metrics);
   init.config = config;
   return {

@@ -19,9 +19,13 @@ std::string ingest_config::validate() const {
   return "";
 }
 
+namespace {
+
 caf::error too_busy() {
   return caf::make_error(errc::overloaded, "too many requests in flight; retry later");
 }
+
+} // namespace
 
 ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> self,
                                    std::vector<dedup_shard_actor> shards, ingest_peers peers,
@@ -35,7 +39,6 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
   init.dispatcher = std::move(peers.dispatcher);
   init.clock = std::move(peers.clock);
   init.health = std::move(peers.health);
-  init.metrics = std::move(peers.metrics);
   init.config = config;
   return {
       [self](submit_atom, domain::message_plan& plan) {
@@ -70,7 +73,7 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
       // inserted by another open transaction: the unique index makes this insert wait for its
       // outcome), so a batch and a shard's claim of one key can never both create it. What the
       // shards add — resubmissions of a key in flight share one round trip — a batch does not need.
-      // Created tasks are counted and dispatched as a shard does it (collect_created).
+      // The writer counts and dispatches what the claim created, as for a shard's.
       [self](submit_atom, message_plans& plans) {
         auto& st = self->state;
         auto answer = self->make_response_promise<claim_results>();
@@ -86,22 +89,10 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
         }
         st.in_flight += items;
         auto trace_id = plans.front().message.trace_id;
-        // The planned tasks (not the content: the results carry the message as stored) are what
-        // collect_created needs to dispatch what the claim created.
-        auto planned = std::make_shared<std::vector<std::vector<domain::task_record>>>();
-        planned->reserve(items);
-        for (const auto& plan : plans)
-          planned->push_back(plan.tasks);
         self->request(st.claims_writer, st.config.claim_timeout, claim_atom_v, std::move(plans))
             .then(
-                [self, answer, planned](claim_results& results) mutable {
-                  auto& state = self->state;
-                  state.in_flight -= planned->size();
-                  deliveries created;
-                  for (std::size_t i = 0; i < results.size() && i < planned->size(); ++i)
-                    collect_created(results[i], (*planned)[i], *state.metrics, created);
-                  if (!created.empty())
-                    self->send(state.dispatcher, dispatch_atom_v, std::move(created));
+                [self, answer, items](claim_results& results) mutable {
+                  self->state.in_flight -= items;
                   answer.deliver(std::move(results));
                 },
                 [self, answer, trace_id, items](caf::error& err) mutable {
@@ -143,20 +134,19 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
         return self->delegate(st.writer, update_atom_v, std::move(tenant), std::move(user_id),
                               std::move(patch), st.clock->now());
       },
+      // Through the writer, which dispatches the replayed task once committed.
       [self](replay_atom, std::string& tenant, std::string& task_id) {
         auto& st = self->state;
         auto answer = self->make_response_promise<persistence::replay_result>();
         self->request(st.writer, st.config.claim_timeout, replay_atom_v, std::move(tenant), task_id,
                       st.clock->now())
             .then(
-                [self, answer, task_id](persistence::replay_result& result) mutable {
-                  if (result.task) {
+                [answer, task_id](persistence::replay_result& result) mutable {
+                  if (result.task) // the writer dispatched it
                     log::info("ingest.replayed",
                               {{"task_id", task_id},
                                {"trace_id", result.task->trace_id},
                                {"attempts", std::to_string(result.task->attempts)}});
-                    self->send(self->state.dispatcher, dispatch_atom_v, deliveries{*result.task});
-                  }
                   answer.deliver(std::move(result));
                 },
                 [answer, task_id](caf::error& err) mutable {

@@ -3,7 +3,6 @@
 #include "actors/interfaces.hpp"
 #include "domain/time.hpp"
 #include "observability/health_board.hpp"
-#include "observability/metrics.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -36,20 +35,18 @@ struct ingest_state {
   dispatcher_actor dispatcher;
   std::shared_ptr<const domain::clock> clock;
   std::shared_ptr<const health_board> health;
-  std::shared_ptr<herald::metrics> metrics;
   ingest_config config;
   std::size_t in_flight = 0; ///< messages waiting for their COMMIT (a batch counts each)
 };
 
 /// The stores and dispatcher ingest talks to besides its shards.
 struct ingest_peers {
-  store_writer_actor writer;        ///< replays dead letters
+  store_writer_actor writer;        ///< replays dead letters, changes users
   store_writer_actor claims_writer; ///< claims batches (the shards' writer)
   store_reader_actor reader;        ///< look-ups, listings, readiness
-  dispatcher_actor dispatcher;
+  dispatcher_actor dispatcher;      ///< for readiness
   std::shared_ptr<const domain::clock> clock;
   std::shared_ptr<const health_board> health; ///< components that cannot work, for readiness
-  std::shared_ptr<herald::metrics> metrics;   ///< counts what batches create, as shards do
 };
 
 ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> self,

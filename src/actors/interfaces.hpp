@@ -18,35 +18,6 @@ using partition_list = std::vector<domain::partition>;
 /// Tasks with their partitions: task id by partition of its message.
 using partitioned_tasks = std::vector<std::pair<domain::partition, std::string>>;
 
-/// Group-commits writes: many requests, one transaction (design.md §6).
-using store_writer_actor = caf::typed_actor<
-    /// Claims one planned message; answers after COMMIT.
-    caf::replies_to<claim_atom, domain::message_plan>::with<persistence::claim_result>,
-    /// Claims planned messages in one transaction; answers one result per plan after COMMIT.
-    caf::replies_to<claim_atom, message_plans>::with<claim_results>,
-    /// Applies guarded state changes and records attempts; answers the ids that applied.
-    caf::replies_to<apply_atom, state_changes, attempt_records>::with<task_ids>,
-    /// Applies a failed task's change and claims its fallback along the chain in one
-    /// transaction, or writes nothing (persistence::task_store::fail_over).
-    caf::replies_to<failover_atom, persistence::state_change, attempt_records,
-                    domain::delivery>::with<persistence::failover_result>,
-    /// Moves a dead letter of a tenant (empty: any) back to PENDING at the given time
-    /// (replaying twice replays once).
-    caf::replies_to<replay_atom, std::string, std::string,
-                    domain::timestamp>::with<persistence::replay_result>,
-    /// Records receipts (as of the given time) and moves their tasks, in the next group
-    /// commit; answers one outcome per receipt after COMMIT.
-    caf::replies_to<receipt_atom, receipt_inputs, domain::timestamp>::with<receipt_outcomes>,
-    /// Admits a signed push's seal (as of the given time) in the next group commit; answers
-    /// after COMMIT whether the push may be acted on (its seal is new, or names the same request).
-    caf::replies_to<seal_atom, domain::push_seal, domain::timestamp>::with<bool>,
-    /// Applies a change to a user of a tenant (tenant, user id), creating it when absent, in
-    /// one transaction stamped with the given time; answers the profile after COMMIT.
-    caf::replies_to<update_atom, std::string, std::string, domain::user_patch,
-                    domain::timestamp>::with<domain::user_profile>,
-    /// Commits what has been collected (sent to itself).
-    caf::reacts_to<flush_atom>>;
-
 /// Reads on a connection of its own, so reads never queue behind group commits.
 using store_reader_actor = caf::typed_actor<
     /// A tenant's (empty: any tenant's) message, its tasks and attempts, or none.
@@ -184,6 +155,39 @@ using dispatcher_actor = caf::typed_actor<
     caf::replies_to<drain_atom>::with<bool>,
     /// Liveness probe.
     caf::replies_to<ping_atom>::with<bool>>;
+
+/// Group-commits writes: many requests, one transaction (design.md §6). What a commit did is
+/// followed up here, once for every caller: the tasks it created are counted and handed to the
+/// dispatcher (store_writer.hpp).
+using store_writer_actor = caf::typed_actor<
+    /// Claims one planned message; answers after COMMIT.
+    caf::replies_to<claim_atom, domain::message_plan>::with<persistence::claim_result>,
+    /// Claims planned messages in one transaction; answers one result per plan after COMMIT.
+    caf::replies_to<claim_atom, message_plans>::with<claim_results>,
+    /// Applies guarded state changes and records attempts; answers the ids that applied.
+    caf::replies_to<apply_atom, state_changes, attempt_records>::with<task_ids>,
+    /// Applies a failed task's change and claims its fallback along the chain in one
+    /// transaction, or writes nothing (persistence::task_store::fail_over).
+    caf::replies_to<failover_atom, persistence::state_change, attempt_records,
+                    domain::delivery>::with<persistence::failover_result>,
+    /// Moves a dead letter of a tenant (empty: any) back to PENDING at the given time
+    /// (replaying twice replays once).
+    caf::replies_to<replay_atom, std::string, std::string,
+                    domain::timestamp>::with<persistence::replay_result>,
+    /// Records receipts (as of the given time) and moves their tasks, in the next group
+    /// commit; answers one outcome per receipt after COMMIT.
+    caf::replies_to<receipt_atom, receipt_inputs, domain::timestamp>::with<receipt_outcomes>,
+    /// Admits a signed push's seal (as of the given time) in the next group commit; answers
+    /// after COMMIT whether the push may be acted on (its seal is new, or names the same request).
+    caf::replies_to<seal_atom, domain::push_seal, domain::timestamp>::with<bool>,
+    /// Applies a change to a user of a tenant (tenant, user id), creating it when absent, in
+    /// one transaction stamped with the given time; answers the profile after COMMIT.
+    caf::replies_to<update_atom, std::string, std::string, domain::user_patch,
+                    domain::timestamp>::with<domain::user_profile>,
+    /// Hands the tasks its commits create (and replay) to this dispatcher from now on.
+    caf::reacts_to<attach_atom, dispatcher_actor>,
+    /// Commits what has been collected (sent to itself).
+    caf::reacts_to<flush_atom>>;
 
 /// The HTTP layer's entry point (app/actor_service.cpp asks it; HTTP threads never block).
 using ingest_actor = caf::typed_actor<

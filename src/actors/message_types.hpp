@@ -7,7 +7,7 @@
 // The overload is generic: for a struct listed in the block it inspects every field in
 // declaration order (Boost.PFR reads an aggregate's fields), so a field added to a struct can
 // never be left out of its serialisation. std::optional, which CAF 0.17 cannot inspect, is
-// written as a flag and the value.
+// written as a flag and, when present, the value.
 
 #include "domain/cluster_view.hpp"
 #include "domain/message.hpp"
@@ -26,7 +26,6 @@
 #include <boost/pfr/core.hpp>
 #include <caf/detail/is_complete.hpp>
 #include <caf/error.hpp>
-#include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/type_id.hpp>
 
@@ -126,7 +125,7 @@ template <class T>
 inline constexpr bool is_listed_struct =
     std::is_aggregate_v<T>&& caf::detail::is_complete<caf::type_id<T>>::value;
 
-/// An optional field seen by an inspector: a flag, then the value (default when absent).
+/// An optional field seen by an inspector: a flag, then the value when present.
 template <class T> struct optional_field { std::optional<T>& value; };
 
 template <class T> optional_field<T> as_field(std::optional<T>& x) {
@@ -138,15 +137,25 @@ template <class T> T& as_field(T& x) {
 
 template <class Inspector, class T>
 typename Inspector::result_type inspect(Inspector& f, optional_field<T>& x) {
-  bool present = x.value.has_value();
-  T value = present ? *x.value : T{};
-  return f(present, value, caf::meta::load_callback([&]() -> caf::error {
-             if (present)
-               x.value = std::move(value);
-             else
-               x.value.reset();
-             return caf::none;
-           }));
+  if constexpr (Inspector::reads_state) { // saving or printing: no copy of the value
+    bool present = x.value.has_value();
+    if (!present)
+      return f(present);
+    return f(present, *x.value);
+  } else {
+    bool present = false;
+    if (auto err = f(present))
+      return err;
+    if (!present) {
+      x.value.reset();
+      return caf::none;
+    }
+    T value{};
+    if (auto err = f(value))
+      return err;
+    x.value = std::move(value);
+    return caf::none;
+  }
 }
 
 /// Every field of a listed struct, in declaration order, under the struct's type name.

@@ -1,6 +1,5 @@
 #include "actors/receipt_actor.hpp"
 
-#include "actors/dedup_shard.hpp"
 #include "actors/logging_handlers.hpp"
 #include "observability/log.hpp"
 
@@ -35,13 +34,11 @@ void answered(self_pointer self, const persistence::receipt_input& receipt,
   }
   if (result.first_time)
     st.peers.metrics->receipt(receipt.channel, domain::to_string(receipt.receipt.status));
-  if (result.fallback) {
+  if (result.fallback) // counted and dispatched by the store writer
     log::info("receipts.failed_over", {{"task_id", result.task_id},
                                        {"trace_id", result.fallback->trace_id},
                                        {"channel", receipt.channel},
                                        {"fallback_task_id", result.fallback->task_id}});
-    send_fallback(*st.peers.metrics, st.peers.dispatcher, receipt.channel, *result.fallback);
-  }
 }
 
 void record(self_pointer self, persistence::receipt_input receipt, receipt_promise answer,
@@ -103,8 +100,16 @@ receipt_actor::behavior_type receipts(receipt_actor::stateful_pointer<receipt_st
       // Through the writer's group commit: a seal is committed before the push is acted on.
       [self](seal_atom, domain::push_seal& seal) {
         auto& state = self->state;
-        return self->delegate(state.peers.writer, seal_atom_v, std::move(seal),
-                              state.peers.clock->now());
+        auto answer = self->make_response_promise<bool>();
+        self->request(state.peers.writer, state.config.store_timeout, seal_atom_v, seal,
+                      state.peers.clock->now())
+            .then([answer](bool admitted) mutable { answer.deliver(admitted); },
+                  [answer, channel = seal.channel](caf::error& err) mutable {
+                    log::warn("receipts.seal_failed",
+                              {{"channel", channel}, {"error", describe(err)}});
+                    answer.deliver(std::move(err)); // the provider sends it again
+                  });
+        return answer;
       },
   };
 }

@@ -36,14 +36,13 @@ struct waiting_receipt {
 
 struct receipt_peers {
   store_writer_actor writer;
-  dispatcher_actor dispatcher; ///< takes the fallback tasks UNDELIVERED receipts create
   std::shared_ptr<herald::metrics> metrics;
   std::shared_ptr<const domain::clock> clock;
 };
 
 /// Takes providers' receipts (design.md §2): records each through the store writer's group
-/// commit and answers after COMMIT; hands the fallback task an UNDELIVERED receipt created to
-/// the dispatcher. A receipt that comes before its task's SENT commit is recorded and applied
+/// commit and answers after COMMIT (the writer dispatches the fallback task an UNDELIVERED
+/// receipt created). A receipt that comes before its task's SENT commit is recorded and applied
 /// by that commit (the store does it, in the same transaction), so nothing is held in memory
 /// but the short wait of a receipt that names only the provider's message id. Also has the
 /// writer admit the seals of signed pushes (domain::push_seal) before they are acted on.

@@ -1,6 +1,5 @@
 #include "actors/reconciler.hpp"
 
-#include "actors/dedup_shard.hpp"
 #include "actors/logging_handlers.hpp"
 #include "observability/log.hpp"
 
@@ -99,8 +98,6 @@ void receipts_recorded(self_pointer self, channel_run& run, const receipt_inputs
                {"status", std::string{domain::to_string(inputs[i].receipt.status)}},
                {"source", std::string{domain::to_string(inputs[i].receipt.source)}},
                {"state", std::string{domain::to_string(outcome.state)}}});
-    if (outcome.fallback) // failed over in the receipt's transaction: send it
-      send_fallback(*st.peers.metrics, st.peers.dispatcher, settings.name, *outcome.fallback);
   }
 }
 

@@ -43,7 +43,6 @@ struct reconciled_channel {
 struct reconciler_peers {
   store_writer_actor store;
   store_reader_actor reader;
-  dispatcher_actor dispatcher; ///< takes the fallback tasks an UNDELIVERED creates
   std::shared_ptr<herald::metrics> metrics;
   std::shared_ptr<const domain::clock> clock;
   /// The partitions this node owns (its cluster member writes them); null: every partition.

@@ -21,6 +21,69 @@ namespace {
 
 using self_pointer = store_writer_actor::stateful_pointer<store_writer_state>;
 
+// Counts a committed claim's created and duplicate tasks, and keeps the created ones that are
+// to be sent now (of a plan with `planned` tasks) for the next dispatch.
+void created_by_claim(store_writer_state& st, const persistence::claim_result& result,
+                      const std::vector<domain::task_record>& planned) {
+  for (const auto& outcome : result.tasks) {
+    if (!outcome.created) {
+      st.metrics->task_duplicate(outcome.channel);
+      continue;
+    }
+    st.metrics->task_created(outcome.channel);
+    if (outcome.policy_reason) {
+      // Suppressed: nothing to send. Deferred: the sweep reads it with its own send time.
+      if (outcome.state == domain::task_state::suppressed)
+        st.metrics->task_suppressed(outcome.channel, domain::to_string(*outcome.policy_reason));
+      else
+        st.metrics->task_deferred(domain::to_string(*outcome.policy_reason));
+      continue;
+    }
+    auto task = std::find_if(planned.begin(), planned.end(),
+                             [&](auto& t) { return t.id == outcome.task_id; });
+    // An escalation step too: its time is in the database (policy may have moved it), and
+    // the sweep reads it from there before it is due.
+    if (task == planned.end() || task->escalation)
+      continue;
+    auto delivery = domain::make_delivery(result.message, *task);
+    delivery.recipient = outcome.recipient; // the request's, or the user's stored contact
+    st.created.push_back(std::move(delivery));
+  }
+}
+
+// A committed failover: counts each hop along the chain from `from` and what each claimed.
+void created_by_failover(store_writer_state& st, std::string from,
+                         const std::vector<persistence::fallback_link>& chain) {
+  for (const auto& link : chain) {
+    const auto& first = link.claim.tasks.front();
+    st.metrics->failover(from, first.channel);
+    created_by_claim(st, link.claim, link.plan.tasks);
+    from = first.channel;
+  }
+}
+
+// Receipts that made their tasks UNDELIVERED and failed them over in the same commit.
+void created_by_receipts(store_writer_state& st, const receipt_inputs& inputs,
+                         const receipt_outcomes& outcomes) {
+  for (std::size_t i = 0; i < outcomes.size() && i < inputs.size(); ++i) {
+    if (!outcomes[i].fallback)
+      continue;
+    st.metrics->failover(inputs[i].channel, outcomes[i].fallback->channel);
+    st.metrics->task_created(outcomes[i].fallback->channel);
+    st.created.push_back(*outcomes[i].fallback);
+  }
+}
+
+// Hands what the commits since the last call created to the dispatcher, in one message.
+void dispatch_created(self_pointer self) {
+  auto& st = self->state;
+  if (st.created.empty())
+    return;
+  if (st.dispatcher)
+    self->send(st.dispatcher, dispatch_atom_v, std::move(st.created));
+  st.created.clear(); // without a dispatcher (tests of the store alone) the sweep finds them
+}
+
 // Single claims and whole batches go into one claim() call, each batch's plans together.
 void commit_claims(store_writer_state& st) {
   auto batch = std::move(st.claims);
@@ -37,6 +100,8 @@ void commit_claims(store_writer_state& st) {
   }
   try {
     auto results = st.store->claim(plans);
+    for (std::size_t i = 0; i < results.size() && i < plans.size(); ++i)
+      created_by_claim(st, results[i], plans[i].tasks);
     auto next = std::make_move_iterator(results.begin());
     for (auto& pending : batch)
       pending.promise.deliver(*next++);
@@ -119,6 +184,7 @@ void commit_receipts(store_writer_state& st) {
   }
   try {
     auto outcomes = st.store->record_receipts(all, st.config.fallbacks, now);
+    created_by_receipts(st, all, outcomes);
     std::size_t next = 0;
     for (auto& pending : batch) {
       receipt_outcomes mine(
@@ -158,7 +224,8 @@ void commit_seals(store_writer_state& st) {
   }
 }
 
-void flush(store_writer_state& st) {
+void flush(self_pointer self) {
+  auto& st = self->state;
   st.flush_queued = false;
   if (!st.claims.empty() || !st.claim_batches.empty())
     commit_claims(st);
@@ -168,6 +235,7 @@ void flush(store_writer_state& st) {
     commit_seals(st);
   if (!st.receipts.empty())
     commit_receipts(st);
+  dispatch_created(self);
 }
 
 // Queues a flush behind everything already in the mailbox, or commits right away when the
@@ -179,7 +247,7 @@ void schedule_flush(self_pointer self) {
     batched_plans += pending.plans.size();
   if (st.claims.size() + batched_plans + st.applies.size() + st.receipts.size() + st.seals.size() >=
       st.config.batch_max) {
-    flush(st);
+    flush(self);
   } else if (!st.flush_queued) {
     st.flush_queued = true;
     self->send(self, flush_atom_v);
@@ -190,9 +258,11 @@ void schedule_flush(self_pointer self) {
 
 store_writer_actor::behavior_type
 store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
-             std::shared_ptr<persistence::task_store> store, store_writer_config config) {
+             std::shared_ptr<persistence::task_store> store,
+             std::shared_ptr<herald::metrics> metrics, store_writer_config config) {
   install_logging_handlers(self);
   self->state.store = std::move(store);
+  self->state.metrics = std::move(metrics);
   self->state.config = config;
   return {
       [self](claim_atom, domain::message_plan& plan) -> caf::result<persistence::claim_result> {
@@ -235,9 +305,14 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
              const attempt_records& attempts,
              const domain::delivery& failed) -> caf::result<persistence::failover_result> {
         auto& st = self->state;
-        flush(st); // what came before is committed before, as in a batch
+        flush(self); // what came before is committed before, as in a batch
         try {
-          return st.store->fail_over(change, attempts, failed, st.config.fallbacks);
+          auto result = st.store->fail_over(change, attempts, failed, st.config.fallbacks);
+          if (result.result == persistence::failover_result::outcome::failed_over) {
+            created_by_failover(st, failed.channel, result.chain);
+            dispatch_created(self);
+          }
+          return result;
         } catch (const std::exception& e) {
           log::error("store.failover_failed",
                      {{"task_id", change.task_id}, {"error", domain::mask_free_text(e.what())}});
@@ -247,9 +322,14 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
       [self](replay_atom, const std::string& tenant, const std::string& task_id,
              domain::timestamp now) -> caf::result<persistence::replay_result> {
         auto& st = self->state;
-        flush(st);
+        flush(self);
         try {
-          return st.store->replay(tenant, task_id, now);
+          auto result = st.store->replay(tenant, task_id, now);
+          if (result.task) {
+            st.created.push_back(*result.task);
+            dispatch_created(self);
+          }
+          return result;
         } catch (const std::exception& e) {
           log::error("store.replay_failed",
                      {{"task_id", task_id}, {"error", domain::mask_free_text(e.what())}});
@@ -260,7 +340,7 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
              const domain::user_patch& patch,
              domain::timestamp now) -> caf::result<domain::user_profile> {
         auto& st = self->state;
-        flush(st); // what came before is committed before, as in a batch
+        flush(self); // what came before is committed before, as in a batch
         try {
           return st.store->update_user(tenant, user_id, patch, now);
         } catch (const std::exception& e) {
@@ -270,7 +350,10 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
           return caf::make_error(errc::store_unavailable, e.what());
         }
       },
-      [self](flush_atom) { flush(self->state); },
+      [self](attach_atom, dispatcher_actor& dispatcher) {
+        self->state.dispatcher = std::move(dispatcher);
+      },
+      [self](flush_atom) { flush(self); },
   };
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/interfaces.hpp"
+#include "observability/metrics.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -25,6 +26,10 @@ struct store_writer_config {
 /// in one transaction each and answers every waiter (group commit, design.md §6). The batch
 /// forms by itself: a flush message queued behind whatever arrived meanwhile. Spawn it
 /// detached: task_store calls block.
+///
+/// What a commit did is followed up here, for every caller alike: the tasks it created (claims,
+/// failovers, fallbacks of UNDELIVERED receipts, replays) and the duplicates it found are
+/// counted, and the tasks to send go to the attached dispatcher in one message per commit.
 struct store_writer_state {
   static constexpr const char* name = "store_writer";
 
@@ -45,6 +50,9 @@ struct store_writer_state {
 
   std::shared_ptr<persistence::task_store> store;
   store_writer_config config;
+  std::shared_ptr<herald::metrics> metrics;
+  dispatcher_actor dispatcher; ///< none until attached: nothing is dispatched
+  deliveries created;          ///< by the commits since the last dispatch
   struct pending_receipts {
     receipt_inputs receipts;
     domain::timestamp now;
@@ -66,6 +74,7 @@ struct store_writer_state {
 
 store_writer_actor::behavior_type
 store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
-             std::shared_ptr<persistence::task_store> store, store_writer_config config);
+             std::shared_ptr<persistence::task_store> store,
+             std::shared_ptr<herald::metrics> metrics, store_writer_config config);
 
 } // namespace herald::actors

@@ -2,7 +2,6 @@
 
 #include "observability/log.hpp"
 
-#include <algorithm>
 #include <mutex>
 #include <tuple>
 
@@ -21,7 +20,7 @@ api::service_error to_service_error(const caf::error& err) {
   if (err == caf::sec::request_timeout)
     return {503, "unavailable", "the database did not answer in time; retrying is safe", ""};
   if (actors::has_code(err, actors::errc::overloaded))
-    return {503, "overloaded", "too many requests waiting for the database; retry later", ""};
+    return {503, "overloaded", "too many requests in flight; retry later", ""};
   return {503, "unavailable", "the service cannot take requests right now; retrying is safe", ""};
 }
 
@@ -83,16 +82,19 @@ void actor_service::ask(const char* what, Handle target, Done done, Args... args
       return;
     }
     auto answered = [asks, id = self->id(), done](auto&&... answer) {
-      asks->unless_closed([&] { done(std::forward<decltype(answer)>(answer)...); });
       asks->leave(id);
+      asks->unless_closed([&] { done(std::forward<decltype(answer)>(answer)...); });
     };
     std::apply(
         [&](auto&... xs) {
           self->request(target, timeout, std::move(xs)...)
               .then([answered](Answer&... answer) { answered(std::move(answer)...); },
                     [answered, what](caf::error& err) {
-                      log::warn("service.request_failed",
-                                {{"request", what}, {"error", actors::describe(err)}});
+                      // The callee logged the errors it gave; only its silence is news here.
+                      if (err == caf::sec::request_timeout ||
+                          err == caf::sec::request_receiver_down)
+                        log::warn("service.request_failed",
+                                  {{"request", what}, {"error", actors::describe(err)}});
                       answered(to_service_error(err));
                     });
         },
@@ -259,7 +261,7 @@ void actor_service::readiness(std::function<void(bool ready, std::string reason)
         if constexpr (sizeof...(answer) == 2)
           done(std::forward<decltype(answer)>(answer)...);
         else
-          done(false, ("ingest: " + ... + answer.message));
+          done(false, "ingest did not answer");
       },
       actors::ready_atom_v);
 }

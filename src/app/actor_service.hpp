@@ -134,7 +134,8 @@ private:
     void leave(caf::actor_id asker);
     /// Ends every asker still waiting; from then on unless_closed calls nothing.
     void close();
-    /// Calls `f` unless closed; close() waits for calls under way.
+    /// Calls `f` unless closed; close() waits for calls under way (so `f` must not close the
+    /// service).
     template <class F> void unless_closed(F&& f) {
       std::shared_lock lock{mutex_};
       if (!closed_)

@@ -274,16 +274,16 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
   // would not fix what killed the old one. Their death is reported on the health board.
   auto writer_config = cfg.store;
   writer_config.fallbacks = fallback_routes;
-  auto writer =
-      sys.spawn<caf::detached>(actors::store_writer, std::move(writer_store), writer_config);
+  auto writer = sys.spawn<caf::detached>(actors::store_writer, std::move(writer_store), metrics,
+                                         writer_config);
   components.push_back(
       {"store_writer", shutdown_stage::writer, caf::actor_cast<caf::actor>(writer), {}});
   // With a connection of their own, claims commit while state changes commit (and the other
   // way round) instead of waiting for each other's COMMIT; without one, one writer does both.
   auto claims_writer = writer;
   if (claims_store) {
-    claims_writer =
-        sys.spawn<caf::detached>(actors::store_writer, std::move(claims_store), writer_config);
+    claims_writer = sys.spawn<caf::detached>(actors::store_writer, std::move(claims_store), metrics,
+                                             writer_config);
     components.push_back(
         {"claims_writer", shutdown_stage::writer, caf::actor_cast<caf::actor>(claims_writer), {}});
   }
@@ -307,6 +307,11 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
       sys.spawn(actors::dispatcher, std::move(channels), reader, clock, dispatcher_config);
   components.push_back(
       {"dispatcher", shutdown_stage::dispatch, caf::actor_cast<caf::actor>(n.dispatcher), {}});
+  // The writers hand what their commits create to the dispatcher (spawned after them: it reads
+  // through the reader).
+  caf::anon_send(writer, actors::attach_atom_v, n.dispatcher);
+  if (claims_writer != writer)
+    caf::anon_send(claims_writer, actors::attach_atom_v, n.dispatcher);
   components.push_back(
       actors::start_retry_timer(sys, n.dispatcher, metrics, clock, cfg.retry_timer));
   if (events_store) // only with an events url
@@ -318,8 +323,7 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
     reconcile.batch = cfg.receipts.reconcile_batch;
     components.push_back(actors::start_reconciler(
         sys, std::move(with_receipts),
-        actors::reconciler_peers{writer, reader, n.dispatcher, metrics, clock, n.share},
-        reconcile));
+        actors::reconciler_peers{writer, reader, metrics, clock, n.share}, reconcile));
   }
   if (cluster) {
     n.transport = std::make_unique<actors::cluster_transport>(sys, cluster->tls,
@@ -341,8 +345,7 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
         actors::channel_peers{writer, n.dispatcher, metrics, clock, health, n.share}));
   std::vector<actors::dedup_shard_actor> shards;
   for (std::size_t i = 0; i < cfg.shards; ++i) {
-    shards.push_back(
-        sys.spawn(actors::dedup_shard, claims_writer, n.dispatcher, metrics, cfg.dedup));
+    shards.push_back(sys.spawn(actors::dedup_shard, claims_writer, metrics, cfg.dedup));
     components.push_back({"dedup_shard " + std::to_string(i),
                           shutdown_stage::shards,
                           caf::actor_cast<caf::actor>(shards.back()),
@@ -350,17 +353,15 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
   }
   n.ingest = sys.spawn(
       actors::ingest, std::move(shards),
-      actors::ingest_peers{writer, claims_writer, reader, n.dispatcher, clock, health, metrics},
-      cfg.ingest);
+      actors::ingest_peers{writer, claims_writer, reader, n.dispatcher, clock, health}, cfg.ingest);
   components.push_back(
       {"ingest", shutdown_stage::ingest, caf::actor_cast<caf::actor>(n.ingest), {}});
   n.templates = sys.spawn<caf::detached>(actors::template_registry, std::move(template_store),
                                          std::move(published_templates), cfg.stored_templates);
   components.push_back(
       {"template_registry", shutdown_stage::ingest, caf::actor_cast<caf::actor>(n.templates), {}});
-  n.receipts =
-      sys.spawn(actors::receipts, actors::receipt_peers{writer, n.dispatcher, metrics, clock},
-                actors::receipt_config{});
+  n.receipts = sys.spawn(actors::receipts, actors::receipt_peers{writer, metrics, clock},
+                         actors::receipt_config{});
   components.push_back(
       {"receipts", shutdown_stage::ingest, caf::actor_cast<caf::actor>(n.receipts), {}});
   n.supervisor = sys.spawn(actors::node_supervisor, std::move(components), std::move(health),
@@ -552,8 +553,10 @@ int serve(const config& cfg) {
     claims_store.reset();
     reader_store.reset();
 
-    // Longer than ingest's own claim timeout, so a slow claim is answered by ingest first.
-    const caf::timespan answer_timeout = cfg.ingest.claim_timeout * 5 / 4;
+    // Only for a callee that never answers: longer than every callee's own bound (ingest's claim
+    // timeout; a receipt's look-ups, up to six store round trips), so those answer first.
+    const caf::timespan answer_timeout =
+        std::max<caf::timespan>(cfg.ingest.claim_timeout * 5 / 4, std::chrono::seconds{90});
     actor_service service{sys,
                           answer_timeout,
                           n.ingest,

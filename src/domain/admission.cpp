@@ -1,6 +1,7 @@
 #include "domain/admission.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 namespace herald::domain {
@@ -60,6 +61,8 @@ policy_verdict admission::decide(const claim_slot& slot,
 
 std::vector<admitted_task> admit(const std::vector<claim_slot>& slots,
                                  const std::vector<bool>& stored, admission* policy) {
+  if (stored.size() != slots.size())
+    throw std::invalid_argument("admit: one stored flag per slot");
   std::vector<admitted_task> admitted(slots.size());
   for (std::size_t i = 0; i < slots.size(); ++i) {
     if (stored[i])

@@ -76,7 +76,8 @@ struct admitted_task {
 ///
 /// An escalation step waits its delay after the route's own tasks go: policy deferring them
 /// (quiet hours, a cap) moves the step by as much, so the user still has the delay to read.
-/// Steps must come after their message's other tasks in slot order.
+/// Steps must come after their message's other tasks in slot order. `stored` has one flag per
+/// slot (std::invalid_argument otherwise).
 std::vector<admitted_task> admit(const std::vector<claim_slot>& slots,
                                  const std::vector<bool>& stored, admission* policy);
 

@@ -164,7 +164,7 @@ struct actor_fixture {
   /// the test thread.
   actors::store_writer_actor spawn_writer(actors::store_writer_config config = {}) {
     return spawn(actors::store_writer, std::shared_ptr<persistence::task_store>{faulty_store},
-                 config);
+                 metrics, config);
   }
 
   actors::store_reader_actor spawn_reader() {
@@ -198,6 +198,7 @@ struct actor_fixture {
                                 std::shared_ptr<const domain::clock>{clock}, health, nullptr}));
     for (const auto& component : node.components)
       spawned.push_back(component.handle);
+    caf::anon_send(writer, actors::attach_atom_v, node.dispatcher); // as the node wires them
     run();
     return node;
   }

@@ -21,7 +21,7 @@ struct shard_fixture : test::actor_fixture {
   actors::store_reader_actor reader = spawn_reader();
   actors::dispatcher_actor dispatcher = spawn_dispatcher();
   actors::dedup_shard_actor shard =
-      spawn(actors::dedup_shard, writer, dispatcher, metrics, actors::dedup_shard_config{});
+      spawn(actors::dedup_shard, writer, metrics, actors::dedup_shard_config{});
 
   actors::dispatcher_actor spawn_dispatcher() {
     std::vector<actors::channel_spec> specs;

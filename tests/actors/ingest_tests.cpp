@@ -33,8 +33,8 @@ struct ingest_fixture : test::actor_fixture {
   actors::store_reader_actor reader = spawn_reader();
   actors::dispatcher_actor dispatcher = spawn_dispatcher();
   std::vector<actors::dedup_shard_actor> shards = {
-      spawn(actors::dedup_shard, writer, dispatcher, metrics, actors::dedup_shard_config{}),
-      spawn(actors::dedup_shard, writer, dispatcher, metrics, actors::dedup_shard_config{})};
+      spawn(actors::dedup_shard, writer, metrics, actors::dedup_shard_config{}),
+      spawn(actors::dedup_shard, writer, metrics, actors::dedup_shard_config{})};
   std::shared_ptr<health_board> health = std::make_shared<health_board>();
 
   actors::dispatcher_actor spawn_dispatcher() {
@@ -48,7 +48,7 @@ struct ingest_fixture : test::actor_fixture {
     BOOST_REQUIRE_EQUAL(config.validate(), "");
     return spawn(actors::ingest, shards,
                  actors::ingest_peers{writer, writer, reader, dispatcher,
-                                      std::shared_ptr<const domain::clock>{clock}, health, metrics},
+                                      std::shared_ptr<const domain::clock>{clock}, health},
                  config);
   }
 
@@ -79,10 +79,10 @@ struct ingest_fixture : test::actor_fixture {
                                                         actors::dedup_shard_config shard_config) {
     auto silent = spawn(test::silent_writer, held);
     std::vector<actors::dedup_shard_actor> one_shard{
-        spawn(actors::dedup_shard, silent, dispatcher, metrics, shard_config)};
+        spawn(actors::dedup_shard, silent, metrics, shard_config)};
     return spawn(actors::ingest, one_shard,
                  actors::ingest_peers{silent, silent, reader, dispatcher,
-                                      std::shared_ptr<const domain::clock>{clock}, health, metrics},
+                                      std::shared_ptr<const domain::clock>{clock}, health},
                  config);
   }
 

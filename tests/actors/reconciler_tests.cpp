@@ -70,7 +70,7 @@ struct reconciler_fixture : test::actor_fixture {
     no_receipts.name = "push"; // receipt_window 0: SENT is final, never read
     channels.push_back({no_receipts, sms});
     auto handle = spawn(actors::reconciler, channels,
-                        actors::reconciler_peers{writer, reader, dispatcher, metrics,
+                        actors::reconciler_peers{writer, reader, metrics,
                                                  std::shared_ptr<const domain::clock>{clock},
                                                  std::move(share)},
                         config);

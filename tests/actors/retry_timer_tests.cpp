@@ -1,5 +1,6 @@
 #include "actor_fixture.hpp"
 #include "actors/retry_timer.hpp"
+#include "recording_dispatcher.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <caf/stateful_actor.hpp>
@@ -12,36 +13,8 @@ namespace {
 
 /// What the timer hands out, in order, and how the dispatcher answers. Stands on the
 /// dispatcher's side of the interface.
-struct handed_out {
-  std::vector<std::string> task_ids;
-  std::vector<std::size_t> batches; ///< size of each due batch
-  caf::timespan pause{0};           ///< answered to each batch: the channels' time to send it
-  bool fail = false;                ///< answer each batch with an error instead
-};
-
-actors::dispatcher_actor::behavior_type recording_dispatcher(actors::dispatcher_actor::pointer,
-                                                             std::shared_ptr<handed_out> out) {
-  return {
-      [](actors::dispatch_atom, actors::deliveries&) {},
-      [out](actors::due_atom, actors::task_ids& ids) -> caf::result<caf::timespan> {
-        out->batches.push_back(ids.size());
-        for (auto& id : ids)
-          out->task_ids.push_back(id);
-        if (out->fail)
-          return caf::make_error(actors::errc::store_unavailable, "read failed");
-        return out->pause;
-      },
-      [](actors::attach_atom, const std::string&, const actors::channel_actor&) {},
-      [](actors::attach_atom, const actors::retry_timer_actor&) {},
-      [](actors::recover_atom, const std::string&) {},
-      [](actors::page_atom) {},
-      [](actors::sweep_atom) {},
-      [](actors::attach_atom, const actors::cluster_member_actor&) {},
-      [](actors::own_atom, const actors::partition_list&) {},
-      [](actors::drain_atom) { return true; },
-      [](actors::ping_atom) { return true; },
-  };
-}
+using test::handed_out;
+using test::recording_dispatcher;
 
 struct timer_fixture : test::actor_fixture {
   std::shared_ptr<handed_out> out = std::make_shared<handed_out>();

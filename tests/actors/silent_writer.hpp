@@ -48,6 +48,7 @@ silent_writer(actors::store_writer_actor::pointer self, std::shared_ptr<held_cla
       [](actors::update_atom, std::string&, std::string&, domain::user_patch&, domain::timestamp) {
         return domain::user_profile{};
       },
+      [](actors::attach_atom, const actors::dispatcher_actor&) {},
       [](actors::flush_atom) {},
   };
 }

@@ -1,4 +1,5 @@
 #include "actor_fixture.hpp"
+#include "recording_dispatcher.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -36,6 +37,52 @@ persistence::state_change change(const std::string& task_id, task_state from, ta
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(store_writer_tests, actor_fixture)
+
+// What a commit did is followed up once, by the writer, whoever asked: the created tasks are
+// counted and dispatched in one message per commit, the duplicates counted.
+BOOST_AUTO_TEST_CASE(a_commits_created_tasks_are_counted_and_dispatched_in_one_message) {
+  auto writer = spawn_writer();
+  auto seen = std::make_shared<test::handed_out>();
+  caf::anon_send(writer, actors::attach_atom_v, spawn(test::recording_dispatcher, seen));
+  requesters askers{sys, 3};
+  auto first = plan("order-1", {"sms", "email"});
+  askers[0]->request(writer, caf::infinite, actors::claim_atom_v, first);
+  askers[1]->request(writer, caf::infinite, actors::claim_atom_v, plan("order-2", {"sms"}));
+  askers[2]->request(writer, caf::infinite, actors::claim_atom_v,
+                     actors::message_plans{first, plan("order-3", {"sms"})});
+  run();
+  BOOST_TEST(writer_store->claim_batches == 1u);
+  BOOST_REQUIRE_EQUAL(seen->dispatched.size(), 1u);
+  BOOST_TEST(seen->dispatched[0].size() == 4u); // order-1 twice, order-2, order-3; not the copy
+  auto text = metrics->render();
+  BOOST_TEST(text.find("herald_tasks_created_total{channel=\"sms\"} 3") != std::string::npos, text);
+  BOOST_TEST(text.find("herald_tasks_created_total{channel=\"email\"} 1") != std::string::npos);
+  BOOST_TEST(text.find("herald_tasks_duplicate_total{channel=\"sms\"} 1") != std::string::npos);
+  BOOST_TEST(text.find("herald_tasks_duplicate_total{channel=\"email\"} 1") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_replayed_dead_letter_is_dispatched_by_the_writer) {
+  auto writer = spawn_writer();
+  auto seen = std::make_shared<test::handed_out>();
+  caf::anon_send(writer, actors::attach_atom_v, spawn(test::recording_dispatcher, seen));
+  auto message = plan("order-1", {"sms"});
+  self->request(writer, caf::infinite, actors::claim_atom_v, message);
+  run();
+  seen->dispatched.clear();
+  const auto& task_id = message.tasks[0].id;
+  self->request(writer, caf::infinite, actors::apply_atom_v,
+                actors::state_changes{change(task_id, task_state::pending, task_state::dead)},
+                actors::attempt_records{});
+  run();
+  BOOST_TEST(seen->dispatched.empty()); // a state change creates nothing
+  self->request(writer, caf::infinite, actors::replay_atom_v, std::string{"default"}, task_id,
+                clock->now());
+  run();
+  BOOST_REQUIRE_EQUAL(seen->dispatched.size(), 1u);
+  BOOST_REQUIRE_EQUAL(seen->dispatched[0].size(), 1u);
+  BOOST_TEST(seen->dispatched[0][0].task_id == task_id);
+  BOOST_TEST((seen->dispatched[0][0].state == task_state::pending));
+}
 
 BOOST_AUTO_TEST_CASE(claims_queued_together_commit_in_one_transaction) {
   auto writer = spawn_writer();

@@ -4,6 +4,7 @@
 #include "tzdata.hpp"
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,13 @@ BOOST_AUTO_TEST_CASE(tasks_of_one_claim_share_their_caps_and_stored_ones_are_not
   BOOST_REQUIRE(admitted[2].verdict);
   BOOST_TEST((admitted[2].verdict->decision == policy_verdict::kind::suppress)); // drop
   BOOST_TEST(reason_of(admitted[2]) == "frequency_cap");
+}
+
+BOOST_AUTO_TEST_CASE(stored_flags_must_match_the_slots) {
+  const auto m = marketing("o-1", "2026-12-03T10:00:00Z");
+  const auto sms = task("sms", "+8613800000000");
+  BOOST_CHECK_THROW(admit({{&m, &sms}}, {}, nullptr), std::invalid_argument);
+  BOOST_CHECK_THROW(admit({{&m, &sms}}, {false, false}, nullptr), std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(what_the_counters_admitted_before_the_claim_counts) {
