@@ -48,7 +48,7 @@ void record_query_receipt(self_pointer self, domain::delivery task, domain::rece
                 receipt_inputs{input}, at)
       .then(
           // A fallback the receipt's transaction created was dispatched by the writer.
-          [self, task, was_failing](receipt_outcomes&) {
+          [self, was_failing](receipt_outcomes&) {
             write_ended(self->state, false);
             write_answered(self, was_failing);
           },

@@ -194,7 +194,7 @@ using ingest_actor = caf::typed_actor<
     /// Lists dead letters (tenant, filter, after task id, limit).
     caf::replies_to<letters_atom, std::string, persistence::dead_letter_filter, std::string,
                     std::uint64_t>::with<dead_letters>,
-    /// Replays a tenant's dead letter (tenant, task id) and dispatches it.
+    /// Replays a tenant's dead letter (tenant, task id); the writer dispatches it.
     caf::replies_to<replay_atom, std::string, std::string>::with<persistence::replay_result>,
     /// Claims a planned message through its shard; answers after COMMIT.
     caf::replies_to<submit_atom, domain::message_plan>::with<persistence::claim_result>,

@@ -62,15 +62,19 @@ void created_by_failover(store_writer_state& st, std::string from,
   }
 }
 
-// Receipts that made their tasks UNDELIVERED and failed them over in the same commit.
+// Receipts that made their tasks UNDELIVERED and failed them over in the same commit. Every
+// outcome naming one task carries its fallback (several receipts of one task in one commit):
+// counted and dispatched once.
 void created_by_receipts(store_writer_state& st, const receipt_inputs& inputs,
                          const receipt_outcomes& outcomes) {
+  std::unordered_set<std::string> seen;
   for (std::size_t i = 0; i < outcomes.size() && i < inputs.size(); ++i) {
-    if (!outcomes[i].fallback)
+    const auto& fallback = outcomes[i].fallback;
+    if (!fallback || !seen.insert(fallback->task_id).second)
       continue;
-    st.metrics->failover(inputs[i].channel, outcomes[i].fallback->channel);
-    st.metrics->task_created(outcomes[i].fallback->channel);
-    st.created.push_back(*outcomes[i].fallback);
+    st.metrics->failover(inputs[i].channel, fallback->channel);
+    st.metrics->task_created(fallback->channel);
+    st.created.push_back(*fallback);
   }
 }
 
@@ -98,18 +102,9 @@ void commit_claims(store_writer_state& st) {
     batch_sizes.push_back(pending.plans.size());
     std::move(pending.plans.begin(), pending.plans.end(), std::back_inserter(plans));
   }
+  claim_results results;
   try {
-    auto results = st.store->claim(plans);
-    for (std::size_t i = 0; i < results.size() && i < plans.size(); ++i)
-      created_by_claim(st, results[i], plans[i].tasks);
-    auto next = std::make_move_iterator(results.begin());
-    for (auto& pending : batch)
-      pending.promise.deliver(*next++);
-    for (std::size_t b = 0; b < batches.size(); ++b) {
-      claim_results mine(next, next + static_cast<std::ptrdiff_t>(batch_sizes[b]));
-      next += static_cast<std::ptrdiff_t>(batch_sizes[b]);
-      batches[b].promise.deliver(std::move(mine));
-    }
+    results = st.store->claim(plans);
   } catch (const std::exception& e) {
     log::error("store.claim_failed", {{"messages", std::to_string(plans.size())},
                                       {"error", domain::mask_free_text(e.what())}});
@@ -117,6 +112,17 @@ void commit_claims(store_writer_state& st) {
       pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
     for (auto& pending : batches)
       pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
+    return;
+  }
+  for (std::size_t i = 0; i < results.size() && i < plans.size(); ++i)
+    created_by_claim(st, results[i], plans[i].tasks);
+  auto next = std::make_move_iterator(results.begin());
+  for (auto& pending : batch)
+    pending.promise.deliver(*next++);
+  for (std::size_t b = 0; b < batches.size(); ++b) {
+    claim_results mine(next, next + static_cast<std::ptrdiff_t>(batch_sizes[b]));
+    next += static_cast<std::ptrdiff_t>(batch_sizes[b]);
+    batches[b].promise.deliver(std::move(mine));
   }
 }
 
@@ -182,22 +188,25 @@ void commit_receipts(store_writer_state& st) {
     all.insert(all.end(), pending.receipts.begin(), pending.receipts.end());
     now = std::max(now, pending.now);
   }
+  receipt_outcomes outcomes;
   try {
-    auto outcomes = st.store->record_receipts(all, st.config.fallbacks, now);
-    created_by_receipts(st, all, outcomes);
-    std::size_t next = 0;
-    for (auto& pending : batch) {
-      receipt_outcomes mine(
-          std::make_move_iterator(outcomes.begin() + next),
-          std::make_move_iterator(outcomes.begin() + next + pending.receipts.size()));
-      next += pending.receipts.size();
-      pending.promise.deliver(std::move(mine));
-    }
+    outcomes = st.store->record_receipts(all, st.config.fallbacks, now);
   } catch (const std::exception& e) {
     log::error("store.receipts_failed", {{"receipts", std::to_string(all.size())},
                                          {"error", domain::mask_free_text(e.what())}});
     for (auto& pending : batch)
       pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
+    return;
+  }
+  created_by_receipts(st, all, outcomes);
+  std::size_t next = 0;
+  for (auto& pending : batch) {
+    receipt_outcomes mine(
+        std::make_move_iterator(outcomes.begin() + static_cast<std::ptrdiff_t>(next)),
+        std::make_move_iterator(outcomes.begin() +
+                                static_cast<std::ptrdiff_t>(next + pending.receipts.size())));
+    next += pending.receipts.size();
+    pending.promise.deliver(std::move(mine));
   }
 }
 
@@ -306,35 +315,38 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
              const domain::delivery& failed) -> caf::result<persistence::failover_result> {
         auto& st = self->state;
         flush(self); // what came before is committed before, as in a batch
+        persistence::failover_result result;
         try {
-          auto result = st.store->fail_over(change, attempts, failed, st.config.fallbacks);
-          if (result.result == persistence::failover_result::outcome::failed_over) {
-            created_by_failover(st, failed.channel, result.chain);
-            dispatch_created(self);
-          }
-          return result;
+          result = st.store->fail_over(change, attempts, failed, st.config.fallbacks);
         } catch (const std::exception& e) {
           log::error("store.failover_failed",
                      {{"task_id", change.task_id}, {"error", domain::mask_free_text(e.what())}});
           return caf::make_error(errc::store_unavailable, e.what());
         }
+        if (result.result == persistence::failover_result::outcome::failed_over &&
+            !result.repeated) {
+          created_by_failover(st, failed.channel, result.chain);
+          dispatch_created(self);
+        }
+        return result;
       },
       [self](replay_atom, const std::string& tenant, const std::string& task_id,
              domain::timestamp now) -> caf::result<persistence::replay_result> {
         auto& st = self->state;
         flush(self);
+        persistence::replay_result result;
         try {
-          auto result = st.store->replay(tenant, task_id, now);
-          if (result.task) {
-            st.created.push_back(*result.task);
-            dispatch_created(self);
-          }
-          return result;
+          result = st.store->replay(tenant, task_id, now);
         } catch (const std::exception& e) {
           log::error("store.replay_failed",
                      {{"task_id", task_id}, {"error", domain::mask_free_text(e.what())}});
           return caf::make_error(errc::store_unavailable, e.what());
         }
+        if (result.task) {
+          st.created.push_back(*result.task);
+          dispatch_created(self);
+        }
+        return result;
       },
       [self](update_atom, const std::string& tenant, const std::string& user_id,
              const domain::user_patch& patch,

@@ -423,10 +423,11 @@ failover_result sql_task_store::fail_over(const state_change& change,
   auto first = domain::first_fallback_plan(
       failed, domain::fallback_chain(routes.fallback_of, failed.channel), routes.secret, change.at);
   if (!first)
-    return {failover_result::outcome::no_fallback, {}};
+    return {failover_result::outcome::no_fallback, false, {}};
   const apply_batch changes(dialect_, {change}, attempts);
   const std::vector<domain::message_plan> plans{std::move(*first)};
   std::optional<std::vector<fallback_link>> chain;
+  bool again = false;
   try {
     chain = in_transaction("fail_over", [&]() -> std::optional<std::vector<fallback_link>> {
       // The fallback is judged like any new task (a user's DND, opt-outs, caps); the user
@@ -436,13 +437,12 @@ failover_result sql_task_store::fail_over(const state_change& change,
         policy.emplace(read_admission(plans));
       // The same failover sent again after its answer was lost: the fallback tasks found
       // below are the ones that first commit created, not tasks of their own.
-      const bool again =
-          change.lease_token &&
-          !statements_
-               ->fetch("SELECT id FROM tasks WHERE id = :id AND status = :to AND lease_token = "
-                       ":token",
-                       {change.task_id, state_text(change.to), *change.lease_token}, 1)
-               .empty();
+      again = change.lease_token &&
+              !statements_
+                   ->fetch("SELECT id FROM tasks WHERE id = :id AND status = :to AND lease_token = "
+                           ":token",
+                           {change.task_id, state_text(change.to), *change.lease_token}, 1)
+                   .empty();
       if (run_changes(changes).at(0).count(change.task_id) == 0)
         return std::nullopt; // the task moved on: nothing written, nothing claimed
       run_attempts(changes);
@@ -461,13 +461,13 @@ failover_result sql_task_store::fail_over(const state_change& change,
       return std::move(links);
     });
   } catch (const fallback_task_exists&) {
-    return {failover_result::outcome::fallback_exists, {}};
+    return {failover_result::outcome::fallback_exists, false, {}};
   } catch (const fallbacks_refused&) {
-    return {failover_result::outcome::fallbacks_refused, {}};
+    return {failover_result::outcome::fallbacks_refused, false, {}};
   }
   if (!chain)
-    return {failover_result::outcome::moved_on, {}};
-  return {failover_result::outcome::failed_over, std::move(*chain)};
+    return {failover_result::outcome::moved_on, false, {}};
+  return {failover_result::outcome::failed_over, again, std::move(*chain)};
 }
 
 namespace {
@@ -487,8 +487,8 @@ bool on_chain(const std::vector<fallback_link>& chain, const std::string& channe
 // a task that will be sent, another task that existed already (its channel has its own task
 // for the message, or the chain came round), or a refused link with nowhere left to go.
 // `again`: the same failover committed before (its answer was lost), so the first link found
-// is the one that commit created; tasks further along count as found, and the sweep sends
-// any that commit created.
+// is the one that commit created; tasks further along count as found (the store writer
+// counted and dispatched what that commit created).
 std::vector<std::vector<fallback_link>> sql_task_store::claim_fallback_chains(
     std::vector<domain::message_plan> plans, const std::vector<std::string>& failed_channels,
     const fallback_routes& routes, domain::admission* policy, domain::timestamp now, bool again) {

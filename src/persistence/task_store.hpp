@@ -194,6 +194,9 @@ struct failover_result {
                        ///< every fallback policy refused: nothing written, it waits instead
   };
   outcome result = outcome::moved_on;
+  /// With failed_over: the same failover (change and lease token) had committed before and its
+  /// answer was lost; the chain is what that commit created, counted and dispatched then.
+  bool repeated = false;
   /// With failed_over: the first fallback's claim, then, while policy refused the last one
   /// (created SUPPRESSED: an opt-out, DND, no contact), the claim of the next channel along the
   /// chain. The last link is the task that will be sent, unless policy refused it too: then

@@ -61,6 +61,46 @@ BOOST_AUTO_TEST_CASE(a_commits_created_tasks_are_counted_and_dispatched_in_one_m
   BOOST_TEST(text.find("herald_tasks_duplicate_total{channel=\"email\"} 1") != std::string::npos);
 }
 
+// Every outcome of one task's receipts carries the fallback their commit created: it is still
+// one task, counted and dispatched once.
+BOOST_AUTO_TEST_CASE(receipts_of_one_task_in_one_commit_fail_it_over_once) {
+  actors::store_writer_config config;
+  config.fallbacks = {{{"sms", "email"}}, domain::id_secret{}};
+  auto writer = spawn_writer(config);
+  auto seen = std::make_shared<test::handed_out>();
+  caf::anon_send(writer, actors::attach_atom_v, spawn(test::recording_dispatcher, seen));
+  auto message = plan("order-1", {"sms"});
+  message.message.recipients["email"] = "u-1@example.com"; // where the failover goes
+  self->request(writer, caf::infinite, actors::claim_atom_v, message);
+  run();
+  const auto& sms = message.tasks[0].id;
+  self->request(writer, caf::infinite, actors::apply_atom_v,
+                actors::state_changes{change(sms, task_state::pending, task_state::sent)},
+                actors::attempt_records{});
+  run();
+  seen->dispatched.clear();
+  persistence::receipt_input undelivered;
+  undelivered.channel = "sms";
+  undelivered.task_id = sms;
+  undelivered.receipt = {domain::receipt_status::undelivered, domain::receipt_source::callback,
+                         clock->now(), clock->now(), "no such number"};
+  auto again = undelivered;
+  again.receipt.occurred_at += std::chrono::seconds{1};
+  requesters askers{sys, 2};
+  askers[0]->request(writer, caf::infinite, actors::receipt_atom_v,
+                     actors::receipt_inputs{undelivered}, clock->now());
+  askers[1]->request(writer, caf::infinite, actors::receipt_atom_v, actors::receipt_inputs{again},
+                     clock->now());
+  run();
+  BOOST_REQUIRE_EQUAL(seen->dispatched.size(), 1u);
+  BOOST_REQUIRE_EQUAL(seen->dispatched[0].size(), 1u);
+  BOOST_TEST(seen->dispatched[0][0].channel == "email");
+  auto text = metrics->render();
+  BOOST_TEST(text.find("herald_failovers_total{from=\"sms\",to=\"email\"} 1") != std::string::npos,
+             text);
+  BOOST_TEST(text.find("herald_tasks_created_total{channel=\"email\"} 1") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_replayed_dead_letter_is_dispatched_by_the_writer) {
   auto writer = spawn_writer();
   auto seen = std::make_shared<test::handed_out>();

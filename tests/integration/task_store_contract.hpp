@@ -1042,7 +1042,7 @@ inline void an_outcome_of_a_superseded_take_is_refused(store_backend& backend) {
 
 /// A failover sent again with its token after its answer was lost is recognised: the fallback
 /// task it finds is the one its first commit created, so the answer is failed_over (with that
-/// task), never fallback_exists.
+/// task, marked repeated), never fallback_exists.
 inline void a_failover_sent_again_is_recognised(store_backend& backend) {
   auto store = backend.open_store();
   const auto plan = make_plan("order-f4", {"sms"});
@@ -1056,8 +1056,10 @@ inline void a_failover_sent_again_is_recognised(store_backend& backend) {
   suppress.lease_token = "failover-1";
   const auto first = store->fail_over(suppress, {}, page[0], to_email);
   BOOST_TEST_REQUIRE((first.result == persistence::failover_result::outcome::failed_over));
+  BOOST_TEST(!first.repeated);
   const auto again = store->fail_over(suppress, {}, page[0], to_email);
   BOOST_TEST_REQUIRE((again.result == persistence::failover_result::outcome::failed_over));
+  BOOST_TEST(again.repeated); // what it created was counted and dispatched the first time
   BOOST_TEST_REQUIRE(again.chain.size() == 1u);
   BOOST_TEST(again.chain.at(0).claim.tasks.at(0).created);
   BOOST_TEST(again.chain.at(0).claim.tasks.at(0).task_id ==
