@@ -62,6 +62,7 @@ CAF_ADD_ATOM(herald, herald::atoms, dial_atom, "dial")
 CAF_ADD_ATOM(herald, herald::atoms, cluster_atom, "cluster")
 CAF_ADD_ATOM(herald, herald::atoms, own_atom, "own")
 CAF_ADD_ATOM(herald, herald::atoms, seal_atom, "seal")
+CAF_ADD_ATOM(herald, herald::atoms, taken_atom, "taken")
 
 namespace herald::actors {
 

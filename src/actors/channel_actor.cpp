@@ -95,6 +95,16 @@ std::string component_name(const channel_state& st) {
   return "channel " + st.settings.name;
 }
 
+// Sets the places open to claims to `places`; what claims took of the earlier offer is on its
+// way here (taken_in_claim) and spends take tokens as tasks out of the lanes do.
+void offer_places(channel_state& st, std::size_t places, domain::timestamp now) {
+  if (!st.places)
+    return;
+  const auto taken = st.places->offer(places);
+  st.in_transit += taken;
+  st.scheduler->taken_at_claim(taken, now);
+}
+
 // A write failed: keep it and send it again, as it was, after a backoff; meanwhile the channel
 // takes no new task and says so on the health board.
 void rewrite_later(self_pointer self, std::function<void()> write, const caf::error& err,
@@ -102,6 +112,7 @@ void rewrite_later(self_pointer self, std::function<void()> write, const caf::er
   auto& st = self->state;
   if (!was_failing)
     st.failing += 1;
+  offer_places(st, 0, st.clock->now()); // no new task while a write fails
   st.metrics->store_write_retry(st.settings.name);
   log::warn("channel.store_write_retry", {{"channel", st.settings.name},
                                           {"error", describe(err)},
@@ -137,7 +148,7 @@ void write_ended(channel_state& st, bool settles) {
 
 void answer_drain_if_idle(channel_state& st) {
   if (!st.draining || !st.calls.empty() || st.marking != 0 || st.scheduler->ready_count() != 0 ||
-      st.writing != 0 || st.failing != 0)
+      st.writing != 0 || st.failing != 0 || st.in_transit != 0)
     return;
   for (auto& waiter : st.drain_waiters)
     waiter.deliver(true);
@@ -521,6 +532,8 @@ void pump(self_pointer self) {
   auto& st = self->state;
   auto now = st.clock->now();
   follow_rate_share(st, now);
+  // Withdrawn while the channel looks: a place is offered again only for what it leaves.
+  offer_places(st, 0, now);
   start_ready_calls(self, now); // committed already: called while draining or failing too
   show_in_flight(st);
   answer_drain_if_idle(st);           // the last ready task may have been given back
@@ -528,7 +541,8 @@ void pump(self_pointer self) {
     return;
   // The tasks taken and not yet settled: the window bounds what a crash leaves in doubt, so a
   // call's result holds its place until its commit answers.
-  const auto busy = st.calls.size() + st.marking + st.scheduler->ready_count() + st.settling;
+  const auto busy =
+      st.calls.size() + st.marking + st.scheduler->ready_count() + st.settling + st.in_transit;
   std::function<bool(const domain::delivery&)> may_fail_over; // none without a fallback
   if (!st.settings.fallback.empty())
     may_fail_over = [&st](const domain::delivery& task) {
@@ -543,10 +557,12 @@ void pump(self_pointer self) {
     forget(st, task.task_id);
     self->send(st.dispatcher, dispatch_atom_v, deliveries{std::move(task)});
   }
+  const auto taken_now = plan.taken.size();
   if (!plan.taken.empty())
     mark_and_send(self, std::move(plan.taken));
   if (plan.wake_after)
     queue_tick(self, *plan.wake_after);
+  offer_places(st, st.scheduler->open_places(now, busy + taken_now), now);
 }
 
 persistence::state_change outcome_change(channel_state& st, const channel_state::call& call,
@@ -677,6 +693,15 @@ channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_sta
   init.clock = std::move(peers.clock);
   init.health = std::move(peers.health);
   init.share = std::move(peers.share);
+  init.places = std::move(peers.places);
+  if (init.places) {
+    // Nothing is offered until the first pump: by then the dispatcher routes to this actor
+    // (it learns of a restarted one only after the spawn). What a predecessor's epoch gave
+    // away is not counted here; its tasks still come here, to be called.
+    init.places_epoch = init.places->begin_epoch();
+    self->attach_functor(
+        [places = init.places, epoch = init.places_epoch] { places->close(epoch); });
+  }
   // Tokens name this actor's takes: unique across restarts and nodes without coordination.
   std::uniform_int_distribution<std::uint64_t> any;
   char prefix[32];
@@ -713,6 +738,20 @@ channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_sta
         }
         pump(self);
       },
+      [self](taken_atom, taken_in_claim& taken) {
+        auto& st = self->state;
+        if (taken.epoch == st.places_epoch) {
+          // The writer took these places before it wrote this: withdrawing the offer first
+          // counts them in transit, so they are not counted back before they were counted.
+          offer_places(st, 0, st.clock->now());
+          const auto given_over = taken.calls.size() + taken.unused;
+          st.in_transit -= std::min<std::size_t>(st.in_transit, given_over);
+        }
+        for (auto& call : taken.calls)
+          if (st.known.insert(call.task.task_id).second) // new: never held here before
+            st.scheduler->ready(std::move(call));
+        pump(self);
+      },
       [self](result_atom, const std::string& task_id, const providers::provider_result& result) {
         on_result(self, task_id, result);
       },
@@ -732,6 +771,7 @@ channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_sta
       [self](drain_atom) -> caf::result<bool> {
         auto& st = self->state;
         st.draining = true;
+        offer_places(st, 0, st.clock->now()); // what was taken already is waited for
         if (st.failing != 0) // if the drain times out, these outcomes die with the process
           log::warn("channel.drain_with_held_writes",
                     {{"channel", st.settings.name}, {"held", std::to_string(st.failing)}});

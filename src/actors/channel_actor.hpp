@@ -4,6 +4,7 @@
 #include "actors/interfaces.hpp"
 #include "domain/backoff.hpp"
 #include "domain/channel_scheduler.hpp"
+#include "domain/claim_places.hpp"
 #include "domain/status_questions.hpp"
 #include "domain/time.hpp"
 #include "observability/health_board.hpp"
@@ -62,6 +63,9 @@ struct channel_settings {
 /// One channel's sender. Its scheduler (domain::channel_scheduler) says when a task leaves
 /// its lane; the task is then committed as SENDING with a lease (in a batch with its
 /// neighbours), and only handed to the provider when the scheduler releases it for a call.
+/// While nothing waits in its lanes it offers places to claims instead (domain::claim_places):
+/// a new task that may go at once is then inserted SENDING under this channel's lease by the
+/// claim that creates it, and comes here ready for its call.
 /// Results are committed in batches too; retries wait in the retry timer. While the circuit
 /// is open, tasks never tried fail over to the fallback channel — unless that channel has its
 /// own task for the message already: then they wait for this channel.
@@ -121,6 +125,12 @@ struct channel_state {
   /// flight, which this actor's count into. May be null (tests).
   std::shared_ptr<cluster_share> share;
   std::int64_t in_flight_shown = 0; ///< calls this actor has counted into the share
+  /// Places offered to claims (shared with the store writer), in this actor's epoch; may be null.
+  std::shared_ptr<domain::claim_places> places;
+  std::uint64_t places_epoch = 0;
+  /// Places claims took and the store writer has not yet given over (as tasks or unused): they
+  /// hold their window places meanwhile.
+  std::size_t in_transit = 0;
 
   channel_state() = default;
   channel_state(const channel_state&) = delete;
@@ -139,6 +149,8 @@ struct channel_peers {
   std::shared_ptr<const domain::clock> clock;
   std::shared_ptr<health_board> health; ///< where the channel says it stopped; may be null
   std::shared_ptr<cluster_share> share; ///< this node's part of the rate; may be null
+  /// Where the channel offers places for tasks taken in their claim; may be null (none are).
+  std::shared_ptr<domain::claim_places> places{};
 };
 
 channel_actor::behavior_type channel(channel_actor::stateful_pointer<channel_state> self,

@@ -207,7 +207,22 @@ dispatcher(dispatcher_actor::stateful_pointer<dispatcher_state> self,
   self->delayed_send(self, init.config.sweep_interval, sweep_atom_v);
   return {
       [self](dispatch_atom, deliveries& tasks) { dispatch(self, tasks, foreign_tasks::forward); },
+      [self](taken_atom, taken_in_claim& taken) {
+        auto& st = self->state;
+        auto channel = st.channels.find(taken.channel);
+        if (channel != st.channels.end()) {
+          self->send(channel->second, taken_atom_v, std::move(taken));
+          return;
+        }
+        // Not attached (yet): the tasks stay SENDING under the lease, and whoever takes them
+        // when it runs out asks the provider about them, or resends them with their request id.
+        log::warn("dispatcher.taken_without_channel",
+                  {{"channel", taken.channel}, {"tasks", std::to_string(taken.calls.size())}});
+      },
       [self](attach_atom, const std::string& name, channel_actor& handle) {
+        // Nothing to send: the channel learns it is routed to, so it may offer claims places
+        // (the writer's word on places taken reaches it through here).
+        self->send(handle, dispatch_atom_v, deliveries{});
         self->state.channels[name] = std::move(handle);
       },
       [self](attach_atom, retry_timer_actor& handle) { self->state.timer = std::move(handle); },

@@ -84,6 +84,9 @@ using retry_timer_actor = caf::typed_actor<
 using channel_actor = caf::typed_actor<
     /// Takes tasks to send (new, recovered or due again).
     caf::reacts_to<dispatch_atom, deliveries>,
+    /// Takes tasks a claim created taken in the places this channel offered (committed SENDING
+    /// under its lease already), and gets back the places the claim did not use.
+    caf::reacts_to<taken_atom, taken_in_claim>,
     /// A provider call finished (sent by the adapter's callback).
     caf::reacts_to<result_atom, std::string, providers::provider_result>,
     /// The provider answered whether it has a recovered SENDING task (sent by the adapter's
@@ -132,6 +135,8 @@ using cluster_member_actor = cluster_peer_actor::extend<
 using dispatcher_actor = caf::typed_actor<
     /// Hands tasks to their channels.
     caf::reacts_to<dispatch_atom, deliveries>,
+    /// Hands tasks a claim created taken to the channel whose places they took.
+    caf::reacts_to<taken_atom, taken_in_claim>,
     /// Routes a channel's tasks to this channel actor from now on (a new or restarted one).
     caf::reacts_to<attach_atom, std::string, channel_actor>,
     /// Holds tasks that are not yet due in this retry timer from now on.

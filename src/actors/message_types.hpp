@@ -9,6 +9,7 @@
 // never be left out of its serialisation. std::optional, which CAF 0.17 cannot inspect, is
 // written as a flag and, when present, the value.
 
+#include "domain/channel_scheduler.hpp"
 #include "domain/cluster_view.hpp"
 #include "domain/message.hpp"
 #include "domain/partitions.hpp"
@@ -40,6 +41,16 @@ struct awaiting_query {
   persistence::partition_filter owned; ///< only tasks of these partitions
 };
 
+/// The store writer's word to a channel after a claim that took places it offered
+/// (domain::claim_places): the tasks the claim created taken, and how many of the places it
+/// took went unused, of which epoch of the places.
+struct taken_in_claim {
+  std::string channel;
+  std::vector<domain::ready_call> calls;
+  std::uint64_t unused = 0;
+  std::uint64_t epoch = 0;
+};
+
 } // namespace herald::actors
 
 CAF_BEGIN_TYPE_ID_BLOCK(herald, caf::first_custom_type_id)
@@ -51,6 +62,7 @@ CAF_ADD_TYPE_ID(herald, (herald::domain::message_record))
 CAF_ADD_TYPE_ID(herald, (herald::domain::task_record))
 CAF_ADD_TYPE_ID(herald, (herald::domain::message_plan))
 CAF_ADD_TYPE_ID(herald, (herald::domain::delivery))
+CAF_ADD_TYPE_ID(herald, (herald::domain::ready_call))
 CAF_ADD_TYPE_ID(herald, (herald::domain::do_not_disturb))
 CAF_ADD_TYPE_ID(herald, (herald::domain::user_profile))
 CAF_ADD_TYPE_ID(herald, (herald::domain::user_patch))
@@ -101,6 +113,7 @@ CAF_ADD_TYPE_ID(herald, (herald::providers::status_answer))
 
 // actors
 CAF_ADD_TYPE_ID(herald, (herald::actors::awaiting_query))
+CAF_ADD_TYPE_ID(herald, (herald::actors::taken_in_claim))
 
 // lists (std::vector<std::string>, the task ids, is one of CAF's own types)
 CAF_ADD_TYPE_ID(herald, (std::vector<herald::domain::message_plan>))

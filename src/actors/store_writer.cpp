@@ -5,7 +5,9 @@
 #include "observability/log.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
+#include <random>
 #include <unordered_set>
 
 #include <caf/stateful_actor.hpp>
@@ -22,9 +24,11 @@ namespace {
 using self_pointer = store_writer_actor::stateful_pointer<store_writer_state>;
 
 // Counts a committed claim's created and duplicate tasks, and keeps the created ones that are
-// to be sent now (of a plan with `planned` tasks) for the next dispatch.
+// to be sent now (of a plan with `planned` tasks) for the next dispatch; those it created taken
+// (in places of `takes`) for their channels.
 void created_by_claim(store_writer_state& st, const persistence::claim_result& result,
-                      const std::vector<domain::task_record>& planned) {
+                      const std::vector<domain::task_record>& planned,
+                      const persistence::claim_takes* takes = nullptr) {
   for (const auto& outcome : result.tasks) {
     if (!outcome.created) {
       st.metrics->task_duplicate(outcome.channel);
@@ -46,7 +50,12 @@ void created_by_claim(store_writer_state& st, const persistence::claim_result& r
     if (task == planned.end() || task->escalation)
       continue;
     auto delivery = domain::make_delivery(result.message, *task);
-    delivery.recipient = outcome.recipient; // the request's, or the user's stored contact
+    delivery.recipient = outcome.recipient;       // the request's, or the user's stored contact
+    if (outcome.take_token && takes != nullptr) { // SENDING: to its channel, for the call
+      st.taken[outcome.channel].push_back({std::move(delivery), *outcome.take_token,
+                                           takes->by_channel.at(outcome.channel).lease_until});
+      continue;
+    }
     st.created.push_back(std::move(delivery));
   }
 }
@@ -88,8 +97,88 @@ void dispatch_created(self_pointer self) {
   st.created.clear(); // without a dispatcher (tests of the store alone) the sweep finds them
 }
 
+// What a claim took of its channels' offers: the places, and whose epoch each channel's were.
+struct taken_places {
+  persistence::claim_takes takes;
+  std::map<std::string, std::uint64_t> epochs;
+};
+
+// Places for the plans' tasks from their channels' offers: as many as each channel has tasks
+// here (only new ones that may go at once will use them; the rest go back after the commit).
+taken_places take_places(store_writer_state& st, const std::vector<domain::message_plan>& plans) {
+  taken_places taken;
+  auto& takes = taken.takes;
+  if (st.config.places.empty() || !st.config.clock || !st.dispatcher) // no one to hand them to
+    return taken;
+  std::map<std::string, std::size_t> wanted;
+  for (const auto& plan : plans)
+    for (const auto& task : plan.tasks)
+      if (!task.escalation && st.config.places.count(task.channel) != 0)
+        ++wanted[task.channel];
+  takes.now = st.config.clock->now();
+  takes.token_prefix = st.take_prefix;
+  for (const auto& [channel, count] : wanted) {
+    auto& places = *st.config.places.at(channel);
+    const auto got = places.take(count);
+    if (got.places == 0)
+      continue;
+    takes.by_channel.emplace(
+        channel, persistence::claim_takes::channel_places{got.places, places.lease_owner(),
+                                                          takes.now + places.lease()});
+    taken.epochs.emplace(channel, got.epoch);
+  }
+  return taken;
+}
+
+// Gives each channel whose places a claim took the tasks it created taken, and the number of
+// places it left unused (all of them when the claim failed).
+void hand_over_taken(self_pointer self, const taken_places& taken) {
+  auto& st = self->state;
+  for (const auto& [channel, places] : taken.takes.by_channel) {
+    taken_in_claim word{channel, std::move(st.taken[channel]), 0, taken.epochs.at(channel)};
+    word.unused = places.places - std::min(places.places, word.calls.size());
+    self->send(st.dispatcher, taken_atom_v, std::move(word));
+  }
+  st.taken.clear();
+}
+
+// A claim that failed may have committed all the same (its answer lost): a task it inserted
+// taken would then wait out its lease uncalled and be recovered as a call in doubt. Every task
+// it may have taken goes back to wait as a retry due now, guarded by its take's token (only a
+// row this claim inserted taken, and still SENDING, has it); if the store fails again, the
+// lease runs out as for any SENDING task.
+void release_taken(store_writer_state& st, const std::vector<domain::message_plan>& plans,
+                   const persistence::claim_takes& takes) {
+  state_changes back;
+  for (const auto& plan : plans)
+    for (const auto& task : plan.tasks) {
+      if (takes.by_channel.count(task.channel) == 0)
+        continue;
+      persistence::state_change change;
+      change.task_id = task.id;
+      change.from = domain::task_state::sending;
+      change.to = domain::task_state::retry_wait;
+      change.at = takes.now;
+      change.next_attempt_at = takes.now;
+      change.last_error = "taken in a claim whose answer was lost: not sent";
+      change.lease_token = takes.token_prefix + task.id;
+      back.push_back(std::move(change));
+    }
+  if (back.empty())
+    return;
+  try {
+    const auto released = st.store->apply(back, {});
+    if (!released.empty())
+      log::warn("store.claim_takes_released", {{"tasks", std::to_string(released.size())}});
+  } catch (const std::exception& e) {
+    log::error("store.claim_takes_release_failed", {{"tasks", std::to_string(back.size())},
+                                                    {"error", domain::mask_free_text(e.what())}});
+  }
+}
+
 // Single claims and whole batches go into one claim() call, each batch's plans together.
-void commit_claims(store_writer_state& st) {
+void commit_claims(self_pointer self) {
+  auto& st = self->state;
   auto batch = std::move(st.claims);
   st.claims.clear();
   auto batches = std::move(st.claim_batches);
@@ -102,9 +191,11 @@ void commit_claims(store_writer_state& st) {
     batch_sizes.push_back(pending.plans.size());
     std::move(pending.plans.begin(), pending.plans.end(), std::back_inserter(plans));
   }
+  const auto taken = take_places(st, plans);
+  const auto& takes = taken.takes;
   claim_results results;
   try {
-    results = st.store->claim(plans);
+    results = st.store->claim(plans, takes);
   } catch (const std::exception& e) {
     log::error("store.claim_failed", {{"messages", std::to_string(plans.size())},
                                       {"error", domain::mask_free_text(e.what())}});
@@ -112,10 +203,14 @@ void commit_claims(store_writer_state& st) {
       pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
     for (auto& pending : batches)
       pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
+    if (!takes.by_channel.empty()) {
+      release_taken(st, plans, takes);
+      hand_over_taken(self, taken); // every place back
+    }
     return;
   }
   for (std::size_t i = 0; i < results.size() && i < plans.size(); ++i)
-    created_by_claim(st, results[i], plans[i].tasks);
+    created_by_claim(st, results[i], plans[i].tasks, &takes);
   auto next = std::make_move_iterator(results.begin());
   for (auto& pending : batch)
     pending.promise.deliver(*next++);
@@ -124,6 +219,7 @@ void commit_claims(store_writer_state& st) {
     next += static_cast<std::ptrdiff_t>(batch_sizes[b]);
     batches[b].promise.deliver(std::move(mine));
   }
+  hand_over_taken(self, taken);
 }
 
 // Commits one group of applies in one transaction. Within a group no task is changed by two
@@ -237,7 +333,7 @@ void flush(self_pointer self) {
   auto& st = self->state;
   st.flush_queued = false;
   if (!st.claims.empty() || !st.claim_batches.empty())
-    commit_claims(st);
+    commit_claims(self);
   if (!st.applies.empty())
     commit_applies(st);
   if (!st.seals.empty())
@@ -273,6 +369,12 @@ store_writer(store_writer_actor::stateful_pointer<store_writer_state> self,
   self->state.store = std::move(store);
   self->state.metrics = std::move(metrics);
   self->state.config = config;
+  // Take tokens of claims: "claim-", 16 random hex digits, "-" and the task id, so no take of
+  // this actor repeats another's, here or on another node.
+  std::random_device random;
+  char prefix[32];
+  std::snprintf(prefix, sizeof(prefix), "claim-%08x%08x-", random(), random());
+  self->state.take_prefix = prefix;
   return {
       [self](claim_atom, domain::message_plan& plan) -> caf::result<persistence::claim_result> {
         auto promise = self->make_response_promise<persistence::claim_result>();

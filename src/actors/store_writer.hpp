@@ -1,9 +1,12 @@
 #pragma once
 
 #include "actors/interfaces.hpp"
+#include "domain/claim_places.hpp"
+#include "domain/time.hpp"
 #include "observability/metrics.hpp"
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +20,12 @@ struct store_writer_config {
   std::size_t batch_max = 1000; ///< commit at once when this many requests wait
   /// Where tasks a receipt makes UNDELIVERED fail over to.
   persistence::fallback_routes fallbacks;
+  /// The places this node's channels offer claims, by channel (domain::claim_places): a new
+  /// task that may go at once is inserted taken, its channel told after the commit. Empty in a
+  /// cluster, where a new task's partition may be another node's.
+  std::map<std::string, std::shared_ptr<domain::claim_places>> places;
+  /// What the leases of tasks taken in their claim run from (needed with `places`).
+  std::shared_ptr<const domain::clock> clock;
 
   /// An empty string when valid, else the reason.
   std::string validate() const;
@@ -30,6 +39,9 @@ struct store_writer_config {
 /// What a commit did is followed up here, for every caller alike: the tasks it created (claims,
 /// failovers, fallbacks of UNDELIVERED receipts, replays) and the duplicates it found are
 /// counted, and the tasks to send go to the attached dispatcher in one message per commit.
+/// A claim takes places its channels offer (config `places`) for the new tasks that may go at
+/// once; those it created taken go to their channels ready for the call, with the places they
+/// left unused.
 struct store_writer_state {
   static constexpr const char* name = "store_writer";
 
@@ -53,6 +65,9 @@ struct store_writer_state {
   std::shared_ptr<herald::metrics> metrics;
   dispatcher_actor dispatcher; ///< none until attached: nothing is dispatched
   deliveries created;          ///< by the commits since the last dispatch
+  /// Tasks the current claim created taken, by channel (handed over after its commit).
+  std::map<std::string, std::vector<domain::ready_call>> taken;
+  std::string take_prefix; ///< unique to this actor: the take tokens of claims
   struct pending_receipts {
     receipt_inputs receipts;
     domain::timestamp now;

@@ -274,8 +274,19 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
   // would not fix what killed the old one. Their death is reported on the health board.
   auto writer_config = cfg.store;
   writer_config.fallbacks = fallback_routes;
+  // A single node's channels offer claims places for new tasks that may go at once: those are
+  // inserted taken (SENDING under the channel's lease), a write and a commit fewer each. Not
+  // in a cluster: a new task's partition may be another node's, which sends it.
+  std::map<std::string, std::shared_ptr<domain::claim_places>> places;
+  if (!cluster)
+    for (const auto& spec : specs)
+      places.emplace(spec.settings.name, std::make_shared<domain::claim_places>(
+                                             spec.settings.node_id, spec.settings.lease));
+  auto claims_config = writer_config;
+  claims_config.places = places;
+  claims_config.clock = clock;
   auto writer = sys.spawn<caf::detached>(actors::store_writer, std::move(writer_store), metrics,
-                                         writer_config);
+                                         claims_store ? writer_config : claims_config);
   components.push_back(
       {"store_writer", shutdown_stage::writer, caf::actor_cast<caf::actor>(writer), {}});
   // With a connection of their own, claims commit while state changes commit (and the other
@@ -283,7 +294,7 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
   auto claims_writer = writer;
   if (claims_store) {
     claims_writer = sys.spawn<caf::detached>(actors::store_writer, std::move(claims_store), metrics,
-                                             writer_config);
+                                             claims_config);
     components.push_back(
         {"claims_writer", shutdown_stage::writer, caf::actor_cast<caf::actor>(claims_writer), {}});
   }
@@ -339,10 +350,14 @@ node spawn_node(caf::actor_system& sys, const config& cfg,
     metrics->cluster_members(1);
     metrics->partitions_owned(static_cast<double>(domain::partition_count));
   }
-  for (auto& spec : specs)
-    components.push_back(actors::start_channel(
-        sys, std::move(spec),
-        actors::channel_peers{writer, n.dispatcher, metrics, clock, health, n.share}));
+  for (auto& spec : specs) {
+    auto channel_places =
+        places.count(spec.settings.name) != 0 ? places.at(spec.settings.name) : nullptr;
+    components.push_back(
+        actors::start_channel(sys, std::move(spec),
+                              actors::channel_peers{writer, n.dispatcher, metrics, clock, health,
+                                                    n.share, std::move(channel_places)}));
+  }
   std::vector<actors::dedup_shard_actor> shards;
   for (std::size_t i = 0; i < cfg.shards; ++i) {
     shards.push_back(sys.spawn(actors::dedup_shard, claims_writer, metrics, cfg.dedup));

@@ -59,6 +59,17 @@ policy_verdict admission::decide(const claim_slot& slot,
   return verdict;
 }
 
+bool goes_at_once(const claim_slot& slot, const admitted_task& admitted, timestamp now) {
+  if (slot.task->escalation || admitted.step_time)
+    return false;
+  if (const auto& verdict = admitted.verdict;
+      verdict && (verdict->decision == policy_verdict::kind::suppress || verdict->reason))
+    return false;
+  const auto& message = *slot.message;
+  return (!message.send_at || *message.send_at <= now) &&
+         (!message.expire_at || *message.expire_at > now);
+}
+
 std::vector<admitted_task> admit(const std::vector<claim_slot>& slots,
                                  const std::vector<bool>& stored, admission* policy) {
   if (stored.size() != slots.size())

@@ -81,6 +81,11 @@ struct admitted_task {
 std::vector<admitted_task> admit(const std::vector<claim_slot>& slots,
                                  const std::vector<bool>& stored, admission* policy);
 
+/// Whether a task its claim creates may go to its channel at once, taken in the claim
+/// (domain::claim_places): sent as asked (policy neither suppressed nor deferred it), due by
+/// `now` and not expired, and no escalation step (a step's time is checked when it comes due).
+bool goes_at_once(const claim_slot& slot, const admitted_task& admitted, timestamp now);
+
 /// `plans` with each address `to` leaves out taken from the user's stored contacts, also for
 /// the message's other channels (failover may use them). `to` wins over a contact.
 void fill_contacts(std::vector<message_plan>& plans, const admission& policy);

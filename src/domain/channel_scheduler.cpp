@@ -144,6 +144,22 @@ channel_scheduler::take(timestamp now, std::size_t busy,
   return out;
 }
 
+std::size_t channel_scheduler::open_places(timestamp now, std::size_t busy) {
+  if (queued_ != 0 || busy >= pacing_.window || throttle_probing_ ||
+      breaker_.current() != circuit_breaker::state::closed || wait_before_take(now))
+    return 0;
+  const auto tokens = static_cast<std::size_t>(take_bucket_.available(now));
+  return std::min(tokens, pacing_.window - busy);
+}
+
+void channel_scheduler::taken_at_claim(std::size_t count, timestamp now) {
+  // A place was offered for a token there was: one missing now went to a task queued since,
+  // and the bucket is not driven below empty for it.
+  for (std::size_t i = 0; i < count; ++i)
+    if (!take_bucket_.try_take(now))
+      break;
+}
+
 void channel_scheduler::ready(ready_call call) {
   ready_.push_back(std::move(call));
 }

@@ -82,6 +82,14 @@ public:
   plan take(timestamp now, std::size_t busy,
             const std::function<bool(const delivery&)>& may_fail_over);
 
+  /// How many fresh tasks it would take at `now` with `busy` taken: the places a claim may fill
+  /// with tasks inserted taken already (domain::claim_places). None while tasks queue (they go
+  /// first), nor while the circuit is not closed, a pause holds or a throttle is probed.
+  std::size_t open_places(timestamp now, std::size_t busy);
+  /// `count` tasks were taken in their claim, in places open_places offered: they spend take
+  /// tokens as tasks taken from the lanes do.
+  void taken_at_claim(std::size_t count, timestamp now);
+
   /// A task committed SENDING: it waits for a call token.
   void ready(ready_call call);
   std::size_t ready_count() const { return ready_.size(); }

@@ -69,8 +69,9 @@ template <class Write> auto faulty_task_store::write(const char* what, Write&& b
   return body();
 }
 
-std::vector<claim_result> faulty_task_store::claim(const std::vector<domain::message_plan>& plans) {
-  return write("claim", [&] { return real_->claim(plans); });
+std::vector<claim_result> faulty_task_store::claim(const std::vector<domain::message_plan>& plans,
+                                                   const claim_takes& takes) {
+  return write("claim", [&] { return real_->claim(plans, takes); });
 }
 
 std::vector<std::string> faulty_task_store::apply(const std::vector<state_change>& changes,

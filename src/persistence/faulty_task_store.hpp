@@ -46,7 +46,9 @@ public:
   std::uint64_t writes() const;
   std::uint64_t failed_writes() const;
 
-  std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans) override;
+  using task_store::claim;
+  std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans,
+                                  const claim_takes& takes) override;
   std::vector<std::string> apply(const std::vector<state_change>& changes,
                                  const std::vector<attempt_record>& attempts) override;
   failover_result fail_over(const state_change& change, const std::vector<attempt_record>& attempts,

@@ -92,7 +92,9 @@ std::vector<std::unordered_set<std::string>> sql_task_store::run_changes(const a
       state_text(domain::task_state::suppressed) +
       "' THEN NULL ELSE tasks.policy_reason END, lease_owner = r.lease_owner, "
       "lease_until = r.lease_until, lease_token = r.lease_token, "
-      "provider_message_id = COALESCE(r.provider_message_id, tasks.provider_message_id) FROM " +
+      "provider_message_id = COALESCE(r.provider_message_id, tasks.provider_message_id), "
+      "first_call_started_at = COALESCE(r.call_started_at, tasks.first_call_started_at), "
+      "first_call_finished_at = COALESCE(r.call_finished_at, tasks.first_call_finished_at) FROM " +
       dialect_.json_rows("rows", change_columns) +
       " WHERE tasks.id = r.task_id AND ((tasks.status = r.from_status"
       // A take for a call sees the attempts its taker read: a stale copy of the task (another
@@ -126,15 +128,17 @@ std::vector<std::unordered_set<std::string>> sql_task_store::run_changes(const a
   return applied_in;
 }
 
-void sql_task_store::run_attempts(const apply_batch& batch) {
-  if (batch.attempts.empty())
+void sql_task_store::run_attempts(const apply_batch& batch,
+                                  const std::vector<std::unordered_set<std::string>>& applied_in) {
+  const auto rows = batch.attempt_rows(applied_in);
+  if (rows.empty())
     return;
   const std::string insert_attempts =
       "INSERT INTO attempts (task_id, attempt_no, provider_request_id, outcome, detail, "
       "started_at, finished_at) SELECT r.task_id, r.attempt_no, r.provider_request_id, "
       "r.outcome, r.detail, r.started_at, r.finished_at FROM " +
       dialect_.json_rows("rows", attempt_row_columns) + " WHERE true ON CONFLICT DO NOTHING";
-  statements_->execute(insert_attempts, {batch.attempts.finish()});
+  statements_->execute(insert_attempts, {rows.finish()});
 }
 
 std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& changes,
@@ -146,7 +150,7 @@ std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& 
   auto applied = in_transaction("apply", [&] {
     suppressed_in = run_escalation_checks(changes);
     auto applied_in = run_changes(batch);
-    run_attempts(batch);
+    run_attempts(batch, applied_in);
     for (std::size_t i = 0; i < changes.size(); ++i)
       if (changes[i].from != changes[i].to &&
           applied_in[batch.round_of[i]].count(changes[i].task_id) != 0)

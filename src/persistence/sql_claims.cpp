@@ -26,12 +26,13 @@ const std::vector<json_column> message_columns = {text{"m_id"},
                                                   {"template_version", bigint}};
 
 const std::vector<json_column> task_columns = {
-    text{"t_id"},     text{"message_id"},      text{"tenant"},
-    text{"biz_type"}, text{"biz_id"},          text{"user_id"},
-    text{"channel"},  text{"recipient"},       text{"provider_request_id"},
-    text{"priority"}, {"created_at", bigint},  text{"status"},
-    text{"reason"},   {"deferred_to", bigint}, {"escalation", bigint},
-    text{"counted"},  text{"content_title"},   text{"content_body"}};
+    text{"t_id"},        text{"message_id"},      text{"tenant"},
+    text{"biz_type"},    text{"biz_id"},          text{"user_id"},
+    text{"channel"},     text{"recipient"},       text{"provider_request_id"},
+    text{"priority"},    {"created_at", bigint},  text{"status"},
+    text{"reason"},      {"deferred_to", bigint}, {"escalation", bigint},
+    text{"counted"},     text{"content_title"},   text{"content_body"},
+    text{"lease_owner"}, {"lease_until", bigint}, text{"lease_token"}};
 
 const std::vector<json_column> user_key_columns = {
     text{"tenant"}, text{"user_id"}, {"since", bigint}};
@@ -100,10 +101,13 @@ struct claim_batch {
   }
 
   /// The task rows of the slots `wanted(index)` picks, in slot order, for one INSERT: PENDING
-  /// as asked, or as policy decided (`admitted`, one per slot); an escalation step at its time.
+  /// as asked, or as policy decided (`admitted`, one per slot); an escalation step at its time;
+  /// SENDING under its take's lease when `taken` (one per slot) names the take.
   template <typename Wanted>
   json_batch task_rows(const dialect& dialect, const Wanted& wanted,
-                       const std::vector<domain::admitted_task>& admitted) const {
+                       const std::vector<domain::admitted_task>& admitted,
+                       const std::vector<const claim_takes::channel_places*>& lease_of,
+                       const std::vector<std::optional<std::string>>& taken) const {
     json_batch rows(dialect, task_columns);
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (!wanted(i))
@@ -125,8 +129,9 @@ struct claim_batch {
       const auto* verdict = admitted[i].verdict ? &*admitted[i].verdict : nullptr;
       const bool suppressed =
           verdict != nullptr && verdict->decision == domain::policy_verdict::kind::suppress;
-      rows.text(
-          state_text(suppressed ? domain::task_state::suppressed : domain::task_state::pending));
+      rows.text(state_text(suppressed ? domain::task_state::suppressed
+                           : taken[i] ? domain::task_state::sending
+                                      : domain::task_state::pending));
       if (verdict != nullptr && verdict->reason)
         rows.text(domain::to_string(*verdict->reason));
       else
@@ -151,6 +156,12 @@ struct claim_batch {
         rows.text(t.own_content->title).text(t.own_content->body);
       else
         rows.null().null();
+      if (taken[i])
+        rows.text(lease_of[i]->lease_owner)
+            .number(domain::to_unix_micros(lease_of[i]->lease_until))
+            .text(*taken[i]);
+      else
+        rows.null().null().null();
     }
     return rows;
   }
@@ -165,6 +176,7 @@ struct claim_answer {
   domain::task_state state = domain::task_state::pending;
   bool created = false;
   std::optional<domain::policy_reason> policy_reason; ///< policy's, when this claim created it
+  std::optional<std::string> take_token{};            ///< when this claim created it taken
 };
 
 /// What a claim wrote: one answer per distinct task, and the messages it inserted (their
@@ -191,7 +203,8 @@ claim_results(const std::vector<domain::message_plan>& plans, const claim_batch&
       const claim_answer& a = answers[slot];
       const bool created = a.created && !answered[slot];
       result.tasks.push_back(claim_outcome{a.task_id, t.channel, a.state, created, a.policy_reason,
-                                           batch.slots[slot].task->recipient});
+                                           batch.slots[slot].task->recipient,
+                                           created ? a.take_token : std::nullopt});
       answered[slot] = true;
     }
     results.push_back(std::move(result));
@@ -201,7 +214,8 @@ claim_results(const std::vector<domain::message_plan>& plans, const claim_batch&
 
 } // namespace store_detail
 
-claimed_rows sql_task_store::run_claim(const claim_batch& batch, domain::admission* policy) {
+claimed_rows sql_task_store::run_claim(const claim_batch& batch, domain::admission* policy,
+                                       const claim_takes* takes) {
   // Rows are inserted in id order so concurrent claims lock keys in the same order and cannot
   // deadlock each other.
   static const std::string message_list =
@@ -217,10 +231,11 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, domain::admissi
   const std::string insert_tasks =
       "INSERT INTO tasks (id, message_id, tenant, biz_type, biz_id, user_id, channel, recipient, "
       "provider_request_id, status, priority, attempts, created_at, updated_at, policy_reason, "
-      "send_at, escalation, counted_json, content_title, content_body) SELECT r.t_id, "
-      "r.message_id, r.tenant, r.biz_type, r.biz_id, r.user_id, r.channel, r.recipient, "
-      "r.provider_request_id, r.status, r.priority, 0, r.created_at, r.created_at, r.reason, "
-      "r.deferred_to, r.escalation, r.counted, r.content_title, r.content_body FROM " +
+      "send_at, escalation, counted_json, content_title, content_body, lease_owner, lease_until, "
+      "lease_token) SELECT r.t_id, r.message_id, r.tenant, r.biz_type, r.biz_id, r.user_id, "
+      "r.channel, r.recipient, r.provider_request_id, r.status, r.priority, 0, r.created_at, "
+      "r.created_at, r.reason, r.deferred_to, r.escalation, r.counted, r.content_title, "
+      "r.content_body, r.lease_owner, r.lease_until, r.lease_token FROM " +
       dialect_.json_rows("rows", task_columns) +
       " WHERE true ORDER BY r.t_id ON CONFLICT DO NOTHING RETURNING id";
   // Existing tasks are found by their business key: the unique index every key maps to.
@@ -271,15 +286,36 @@ claimed_rows sql_task_store::run_claim(const claim_batch& batch, domain::admissi
   for (std::size_t i = 0; i < slots.size(); ++i)
     stored[i] = slots[i].has_value();
   const auto admitted = domain::admit(batch.slots, stored, policy);
+  // The new tasks that go at once take their channel's places, in slot order.
+  std::vector<const claim_takes::channel_places*> lease_of(slots.size(), nullptr);
+  std::vector<std::optional<std::string>> taken(slots.size());
+  if (takes != nullptr && !takes->by_channel.empty()) {
+    std::map<std::string_view, std::size_t> places_left;
+    for (const auto& [channel, places] : takes->by_channel)
+      places_left.emplace(channel, places.places);
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      const auto* task = batch.slots[i].task;
+      auto left = places_left.find(task->channel);
+      if (slots[i] || left == places_left.end() || left->second == 0 ||
+          !domain::goes_at_once(batch.slots[i], admitted[i], takes->now))
+        continue;
+      --left->second;
+      lease_of[i] = &takes->by_channel.at(task->channel);
+      taken[i] = takes->token_prefix + task->id;
+    }
+  }
   json_batch new_tasks = batch.task_rows(
-      dialect_, [&](std::size_t i) { return !slots[i]; }, admitted);
+      dialect_, [&](std::size_t i) { return !slots[i]; }, admitted, lease_of, taken);
   cap_counts admissions; // what the admitted tasks add to their counters
   if (!new_tasks.empty())
     for (const auto& row : statements_->fetch(insert_tasks, {new_tasks.finish()}, 1)) {
       auto it = batch.slot_of.find(text_of(row[0]));
       if (it == batch.slot_of.end())
         continue;
-      claim_answer answer{std::string(it->first), domain::task_state::pending, true, std::nullopt};
+      // Answered PENDING also when taken (SENDING under its channel's lease): to the client a
+      // new task is accepted and not yet sent (docs/api.md); the token tells the writer.
+      claim_answer answer{std::string(it->first), domain::task_state::pending, true, std::nullopt,
+                          taken[it->second]};
       if (const auto& verdict = admitted[it->second].verdict) {
         const auto& key = batch.slots[it->second].message->key;
         answer.policy_reason = verdict->reason;
@@ -361,13 +397,14 @@ domain::admission sql_task_store::read_admission(const std::vector<domain::messa
   return admission;
 }
 
-std::vector<claim_result> sql_task_store::claim(const std::vector<domain::message_plan>& plans) {
+std::vector<claim_result> sql_task_store::claim(const std::vector<domain::message_plan>& plans,
+                                                const claim_takes& takes) {
   if (plans.empty())
     return {};
   if (!options_.policy) {
     const claim_batch batch(dialect_, plans);
     auto [answers, stored] = in_transaction("claim", [&] {
-      auto claimed = run_claim(batch);
+      auto claimed = run_claim(batch, nullptr, &takes);
       auto as_stored = stored_messages(plans, claimed.new_messages);
       return std::make_pair(std::move(claimed.answers), std::move(as_stored));
     });
@@ -389,7 +426,7 @@ std::vector<claim_result> sql_task_store::claim(const std::vector<domain::messag
       claimed_plans = &addressed;
     }
     batch.emplace(dialect_, *claimed_plans);
-    auto claimed = run_claim(*batch, &policy);
+    auto claimed = run_claim(*batch, &policy, &takes);
     auto as_stored = stored_messages(*claimed_plans, claimed.new_messages);
     return std::make_pair(std::move(claimed.answers), std::move(as_stored));
   });
@@ -443,9 +480,10 @@ failover_result sql_task_store::fail_over(const state_change& change,
                            ":token",
                            {change.task_id, state_text(change.to), *change.lease_token}, 1)
                    .empty();
-      if (run_changes(changes).at(0).count(change.task_id) == 0)
+      const auto applied_in = run_changes(changes);
+      if (applied_in.at(0).count(change.task_id) == 0)
         return std::nullopt; // the task moved on: nothing written, nothing claimed
-      run_attempts(changes);
+      run_attempts(changes, applied_in);
       note_entered(change.task_id, change.to, change.at);
       auto chains = claim_fallback_chains(plans, {failed.channel}, routes,
                                           policy ? &*policy : nullptr, change.at, again);

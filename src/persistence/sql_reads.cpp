@@ -45,9 +45,10 @@ std::string coverage_condition(domain::coverage wanted) {
 const std::string task_view_columns =
     "t.id, t.channel, t.recipient, t.status, t.attempts, t.next_attempt_at, t.last_error, "
     "t.provider_request_id, t.created_at, t.updated_at, t.provider_message_id, t.policy_reason, "
-    "t.send_at, t.content_title, t.content_body, t.status_questions";
+    "t.send_at, t.content_title, t.content_body, t.status_questions, t.first_call_started_at, "
+    "t.first_call_finished_at";
 
-constexpr std::size_t task_view_column_count = 16;
+constexpr std::size_t task_view_column_count = 18;
 
 task_view task_view_of(const sql_row& t) {
   task_view task;
@@ -67,6 +68,11 @@ task_view task_view_of(const sql_row& t) {
   if (t[14]) // a task with text of its own (a stored template's channel override)
     task.own_content = domain::content{text_of(t[13]), text_of(t[14])};
   task.status_questions = static_cast<std::uint32_t>(to_int(t[15]));
+  if (t[16]) // a first call that succeeded, recorded on the row (schema version 14)
+    task.attempt_log.push_back(
+        {task.task_id, 1, task.provider_request_id, "success",
+         task.provider_message_id.empty() ? task.provider_request_id : task.provider_message_id,
+         domain::from_unix_micros(to_int(t[16])), domain::from_unix_micros(to_int(t[17]))});
   return task;
 }
 
@@ -138,8 +144,18 @@ void sql_task_store::fill_histories(const std::vector<task_view*>& tasks) {
   const auto id_rows = ids.finish();
   for (const auto& a : statements_->fetch(attempts_query, {id_rows}, attempt_column_count)) {
     auto it = by_id.find(text_of(a[0]));
-    if (it != by_id.end())
-      it->second->attempt_log.push_back(attempt_of(a));
+    if (it == by_id.end())
+      continue;
+    auto attempt = attempt_of(a);
+    auto& log = it->second->attempt_log;
+    // A row of the first call wins over the one on the task row: both exist only when a first
+    // success was rewritten after its SENT commit landed (its answer lost, the task moved on)
+    // or when another take's first call was recorded too, and the row is the one recorded first.
+    if (attempt.attempt_no == 1)
+      log.erase(std::remove_if(log.begin(), log.end(),
+                               [](const attempt_record& r) { return r.attempt_no == 1; }),
+                log.end());
+    log.push_back(std::move(attempt));
   }
   const std::string receipts_query =
       "SELECT c.task_id, c.status, c.source, c.occurred_at, c.received_at, c.detail FROM " +

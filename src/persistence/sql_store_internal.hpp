@@ -283,7 +283,9 @@ inline const std::vector<json_column> change_columns = {text{"task_id"},
                                                         text{"lease_token"},
                                                         text{"provider_message_id"},
                                                         {"status_questions", bigint},
-                                                        {"next_question_at", bigint}};
+                                                        {"next_question_at", bigint},
+                                                        {"call_started_at", bigint},
+                                                        {"call_finished_at", bigint}};
 
 inline const std::vector<json_column> attempt_row_columns = {
     text{"task_id"}, {"attempt_no", bigint}, text{"provider_request_id"}, text{"outcome"},
@@ -303,14 +305,30 @@ inline std::string id_json_rows(const dialect& sql_dialect, const std::vector<st
 
 /// State changes in rounds (the k-th change of each task goes in round k, so a task changed
 /// twice in one batch, SENDING then SENT, has the first change applied before the second is
-/// checked against it), and attempts, as JSON.
+/// checked against it), and attempts, as JSON. A first call's success rides on its task's SENT
+/// change (schema version 14: the happy path writes no attempts row), when the row can give it
+/// back exactly: its detail is the message id the change stores, or the task's request id.
 struct apply_batch {
   apply_batch(const dialect& dialect, const std::vector<state_change>& changes,
               const std::vector<attempt_record>& attempt_records)
       : attempts(dialect, attempt_row_columns) {
+    std::unordered_map<std::string_view, std::size_t> first_sent; // task id -> change index
+    for (std::size_t i = 0; i < changes.size(); ++i)
+      if (records_first_success(changes[i]))
+        first_sent.emplace(changes[i].task_id, i);
+    std::unordered_map<std::size_t, const attempt_record*> folded_into; // change index -> attempt
+    for (const auto& a : attempt_records) {
+      auto found = first_sent.find(a.task_id);
+      if (found != first_sent.end() && folds_into(a, changes[found->second]) &&
+          folded_into.emplace(found->second, &a).second)
+        folded.push_back({a, found->second});
+      else
+        add_attempt(attempts, a);
+    }
     std::unordered_map<std::string_view, std::size_t> seen;
     round_of.reserve(changes.size());
-    for (const auto& c : changes) {
+    for (std::size_t i = 0; i < changes.size(); ++i) {
+      const auto& c = changes[i];
       const std::size_t round = seen[c.task_id]++;
       if (round == rounds.size())
         rounds.emplace_back(dialect, change_columns);
@@ -342,24 +360,59 @@ struct apply_batch {
       else
         rows.null();
       rows.time(micros_of(c.next_question_at));
+      if (auto first = folded_into.find(i); first != folded_into.end())
+        rows.number(domain::to_unix_micros(first->second->started_at))
+            .number(domain::to_unix_micros(first->second->finished_at));
+      else
+        rows.null().null();
     }
-    for (const auto& a : attempt_records) {
-      attempts.add_row();
-      attempts.text(a.task_id)
-          .number(a.attempt_no)
-          .text(a.provider_request_id)
-          .text(a.outcome)
-          // Error text comes from providers and may quote the recipient or a credential; a
-          // success's detail is the provider's message id and stays as it is.
-          .text(a.outcome == "success" ? a.detail : domain::mask_free_text(a.detail))
-          .number(domain::to_unix_micros(a.started_at))
-          .number(domain::to_unix_micros(a.finished_at));
-    }
+  }
+
+  /// The attempts to insert: those not folded, and the folded ones whose change did not apply
+  /// (`applied_in`: the task ids each round changed), which the row therefore does not hold.
+  json_batch attempt_rows(const std::vector<std::unordered_set<std::string>>& applied_in) const {
+    json_batch rows = attempts;
+    for (const auto& [attempt, change] : folded)
+      if (applied_in[round_of[change]].count(attempt.task_id) == 0)
+        add_attempt(rows, attempt);
+    return rows;
   }
 
   std::vector<json_batch> rounds;
   std::vector<std::size_t> round_of; // per change
-  json_batch attempts;
+  json_batch attempts;               // the attempts no change carries
+
+private:
+  struct folded_attempt {
+    attempt_record attempt;
+    std::size_t change; // index of the SENT change carrying it
+  };
+
+  static bool records_first_success(const state_change& c) {
+    return c.from == domain::task_state::sending && c.to == domain::task_state::sent &&
+           c.attempts == 1;
+  }
+  // Whether the task row gives `a` back as it is (sql_reads: task_view_of).
+  static bool folds_into(const attempt_record& a, const state_change& sent) {
+    if (a.attempt_no != 1 || a.outcome != "success")
+      return false;
+    return sent.provider_message_id ? a.detail == *sent.provider_message_id
+                                    : a.detail == a.provider_request_id && !a.detail.empty();
+  }
+  static void add_attempt(json_batch& rows, const attempt_record& a) {
+    rows.add_row();
+    rows.text(a.task_id)
+        .number(a.attempt_no)
+        .text(a.provider_request_id)
+        .text(a.outcome)
+        // Error text comes from providers and may quote the recipient or a credential; a
+        // success's detail is the provider's message id and stays as it is.
+        .text(a.outcome == "success" ? a.detail : domain::mask_free_text(a.detail))
+        .number(domain::to_unix_micros(a.started_at))
+        .number(domain::to_unix_micros(a.finished_at));
+  }
+
+  std::vector<folded_attempt> folded;
 };
 
 // The condition narrowing a read of a node's own work to `partitions` (nullopt: none), on the

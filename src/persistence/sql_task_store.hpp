@@ -44,7 +44,9 @@ public:
   sql_task_store(database_url url, std::unique_ptr<soci::session> sql, store_options options = {});
   ~sql_task_store() override;
 
-  std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans) override;
+  using task_store::claim;
+  std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans,
+                                  const claim_takes& takes) override;
   std::vector<std::string> apply(const std::vector<state_change>& changes,
                                  const std::vector<attempt_record>& attempts) override;
   failover_result fail_over(const state_change& change, const std::vector<attempt_record>& attempts,
@@ -101,16 +103,20 @@ private:
   // Steps run inside an open transaction (in_transaction); their batch types are in
   // sql_store_internal.hpp, sql_claims.cpp and sql_receipts.cpp.
   /// Inserts the batch's messages and new tasks; with `policy`, decides each new task first
-  /// and counts the admitted ones against their caps.
+  /// and counts the admitted ones against their caps; with `takes`, inserts the new tasks that
+  /// may go at once taken, as far as their channels have places.
   store_detail::claimed_rows run_claim(const store_detail::claim_batch& batch,
-                                       domain::admission* policy = nullptr);
+                                       domain::admission* policy = nullptr,
+                                       const claim_takes* takes = nullptr);
   /// Locks the plans' capped users and reads their profiles and cap counters.
   domain::admission read_admission(const std::vector<domain::message_plan>& plans);
   /// Suppresses the escalation steps about to be marked SENDING whose message was read.
   /// Answers the channels of the steps it suppressed, one entry per task.
   std::vector<std::string> run_escalation_checks(const std::vector<state_change>& changes);
   std::vector<std::unordered_set<std::string>> run_changes(const store_detail::apply_batch& batch);
-  void run_attempts(const store_detail::apply_batch& batch);
+  /// Inserts the batch's attempts that no applied change (`applied_in`, by round) carries.
+  void run_attempts(const store_detail::apply_batch& batch,
+                    const std::vector<std::unordered_set<std::string>>& applied_in);
   std::unordered_set<std::string> run_moves(const store_detail::receipt_moves& moves,
                                             domain::timestamp at);
   std::vector<std::vector<fallback_link>> claim_fallback_chains(

@@ -38,6 +38,25 @@ struct claim_outcome {
   std::optional<domain::policy_reason> policy_reason;
   /// The address the task was created with: the request's, or the user's stored contact.
   std::string recipient;
+  /// Set when this claim created the task taken (SENDING under claim_takes' lease, the
+  /// take's token; `state` still answers PENDING, as for any new task): it goes to its
+  /// channel's provider without another commit.
+  std::optional<std::string> take_token{};
+};
+
+/// Places for tasks a claim may insert taken already: SENDING under the lease of the node
+/// whose channel offered them (domain::claim_places), so their happy path writes them twice.
+/// A task takes one of its channel's places when the claim creates it and it may go at once
+/// (domain::goes_at_once at `now`), in plan order while places are left.
+struct claim_takes {
+  struct channel_places {
+    std::size_t places = 0;
+    std::string lease_owner;
+    domain::timestamp lease_until;
+  };
+  std::map<std::string, channel_places> by_channel;
+  domain::timestamp now;
+  std::string token_prefix; ///< a task's take token is this followed by the task's id
 };
 
 /// What claiming one message answered: one outcome per planned task, in plan order.
@@ -428,7 +447,12 @@ public:
   /// Inserts the messages and their tasks in one transaction; a task whose key exists is
   /// answered as "existing" with its current state, never as an error. Results in input order.
   /// The same key twice in one batch: the first is created, the later ones are duplicates.
-  virtual std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans) = 0;
+  /// New tasks that may go at once are inserted taken as far as `takes` has places.
+  virtual std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans,
+                                          const claim_takes& takes) = 0;
+  std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans) {
+    return claim(plans, {});
+  }
 
   /// Applies the changes and appends the attempts in one transaction. Returns the ids of the
   /// tasks whose change applied (the row was still in `from`); the others were left alone.

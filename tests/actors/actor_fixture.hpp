@@ -178,11 +178,11 @@ struct actor_fixture {
     std::vector<actors::supervised_component> components;
   };
 
-  dispatch_node spawn_dispatch_node(std::vector<actors::channel_spec> specs,
-                                    const actors::store_writer_actor& writer,
-                                    const actors::store_reader_actor& reader,
-                                    actors::dispatcher_config config = {},
-                                    actors::retry_timer_config timer_config = {}) {
+  dispatch_node spawn_dispatch_node(
+      std::vector<actors::channel_spec> specs, const actors::store_writer_actor& writer,
+      const actors::store_reader_actor& reader, actors::dispatcher_config config = {},
+      actors::retry_timer_config timer_config = {},
+      const std::map<std::string, std::shared_ptr<domain::claim_places>>& places = {}) {
     std::vector<actors::channel_settings> settings;
     for (const auto& spec : specs)
       settings.push_back(spec.settings);
@@ -191,11 +191,14 @@ struct actor_fixture {
                             std::shared_ptr<const domain::clock>{clock}, config);
     node.components.push_back(actors::start_retry_timer(
         sys, node.dispatcher, metrics, std::shared_ptr<const domain::clock>{clock}, timer_config));
-    for (auto& spec : specs)
+    for (auto& spec : specs) {
+      auto offered = places.find(spec.settings.name);
       node.components.push_back(actors::start_channel(
           sys, std::move(spec),
           actors::channel_peers{writer, node.dispatcher, metrics,
-                                std::shared_ptr<const domain::clock>{clock}, health, nullptr}));
+                                std::shared_ptr<const domain::clock>{clock}, health, nullptr,
+                                offered != places.end() ? offered->second : nullptr}));
+    }
     for (const auto& component : node.components)
       spawned.push_back(component.handle);
     caf::anon_send(writer, actors::attach_atom_v, node.dispatcher); // as the node wires them

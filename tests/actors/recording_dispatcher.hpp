@@ -1,7 +1,8 @@
 #pragma once
 
-// A dispatcher that sends nothing and records what it was handed: dispatched tasks (from the
-// store writer) and batches of due task ids (from the retry timer).
+// A dispatcher that sends nothing and records what it was handed: dispatched tasks and tasks
+// taken in their claim (from the store writer), and batches of due task ids (from the retry
+// timer).
 
 #include "actors/interfaces.hpp"
 
@@ -16,6 +17,7 @@ namespace herald::test {
 
 struct handed_out {
   std::vector<actors::deliveries> dispatched; ///< each dispatch message's tasks, in order
+  std::vector<actors::taken_in_claim> taken;  ///< each taken-in-claim message, in order
   std::vector<std::string> task_ids;          ///< due task ids, in order
   std::vector<std::size_t> batches;           ///< size of each due batch
   caf::timespan pause{0}; ///< answered to each due batch: the channels' time to send it
@@ -27,6 +29,9 @@ recording_dispatcher(actors::dispatcher_actor::pointer, std::shared_ptr<handed_o
   return {
       [out](actors::dispatch_atom, actors::deliveries& tasks) {
         out->dispatched.push_back(std::move(tasks));
+      },
+      [out](actors::taken_atom, actors::taken_in_claim& taken) {
+        out->taken.push_back(std::move(taken));
       },
       [out](actors::due_atom, actors::task_ids& ids) -> caf::result<caf::timespan> {
         out->batches.push_back(ids.size());

@@ -30,11 +30,12 @@ public:
   std::vector<persistence::receipt_input> receipts; ///< every receipt recorded, in order
   std::size_t seal_batches = 0; ///< admit_pushes() calls, i.e. push seal transactions
 
-  std::vector<persistence::claim_result>
-  claim(const std::vector<domain::message_plan>& plans) override {
+  using persistence::task_store::claim;
+  std::vector<persistence::claim_result> claim(const std::vector<domain::message_plan>& plans,
+                                               const persistence::claim_takes& takes) override {
     ++claim_batches;
     claimed_plans += plans.size();
-    return real_->claim(plans);
+    return real_->claim(plans, takes);
   }
 
   std::vector<std::string>

@@ -343,6 +343,126 @@ inline void apply_is_guarded_and_records_attempts(store_backend& backend) {
   BOOST_TEST(tasks_in(*store, task_state::pending) == 1u);
 }
 
+// The attempts rows of `task_id` in the store's database.
+inline int attempt_rows(const store_backend& backend, const std::string& task_id) {
+  auto sql = persistence::connect(backend.url());
+  int rows = -1;
+  *sql << "SELECT COUNT(*) FROM attempts WHERE task_id = :id", soci::use(task_id), soci::into(rows);
+  return rows;
+}
+
+inline void first_success_is_recorded_on_the_task_row(store_backend& backend) {
+  auto store = backend.open_store();
+  const auto plan = make_plan("order-25", {"sms", "app", "wechat", "email"});
+  store->claim({plan});
+  const auto& sms = plan.tasks[0];
+  const auto& app = plan.tasks[1];
+  const auto& wechat = plan.tasks[2];
+  const auto& email = plan.tasks[3];
+  const auto take = [](const domain::task_record& task, std::string token) {
+    auto c = change(task.id, task_state::pending, task_state::sending, 0, 1'790'000'001'000'000);
+    c.lease_owner = "node-a/0000000000000000";
+    c.lease_until = micros(1'790'000'031'000'000);
+    c.lease_token = std::move(token);
+    return c;
+  };
+  const auto sent = [](const domain::task_record& task, std::string token,
+                       std::optional<std::string> message_id) {
+    auto c = change(task.id, task_state::sending, task_state::sent, 1, 1'790'000'002'500'000);
+    c.lease_token = std::move(token);
+    c.provider_message_id = std::move(message_id);
+    return c;
+  };
+  const auto success = [](const domain::task_record& task, std::string detail) {
+    persistence::attempt_record a;
+    a.task_id = task.id;
+    a.attempt_no = 1;
+    a.provider_request_id = task.provider_request_id;
+    a.outcome = "success";
+    a.detail = std::move(detail);
+    a.started_at = micros(1'790'000'002'000'000);
+    a.finished_at = micros(1'790'000'002'500'000);
+    return a;
+  };
+  BOOST_TEST(
+      store->apply({take(sms, "t-sms"), take(app, "t-app"), take(email, "t-email")}, {}).size() ==
+      3u);
+  // sms: the provider echoed the request id; app: it gave its own message id; wechat: its SENT
+  // change does not apply (never taken), so its attempt needs a row; email: a success with no
+  // detail, which the row could not give back.
+  const auto sms_sent = sent(sms, "t-sms", std::nullopt);
+  const auto sms_success = success(sms, sms.provider_request_id);
+  const auto applied =
+      store->apply({sms_sent, sent(app, "t-app", "pm-app-1"),
+                    sent(wechat, "t-wechat", std::nullopt), sent(email, "t-email", std::nullopt)},
+                   {sms_success, success(app, "pm-app-1"),
+                    success(wechat, wechat.provider_request_id), success(email, "")});
+  BOOST_TEST(applied == (std::vector<std::string>{sms.id, app.id, email.id}));
+  // The same commit again, its answer lost: applied again, still one attempt.
+  BOOST_TEST(store->apply({sms_sent}, {sms_success}) == std::vector<std::string>{sms.id});
+  BOOST_TEST(attempt_rows(backend, sms.id) == 0);
+  BOOST_TEST(attempt_rows(backend, app.id) == 0);
+  BOOST_TEST(attempt_rows(backend, wechat.id) == 1);
+  BOOST_TEST(attempt_rows(backend, email.id) == 1);
+
+  auto view = store->find_message("default", plan.message.id);
+  BOOST_TEST_REQUIRE(view.has_value());
+  std::map<std::string, persistence::task_view> by_channel;
+  for (const auto& task : view->tasks)
+    by_channel.emplace(task.channel, task);
+  const auto only_attempt = [&](const std::string& channel) {
+    const auto& log = by_channel.at(channel).attempt_log;
+    BOOST_TEST_REQUIRE(log.size() == 1u);
+    const auto& a = log[0];
+    BOOST_TEST(a.task_id == by_channel.at(channel).task_id);
+    BOOST_TEST(a.attempt_no == 1u);
+    BOOST_TEST(a.outcome == "success");
+    BOOST_TEST(a.provider_request_id == by_channel.at(channel).provider_request_id);
+    BOOST_TEST(domain::to_unix_micros(a.started_at) == 1'790'000'002'000'000);
+    BOOST_TEST(domain::to_unix_micros(a.finished_at) == 1'790'000'002'500'000);
+    return a.detail;
+  };
+  BOOST_TEST(only_attempt("sms") == sms.provider_request_id);
+  BOOST_TEST(only_attempt("app") == "pm-app-1");
+  BOOST_TEST(only_attempt("wechat") == wechat.provider_request_id);
+  BOOST_TEST(only_attempt("email") == "");
+  BOOST_TEST((by_channel.at("wechat").state == task_state::pending));
+
+  // Written again after the task moved on (DELIVERED; the answer of its SENT commit lost): the
+  // change no longer applies, so the attempt gets its row, and the history still shows one
+  // first call.
+  BOOST_TEST(
+      store->apply({change(sms.id, task_state::sent, task_state::delivered, 1)}, {}).size() == 1u);
+  BOOST_TEST(store->apply({sms_sent}, {sms_success}).empty());
+  BOOST_TEST(attempt_rows(backend, sms.id) == 1);
+  const auto moved_on = store->find_message("default", plan.message.id);
+  BOOST_TEST_REQUIRE(moved_on.has_value());
+  for (const auto& task : moved_on->tasks)
+    if (task.channel == "sms")
+      BOOST_TEST(task.attempt_log.size() == 1u);
+
+  // A later success (after a failure) is an attempts row, next to the first call's row.
+  auto retry_plan = make_plan("order-26", {"sms"});
+  store->claim({retry_plan});
+  const auto& task = retry_plan.tasks[0];
+  auto failure = success(task, "gateway timeout");
+  failure.outcome = "retryable";
+  auto second = success(task, task.provider_request_id);
+  second.attempt_no = 2;
+  auto wait = change(task.id, task_state::sending, task_state::retry_wait, 1);
+  auto again = change(task.id, task_state::retry_wait, task_state::sending, 1);
+  auto done = change(task.id, task_state::sending, task_state::sent, 2);
+  BOOST_TEST(store->apply({take(task, "t-1"), wait, again, done}, {failure, second}).size() == 4u);
+  BOOST_TEST(attempt_rows(backend, task.id) == 2);
+  auto retried = store->find_message("default", retry_plan.message.id);
+  BOOST_TEST_REQUIRE(retried.has_value());
+  const auto& log = retried->tasks.at(0).attempt_log;
+  BOOST_TEST_REQUIRE(log.size() == 2u);
+  BOOST_TEST(log[0].outcome == "retryable");
+  BOOST_TEST(log[1].outcome == "success");
+  BOOST_TEST(log[1].attempt_no == 2u);
+}
+
 inline void find_message_returns_message_tasks_and_attempts(store_backend& backend) {
   auto store = backend.open_store();
   const auto plan = make_plan("order-30", {"wechat", "app"});
@@ -664,6 +784,74 @@ inline void lease_columns_are_written_as_given(store_backend& backend) {
       soci::into(owner), soci::into(until);
   BOOST_TEST(owner == "node-a");
   BOOST_TEST(until == domain::to_unix_micros(lease_end));
+}
+
+// A new task that may go at once takes one of its channel's places and is inserted SENDING
+// under the lease given, with its take's token; the others are inserted as ever.
+inline void claim_inserts_tasks_that_go_at_once_taken(store_backend& backend) {
+  using namespace std::chrono_literals;
+  auto store = backend.open_store();
+  const auto now = micros(1'800'000'000'000'001); // the plans' send_at: due
+  persistence::claim_takes takes;
+  takes.now = now;
+  takes.token_prefix = "claim-test-";
+  takes.by_channel["sms"] = {2, "node-a/0000000000000001", now + 60s};
+  auto later = make_plan("order-k0", {"sms"});
+  later.message.send_at = now + 1h; // not due: takes no place
+  const auto first = make_plan("order-k1", {"sms", "app"});
+  const auto second = make_plan("order-k2", {"sms"});
+  const auto third = make_plan("order-k3", {"sms"});
+  const auto results = store->claim({later, first, second, third}, takes);
+  BOOST_TEST_REQUIRE(results.size() == 4u);
+  const auto outcome = [&](std::size_t message, std::size_t task) -> const auto& {
+    return results[message].tasks.at(task);
+  };
+  BOOST_TEST((outcome(0, 0).state == task_state::pending));
+  BOOST_TEST(!outcome(0, 0).take_token);
+  BOOST_TEST((outcome(1, 0).state == task_state::pending)); // answered as any new task
+  BOOST_TEST(outcome(1, 0).take_token.value_or("") == "claim-test-" + first.tasks[0].id);
+  BOOST_TEST(!outcome(1, 1).take_token); // app: no places offered
+  BOOST_TEST(outcome(2, 0).take_token.has_value());
+  BOOST_TEST((outcome(3, 0).state == task_state::pending)); // the places ran out
+  BOOST_TEST(!outcome(3, 0).take_token);
+  BOOST_TEST(tasks_in(*store, task_state::sending) == 2u);
+
+  auto sql = persistence::connect(backend.url());
+  std::string status, owner, token;
+  long long until = 0;
+  int attempts = -1;
+  *sql
+      << "SELECT status, lease_owner, lease_until, lease_token, attempts FROM tasks WHERE id = :id",
+      soci::use(first.tasks[0].id), soci::into(status), soci::into(owner), soci::into(until),
+      soci::into(token), soci::into(attempts);
+  BOOST_TEST(status == "SENDING");
+  BOOST_TEST(owner == "node-a/0000000000000001");
+  BOOST_TEST(until == domain::to_unix_micros(now + 60s));
+  BOOST_TEST(token == "claim-test-" + first.tasks[0].id);
+  BOOST_TEST(attempts == 0);
+
+  // A resubmission is found, not taken again.
+  const auto again = store->claim({first}, takes);
+  BOOST_TEST(!again.at(0).tasks.at(0).created);
+  BOOST_TEST(!again.at(0).tasks.at(0).take_token);
+  // Under its lease the taken task is no one else's; once the lease ran out, recovery finds it
+  // SENDING (its call may have been made) like any other.
+  const auto ids_of = [](const std::vector<domain::delivery>& tasks) {
+    std::set<std::string> ids;
+    for (const auto& t : tasks)
+      ids.insert(t.task_id);
+    return ids;
+  };
+  BOOST_TEST(ids_of(store->load_unfinished("", 100, now)).count(first.tasks[0].id) == 0u);
+  const auto expired = store->load_unfinished("", 100, now + 61s);
+  BOOST_TEST(ids_of(expired).count(first.tasks[0].id) == 1u);
+  for (const auto& t : expired)
+    if (t.task_id == first.tasks[0].id)
+      BOOST_TEST((t.state == task_state::sending));
+  // The outcome of the take applies with its token, as after a SENDING commit of the channel.
+  auto sent = change(first.tasks[0].id, task_state::sending, task_state::sent, 1);
+  sent.lease_token = token;
+  BOOST_TEST(store->apply({sent}, {}).size() == 1u);
 }
 
 inline void next_attempt_at_round_trips(store_backend& backend) {
@@ -1344,6 +1532,7 @@ inline void sent_tasks_past_their_window_are_read_oldest_first(store_backend& ba
   HERALD_TASK_STORE_CONTRACT_TEST(one_message_with_two_contents_in_one_batch)                      \
   HERALD_TASK_STORE_CONTRACT_TEST(keys_are_not_null_and_unique)                                    \
   HERALD_TASK_STORE_CONTRACT_TEST(apply_is_guarded_and_records_attempts)                           \
+  HERALD_TASK_STORE_CONTRACT_TEST(first_success_is_recorded_on_the_task_row)                       \
   HERALD_TASK_STORE_CONTRACT_TEST(find_message_returns_message_tasks_and_attempts)                 \
   HERALD_TASK_STORE_CONTRACT_TEST(load_unfinished_pages_in_id_order)                               \
   HERALD_TASK_STORE_CONTRACT_TEST(load_unfinished_of_one_channel_or_due_by)                        \
@@ -1351,6 +1540,7 @@ inline void sent_tasks_past_their_window_are_read_oldest_first(store_backend& ba
   HERALD_TASK_STORE_CONTRACT_TEST(load_deliveries_reads_unfinished_tasks_by_id)                    \
   HERALD_TASK_STORE_CONTRACT_TEST(sending_tasks_come_back_when_their_lease_runs_out)               \
   HERALD_TASK_STORE_CONTRACT_TEST(lease_columns_are_written_as_given)                              \
+  HERALD_TASK_STORE_CONTRACT_TEST(claim_inserts_tasks_that_go_at_once_taken)                       \
   HERALD_TASK_STORE_CONTRACT_TEST(next_attempt_at_round_trips)                                     \
   HERALD_TASK_STORE_CONTRACT_TEST(recipients_round_trip)                                           \
   HERALD_TASK_STORE_CONTRACT_TEST(dead_letters_are_listed_by_channel_and_paged)                    \

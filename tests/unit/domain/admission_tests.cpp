@@ -96,6 +96,29 @@ BOOST_AUTO_TEST_CASE(an_escalation_step_moves_with_the_tasks_quiet_hours_defer) 
   BOOST_TEST(reason_of(admitted[1]) == "-");
 }
 
+BOOST_AUTO_TEST_CASE(only_a_task_sent_as_asked_and_due_goes_at_once) {
+  const policy_rules rules; // quiet hours 22:00-08:00 for marketing, UTC
+  admission policy(rules, tzdata());
+  const auto day = marketing("o-1", "2026-12-03T12:00:00Z");
+  const auto night = marketing("o-2", "2026-12-03T23:00:00Z");
+  auto later = marketing("o-3", "2026-12-03T12:00:00Z");
+  later.send_at = day.created_at + 1h;
+  auto expired = marketing("o-4", "2026-12-03T12:00:00Z");
+  expired.expire_at = day.created_at;
+  const auto sms = task("sms", "+8613800000000");
+  const auto none = task("email", "");
+  const auto escalation = step("app", day.created_at + 10min);
+  const std::vector<claim_slot> slots{{&day, &sms},     {&night, &sms}, {&later, &sms},
+                                      {&expired, &sms}, {&day, &none},  {&day, &escalation}};
+  const auto admitted = admit(slots, std::vector<bool>(slots.size(), false), &policy);
+  std::vector<bool> at_once;
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    at_once.push_back(goes_at_once(slots[i], admitted[i], day.created_at));
+  // As asked; deferred by quiet hours; scheduled later; expired; no address; a step.
+  BOOST_TEST(at_once == (std::vector<bool>{true, false, false, false, false, false}));
+  BOOST_TEST(goes_at_once(slots[2], admitted[2], day.created_at + 1h)); // due by then
+}
+
 BOOST_AUTO_TEST_CASE(a_step_of_another_message_does_not_move) {
   const policy_rules rules;
   admission policy(rules, tzdata());

@@ -240,4 +240,41 @@ BOOST_AUTO_TEST_CASE(a_share_of_nothing_still_limits) {
   BOOST_TEST((*plan.wake_after > std::chrono::microseconds{1h}));
 }
 
+BOOST_AUTO_TEST_CASE(places_open_for_claims_only_while_a_fresh_task_would_go_at_once) {
+  channel_scheduler s(pacing(10, 4, 3), t0);
+  BOOST_TEST(s.open_places(t0, 0) == 3u); // the window, below the burst
+  BOOST_TEST(s.open_places(t0, 2) == 1u);
+  BOOST_TEST(s.open_places(t0, 3) == 0u);
+  // Taken at claim: they spend take tokens like tasks out of the lanes.
+  s.taken_at_claim(3, t0);
+  BOOST_TEST(s.open_places(t0, 0) == 1u);
+  s.taken_at_claim(5, t0); // more than there were tokens: the bucket stays at empty
+  BOOST_TEST(s.open_places(t0, 0) == 0u);
+  BOOST_TEST(s.open_places(t0 + 250ms, 0) == 2u); // 2.5 tokens refilled at 10/s
+  // A queued task goes first: no place while one waits.
+  enqueue_all(s, {task("queued")});
+  BOOST_TEST(s.open_places(t0 + 250ms, 0) == 0u);
+  BOOST_TEST(take_ids(s, t0 + 250ms) == (names{"queued"}));
+  BOOST_TEST(s.open_places(t0 + 250ms, 1) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(no_place_opens_while_the_circuit_is_not_closed_or_a_pause_holds) {
+  auto p = pacing(1000, 100);
+  p.circuit_failure_threshold = 1;
+  p.circuit_cool_down = 4s;
+  channel_scheduler s(p, t0);
+  s.observe("x", provider_health::failed, t0);
+  BOOST_TEST(s.open_places(t0, 0) == 0u);      // open
+  BOOST_TEST(s.open_places(t0 + 5s, 0) == 0u); // half-open: the probe comes from the lanes
+  enqueue_all(s, {task("probe")});
+  BOOST_TEST(take_ids(s, t0 + 5s) == (names{"probe"}));
+  s.observe("probe", provider_health::answered, t0 + 5s);
+  BOOST_TEST(s.open_places(t0 + 5s, 0) == 64u);
+  s.observe("y", provider_health::throttled, t0 + 5s, 2s);
+  BOOST_TEST(s.open_places(t0 + 6s, 0) == 0u); // paused
+  BOOST_TEST(s.open_places(t0 + 7s, 0) == 0u); // one call at a time until one goes through
+  s.observe("z", provider_health::answered, t0 + 7s);
+  BOOST_TEST(s.open_places(t0 + 7s, 0) == 64u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
