@@ -23,12 +23,20 @@ namespace {
 
 using self_pointer = store_writer_actor::stateful_pointer<store_writer_state>;
 
+// What a claim took of its channels' offers: the places, whose epoch each channel's were, and
+// the tasks the claim created taken (handed over after its commit).
+struct taken_places {
+  persistence::claim_takes takes;
+  std::map<std::string, std::uint64_t> epochs;
+  std::map<std::string, std::vector<domain::ready_call>> calls;
+};
+
 // Counts a committed claim's created and duplicate tasks, and keeps the created ones that are
 // to be sent now (of a plan with `planned` tasks) for the next dispatch; those it created taken
-// (in places of `takes`) for their channels.
+// (in places of `taken`) for their channels.
 void created_by_claim(store_writer_state& st, const persistence::claim_result& result,
                       const std::vector<domain::task_record>& planned,
-                      const persistence::claim_takes* takes = nullptr) {
+                      taken_places* taken = nullptr) {
   for (const auto& outcome : result.tasks) {
     if (!outcome.created) {
       st.metrics->task_duplicate(outcome.channel);
@@ -51,9 +59,10 @@ void created_by_claim(store_writer_state& st, const persistence::claim_result& r
       continue;
     auto delivery = domain::make_delivery(result.message, *task);
     delivery.recipient = outcome.recipient;       // the request's, or the user's stored contact
-    if (outcome.take_token && takes != nullptr) { // SENDING: to its channel, for the call
-      st.taken[outcome.channel].push_back({std::move(delivery), *outcome.take_token,
-                                           takes->by_channel.at(outcome.channel).lease_until});
+    if (outcome.take_token && taken != nullptr) { // SENDING: to its channel, for the call
+      taken->calls[outcome.channel].push_back(
+          {std::move(delivery), *outcome.take_token,
+           taken->takes.by_channel.at(outcome.channel).lease_until});
       continue;
     }
     st.created.push_back(std::move(delivery));
@@ -97,12 +106,6 @@ void dispatch_created(self_pointer self) {
   st.created.clear(); // without a dispatcher (tests of the store alone) the sweep finds them
 }
 
-// What a claim took of its channels' offers: the places, and whose epoch each channel's were.
-struct taken_places {
-  persistence::claim_takes takes;
-  std::map<std::string, std::uint64_t> epochs;
-};
-
 // Places for the plans' tasks from their channels' offers: as many as each channel has tasks
 // here (only new ones that may go at once will use them; the rest go back after the commit).
 taken_places take_places(store_writer_state& st, const std::vector<domain::message_plan>& plans) {
@@ -132,14 +135,12 @@ taken_places take_places(store_writer_state& st, const std::vector<domain::messa
 
 // Gives each channel whose places a claim took the tasks it created taken, and the number of
 // places it left unused (all of them when the claim failed).
-void hand_over_taken(self_pointer self, const taken_places& taken) {
-  auto& st = self->state;
+void hand_over_taken(self_pointer self, taken_places& taken) {
   for (const auto& [channel, places] : taken.takes.by_channel) {
-    taken_in_claim word{channel, std::move(st.taken[channel]), 0, taken.epochs.at(channel)};
+    taken_in_claim word{channel, std::move(taken.calls[channel]), 0, taken.epochs.at(channel)};
     word.unused = places.places - std::min(places.places, word.calls.size());
-    self->send(st.dispatcher, taken_atom_v, std::move(word));
+    self->send(self->state.dispatcher, taken_atom_v, std::move(word));
   }
-  st.taken.clear();
 }
 
 // A claim that failed may have committed all the same (its answer lost): a task it inserted
@@ -191,7 +192,7 @@ void commit_claims(self_pointer self) {
     batch_sizes.push_back(pending.plans.size());
     std::move(pending.plans.begin(), pending.plans.end(), std::back_inserter(plans));
   }
-  const auto taken = take_places(st, plans);
+  auto taken = take_places(st, plans);
   const auto& takes = taken.takes;
   claim_results results;
   try {
@@ -210,7 +211,7 @@ void commit_claims(self_pointer self) {
     return;
   }
   for (std::size_t i = 0; i < results.size() && i < plans.size(); ++i)
-    created_by_claim(st, results[i], plans[i].tasks, &takes);
+    created_by_claim(st, results[i], plans[i].tasks, &taken);
   auto next = std::make_move_iterator(results.begin());
   for (auto& pending : batch)
     pending.promise.deliver(*next++);

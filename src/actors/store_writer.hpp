@@ -65,9 +65,7 @@ struct store_writer_state {
   std::shared_ptr<herald::metrics> metrics;
   dispatcher_actor dispatcher; ///< none until attached: nothing is dispatched
   deliveries created;          ///< by the commits since the last dispatch
-  /// Tasks the current claim created taken, by channel (handed over after its commit).
-  std::map<std::string, std::vector<domain::ready_call>> taken;
-  std::string take_prefix; ///< unique to this actor: the take tokens of claims
+  std::string take_prefix;     ///< unique to this actor: the take tokens of claims
   struct pending_receipts {
     receipt_inputs receipts;
     domain::timestamp now;

@@ -53,6 +53,14 @@ struct claim_takes_fixture : test::actor_fixture {
     run();
   }
 
+  /// A dispatcher recording what the writer hands over, instead of a channel.
+  std::shared_ptr<test::handed_out> record_hand_overs() {
+    auto seen = std::make_shared<test::handed_out>();
+    caf::anon_send(writer, actors::attach_atom_v, spawn(test::recording_dispatcher, seen));
+    run();
+    return seen;
+  }
+
   /// The changes the writer committed to SENDING: none for a task taken in its claim.
   std::size_t sending_changes() const {
     std::size_t n = 0;
@@ -131,9 +139,7 @@ BOOST_AUTO_TEST_CASE(scheduled_and_duplicate_tasks_take_no_place_and_the_places_
 }
 
 BOOST_AUTO_TEST_CASE(a_failed_claim_gives_every_place_back) {
-  auto seen = std::make_shared<test::handed_out>();
-  caf::anon_send(writer, actors::attach_atom_v, spawn(test::recording_dispatcher, seen));
-  run();
+  const auto seen = record_hand_overs();
   places.at("sms")->offer(5);
   faulty_store->script(1, persistence::faulty_task_store::fault::fail);
   claim({plan("order-1", {"sms"}), plan("order-2", {"sms"})});
@@ -162,9 +168,7 @@ BOOST_AUTO_TEST_CASE(a_failed_claim_gives_every_place_back) {
 // The claim committed but its answer was lost: the tasks it inserted taken are never called by
 // this take, so they go back as retries due now rather than wait out their lease in doubt.
 BOOST_AUTO_TEST_CASE(a_claim_whose_answer_was_lost_releases_what_it_took) {
-  auto seen = std::make_shared<test::handed_out>();
-  caf::anon_send(writer, actors::attach_atom_v, spawn(test::recording_dispatcher, seen));
-  run();
+  const auto seen = record_hand_overs();
   places.at("sms")->offer(5);
   faulty_store->script(1, persistence::faulty_task_store::fault::lose_answer);
   const auto message = plan("order-1", {"sms"});
