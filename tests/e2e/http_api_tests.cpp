@@ -171,8 +171,25 @@ void concurrent_resubmissions(const std::string& database) {
   BOOST_TEST(after.provider_success - before.provider_success == tasks);
 
   http_connection connection(host, herald.port());
+  // A call is counted when its answer arrives, and its SENT is committed a moment later (a
+  // task taken in its claim gets there sooner than its neighbours): a message is read until
+  // every task shows SENT, for at most 10 s, and then checked.
+  const auto all_sent = [](const http_response& response) {
+    if (response.status != 200)
+      return false;
+    const auto body = json::parse(response.body);
+    for (const auto& task : body.at("tasks").as_array())
+      if (json::value_to<std::string>(task.at("status")) != "SENT")
+        return false;
+    return true;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
   for (const auto& id : message_ids) {
     auto response = connection.request("GET", "/v1/messages/" + id);
+    while (!all_sent(response) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(20ms);
+      response = connection.request("GET", "/v1/messages/" + id);
+    }
     BOOST_TEST_CONTEXT("message " << id) {
       BOOST_REQUIRE_EQUAL(response.status, 200);
       auto tasks_json = json::parse(response.body).at("tasks").as_array();
