@@ -524,6 +524,11 @@ int serve(const config& cfg) {
 
   caf::actor_system_config caf_cfg;
   caf_cfg.set("scheduler.max-threads", static_cast<std::size_t>(cfg.scheduler_threads));
+  // Work stealing's default "moderate" phase sleeps 50 us between 500 polls of an empty queue:
+  // under load a worker wakes ~20,000 times a second for nothing, a quarter of herald's CPU in
+  // kernel context switches (docs/benchmarks.md). Without that phase an idle worker spins
+  // briefly and then waits on its condition variable, which an enqueue from outside notifies.
+  caf_cfg.set("work-stealing.moderate-poll-attempts", std::size_t{0});
   actors::register_types(caf_cfg);
   if (cfg.cluster) {
     caf_cfg.load<caf::io::middleman>();
