@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <optional>
 #include <random>
+#include <string_view>
 #include <unordered_set>
 
 #include <caf/stateful_actor.hpp>
@@ -177,170 +179,156 @@ void release_taken(store_writer_state& st, const std::vector<domain::message_pla
   }
 }
 
-// Single claims and whole batches go into one claim() call, each batch's plans together.
-void commit_claims(self_pointer self) {
-  auto& st = self->state;
-  auto batch = std::move(st.claims);
+// What one flush commits, and whom its outcome answers.
+struct flushed {
+  std::vector<store_writer_state::pending_claim> claims;
+  std::vector<store_writer_state::pending_claim_batch> claim_batches;
+  std::vector<store_writer_state::pending_apply> applies;
+  std::vector<std::size_t> group_of; ///< the change group of each apply
+  std::vector<store_writer_state::pending_seal> seals;
+  std::vector<store_writer_state::pending_receipts> receipts;
+
+  template <class Visit> void each_promise(Visit&& visit) {
+    for (auto& p : claims)
+      visit(p.promise);
+    for (auto& p : claim_batches)
+      visit(p.promise);
+    for (auto& p : applies)
+      visit(p.promise);
+    for (auto& p : seals)
+      visit(p.promise);
+    for (auto& p : receipts)
+      visit(p.promise);
+  }
+};
+
+// Moves what waits into one unit of work, in the order a batch commits: claims (single ones,
+// then whole batches, each batch's plans together), state changes, push seals (a push is acted
+// on only once its seal is committed), receipts (after the changes: a receipt that came with
+// its task's SENT commit finds the task SENT).
+persistence::unit_of_work collect(store_writer_state& st, flushed& f) {
+  persistence::unit_of_work work;
+  f.claims = std::move(st.claims);
+  f.claim_batches = std::move(st.claim_batches);
+  f.applies = std::move(st.applies);
+  f.seals = std::move(st.seals);
+  f.receipts = std::move(st.receipts);
   st.claims.clear();
-  auto batches = std::move(st.claim_batches);
   st.claim_batches.clear();
-  std::vector<domain::message_plan> plans;
-  std::vector<std::size_t> batch_sizes;
-  for (auto& pending : batch)
-    plans.push_back(std::move(pending.plan));
-  for (auto& pending : batches) {
-    batch_sizes.push_back(pending.plans.size());
-    std::move(pending.plans.begin(), pending.plans.end(), std::back_inserter(plans));
-  }
-  auto taken = take_places(st, plans);
-  const auto& takes = taken.takes;
-  claim_results results;
-  try {
-    results = st.store->claim(plans, takes);
-  } catch (const std::exception& e) {
-    log::error("store.claim_failed", {{"messages", std::to_string(plans.size())},
-                                      {"error", domain::mask_free_text(e.what())}});
-    for (auto& pending : batch)
-      pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
-    for (auto& pending : batches)
-      pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
-    if (!takes.by_channel.empty()) {
-      release_taken(st, plans, takes);
-      hand_over_taken(self, taken); // every place back
-    }
-    return;
-  }
-  for (std::size_t i = 0; i < results.size() && i < plans.size(); ++i)
-    created_by_claim(st, results[i], plans[i].tasks, &taken);
-  auto next = std::make_move_iterator(results.begin());
-  for (auto& pending : batch)
-    pending.promise.deliver(*next++);
-  for (std::size_t b = 0; b < batches.size(); ++b) {
-    claim_results mine(next, next + static_cast<std::ptrdiff_t>(batch_sizes[b]));
-    next += static_cast<std::ptrdiff_t>(batch_sizes[b]);
-    batches[b].promise.deliver(std::move(mine));
-  }
-  hand_over_taken(self, taken);
-}
-
-// Commits one group of applies in one transaction. Within a group no task is changed by two
-// requests, so "this task's change applied" can be told to the one request that made it.
-void commit_apply_group(store_writer_state& st,
-                        std::vector<store_writer_state::pending_apply>& group) {
-  state_changes changes;
-  attempt_records attempts;
-  for (auto& pending : group) {
-    changes.insert(changes.end(), pending.changes.begin(), pending.changes.end());
-    attempts.insert(attempts.end(), pending.attempts.begin(), pending.attempts.end());
-  }
-  try {
-    auto applied_list = st.store->apply(changes, attempts);
-    std::unordered_set<std::string> applied(applied_list.begin(), applied_list.end());
-    for (auto& pending : group) {
-      task_ids mine;
-      for (auto& change : pending.changes)
-        if (applied.count(change.task_id) != 0)
-          mine.push_back(change.task_id);
-      pending.promise.deliver(std::move(mine));
-    }
-  } catch (const std::exception& e) {
-    log::error("store.apply_failed", {{"changes", std::to_string(changes.size())},
-                                      {"error", domain::mask_free_text(e.what())}});
-    for (auto& pending : group)
-      pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
-  }
-}
-
-// Splits the collected applies into consecutive groups where no task id appears in two
-// requests (rare: e.g. a mark and a result of one task in one batch), one transaction each.
-void commit_applies(store_writer_state& st) {
-  auto batch = std::move(st.applies);
   st.applies.clear();
-  std::vector<store_writer_state::pending_apply> group;
+  st.seals.clear();
+  st.receipts.clear();
+  for (auto& pending : f.claims)
+    work.claims.push_back(std::move(pending.plan));
+  for (auto& pending : f.claim_batches)
+    std::move(pending.plans.begin(), pending.plans.end(), std::back_inserter(work.claims));
+  // Consecutive groups where no task is changed by two requests (rare: e.g. a mark and a result
+  // of one task in one batch), so "this task's change applied" is told to the one that made it.
   std::unordered_set<std::string> in_group;
-  for (auto& pending : batch) {
-    auto clashes = std::any_of(pending.changes.begin(), pending.changes.end(),
-                               [&](auto& change) { return in_group.count(change.task_id) != 0; });
-    if (clashes) {
-      commit_apply_group(st, group);
-      group.clear();
+  for (auto& pending : f.applies) {
+    const bool clashes =
+        std::any_of(pending.changes.begin(), pending.changes.end(),
+                    [&](auto& change) { return in_group.count(change.task_id) != 0; });
+    if (work.changes.empty() || clashes) {
+      work.changes.emplace_back();
       in_group.clear();
     }
+    auto& group = work.changes.back();
     for (auto& change : pending.changes)
       in_group.insert(change.task_id);
-    group.push_back(std::move(pending));
+    group.changes.insert(group.changes.end(), pending.changes.begin(), pending.changes.end());
+    group.attempts.insert(group.attempts.end(), pending.attempts.begin(), pending.attempts.end());
+    f.group_of.push_back(work.changes.size() - 1);
   }
-  if (!group.empty())
-    commit_apply_group(st, group);
+  std::optional<domain::timestamp> now;
+  const auto later = [&](domain::timestamp at) { now = now ? std::max(*now, at) : at; };
+  for (auto& pending : f.seals) {
+    work.seals.push_back(pending.seal);
+    later(pending.now);
+  }
+  for (auto& pending : f.receipts) {
+    work.receipts.insert(work.receipts.end(), pending.receipts.begin(), pending.receipts.end());
+    later(pending.now);
+  }
+  if (!work.receipts.empty())
+    work.receipt_fallbacks = st.config.fallbacks;
+  work.now = now.value_or(domain::timestamp{});
+  return work;
 }
 
-// Records every collected receipt in one transaction, after the applies: a receipt that came
-// with its task's SENT commit in the same batch finds the task SENT.
-void commit_receipts(store_writer_state& st) {
-  auto batch = std::move(st.receipts);
-  st.receipts.clear();
-  receipt_inputs all;
-  auto now = batch.front().now;
-  for (auto& pending : batch) {
-    all.insert(all.end(), pending.receipts.begin(), pending.receipts.end());
-    now = std::max(now, pending.now);
+// Counts and answers what the commit did, and keeps what it created for the dispatch.
+void follow_up(self_pointer self, flushed& f, const persistence::unit_of_work& work,
+               persistence::commit_outcome& outcome, taken_places& taken) {
+  auto& st = self->state;
+  for (std::size_t i = 0; i < outcome.claims.size() && i < work.claims.size(); ++i)
+    created_by_claim(st, outcome.claims[i], work.claims[i].tasks, &taken);
+  auto next = std::make_move_iterator(outcome.claims.begin());
+  for (auto& pending : f.claims)
+    pending.promise.deliver(*next++);
+  for (auto& pending : f.claim_batches) {
+    const auto size = static_cast<std::ptrdiff_t>(pending.plans.size());
+    pending.promise.deliver(claim_results(next, next + size));
+    next += size;
   }
-  receipt_outcomes outcomes;
-  try {
-    outcomes = st.store->record_receipts(all, st.config.fallbacks, now);
-  } catch (const std::exception& e) {
-    log::error("store.receipts_failed", {{"receipts", std::to_string(all.size())},
-                                         {"error", domain::mask_free_text(e.what())}});
-    for (auto& pending : batch)
-      pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
-    return;
+  for (std::size_t a = 0; a < f.applies.size(); ++a) {
+    const auto& ids = outcome.applied.at(f.group_of[a]);
+    const std::unordered_set<std::string_view> applied(ids.begin(), ids.end());
+    task_ids mine;
+    for (auto& change : f.applies[a].changes)
+      if (applied.count(change.task_id) != 0)
+        mine.push_back(change.task_id);
+    f.applies[a].promise.deliver(std::move(mine));
   }
-  created_by_receipts(st, all, outcomes);
-  std::size_t next = 0;
-  for (auto& pending : batch) {
-    receipt_outcomes mine(
-        std::make_move_iterator(outcomes.begin() + static_cast<std::ptrdiff_t>(next)),
-        std::make_move_iterator(outcomes.begin() +
-                                static_cast<std::ptrdiff_t>(next + pending.receipts.size())));
-    next += pending.receipts.size();
-    pending.promise.deliver(std::move(mine));
+  for (auto& fallback : outcome.caught_up_fallbacks) {
+    st.metrics->failover(fallback.failed_channel, fallback.task.channel);
+    st.metrics->task_created(fallback.task.channel);
+    st.created.push_back(std::move(fallback.task));
   }
-}
-
-// Admits every collected push seal in one transaction, before the receipts: a push is acted on
-// only once its seal is committed.
-void commit_seals(store_writer_state& st) {
-  auto batch = std::move(st.seals);
-  st.seals.clear();
-  std::vector<domain::push_seal> seals;
-  auto now = batch.front().now;
-  for (auto& pending : batch) {
-    seals.push_back(std::move(pending.seal));
-    now = std::max(now, pending.now);
-  }
-  try {
-    auto admitted = st.store->admit_pushes(seals, now);
-    for (std::size_t i = 0; i < batch.size(); ++i)
-      batch[i].promise.deliver(static_cast<bool>(admitted.at(i)));
-  } catch (const std::exception& e) {
-    log::error("store.seals_failed",
-               {{"seals", std::to_string(seals.size())}, {"error", e.what()}});
-    for (auto& pending : batch)
-      pending.promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
+  for (const auto& channel : outcome.suppressed_escalations)
+    st.metrics->task_suppressed(channel,
+                                domain::to_string(domain::policy_reason::read_before_escalation));
+  for (std::size_t i = 0; i < f.seals.size(); ++i)
+    f.seals[i].promise.deliver(static_cast<bool>(outcome.seals_admitted.at(i)));
+  created_by_receipts(st, work.receipts, outcome.receipts);
+  std::size_t first = 0;
+  for (auto& pending : f.receipts) {
+    const auto from = outcome.receipts.begin() + static_cast<std::ptrdiff_t>(first);
+    const auto count = static_cast<std::ptrdiff_t>(pending.receipts.size());
+    pending.promise.deliver(
+        receipt_outcomes(std::make_move_iterator(from), std::make_move_iterator(from + count)));
+    first += pending.receipts.size();
   }
 }
 
+// Commits everything collected since the last flush in ONE transaction, answers every waiter
+// from its outcome, and hands what it created on.
 void flush(self_pointer self) {
   auto& st = self->state;
   st.flush_queued = false;
-  if (!st.claims.empty() || !st.claim_batches.empty())
-    commit_claims(self);
-  if (!st.applies.empty())
-    commit_applies(st);
-  if (!st.seals.empty())
-    commit_seals(st);
-  if (!st.receipts.empty())
-    commit_receipts(st);
+  flushed f;
+  auto work = collect(st, f);
+  if (!work.empty()) {
+    auto taken = take_places(st, work.claims);
+    work.takes = taken.takes;
+    try {
+      auto outcome = st.store->commit(work);
+      follow_up(self, f, work, outcome, taken);
+      hand_over_taken(self, taken);
+    } catch (const std::exception& e) {
+      log::error("store.commit_failed", {{"messages", std::to_string(work.claims.size())},
+                                         {"change_groups", std::to_string(work.changes.size())},
+                                         {"seals", std::to_string(work.seals.size())},
+                                         {"receipts", std::to_string(work.receipts.size())},
+                                         {"error", domain::mask_free_text(e.what())}});
+      f.each_promise([&](auto& promise) {
+        promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
+      });
+      if (!work.takes.by_channel.empty()) {
+        release_taken(st, work.claims, work.takes);
+        hand_over_taken(self, taken); // every place back
+      }
+    }
+  }
   dispatch_created(self);
 }
 

@@ -31,14 +31,17 @@ struct store_writer_config {
   std::string validate() const;
 };
 
-/// Collects claims and state changes while the previous transaction runs, then writes them
-/// in one transaction each and answers every waiter (group commit, design.md §6). The batch
+/// Collects claims, state changes, push seals and receipts while the previous transaction runs,
+/// then commits them together as one unit of work in ONE transaction (task_store::commit) and
+/// answers every waiter from its outcome (group commit, design.md §6); if it fails, every
+/// waiter of that commit hears store_unavailable. The batch
 /// forms by itself: a flush message queued behind whatever arrived meanwhile. Spawn it
 /// detached: task_store calls block.
 ///
 /// What a commit did is followed up here, for every caller alike: the tasks it created (claims,
-/// failovers, fallbacks of UNDELIVERED receipts, replays) and the duplicates it found are
-/// counted, and the tasks to send go to the attached dispatcher in one message per commit.
+/// failovers, fallbacks of UNDELIVERED receipts, replays), the duplicates it found and the
+/// escalation steps it suppressed are counted, and the tasks to send go to the attached
+/// dispatcher in one message per commit.
 /// A claim takes places its channels offer (config `places`) for the new tasks that may go at
 /// once; those it created taken go to their channels ready for the call, with the places they
 /// left unused.

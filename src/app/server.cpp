@@ -482,10 +482,6 @@ int serve(const config& cfg) {
       writer_options.event_states = domain::event_states_for(cfg.events.types);
     writer_options.takes_receipts = takes_receipts(cfg);
     writer_options.fallbacks = fallback_routes_of(cfg, id_secret);
-    writer_options.suppressed = [metrics_registry](const std::string& channel,
-                                                   domain::policy_reason reason) {
-      metrics_registry->task_suppressed(channel, domain::to_string(reason));
-    };
     // Claims apply the policy (docs/policy.md) to the tasks they create.
     persistence::store_options claim_options;
     claim_options.event_states = writer_options.event_states; // task.suppressed by policy

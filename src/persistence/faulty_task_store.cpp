@@ -69,14 +69,8 @@ template <class Write> auto faulty_task_store::write(const char* what, Write&& b
   return body();
 }
 
-std::vector<claim_result> faulty_task_store::claim(const std::vector<domain::message_plan>& plans,
-                                                   const claim_takes& takes) {
-  return write("claim", [&] { return real_->claim(plans, takes); });
-}
-
-std::vector<std::string> faulty_task_store::apply(const std::vector<state_change>& changes,
-                                                  const std::vector<attempt_record>& attempts) {
-  return write("apply", [&] { return real_->apply(changes, attempts); });
+commit_outcome faulty_task_store::commit(const unit_of_work& work) {
+  return write("commit", [&] { return real_->commit(work); });
 }
 
 failover_result faulty_task_store::fail_over(const state_change& change,
@@ -84,17 +78,6 @@ failover_result faulty_task_store::fail_over(const state_change& change,
                                              const domain::delivery& failed,
                                              const fallback_routes& routes) {
   return write("fail_over", [&] { return real_->fail_over(change, attempts, failed, routes); });
-}
-
-std::vector<receipt_outcome>
-faulty_task_store::record_receipts(const std::vector<receipt_input>& receipts,
-                                   const fallback_routes& failover, domain::timestamp now) {
-  return write("record_receipts", [&] { return real_->record_receipts(receipts, failover, now); });
-}
-
-std::vector<bool> faulty_task_store::admit_pushes(const std::vector<domain::push_seal>& seals,
-                                                  domain::timestamp now) {
-  return write("admit_pushes", [&] { return real_->admit_pushes(seals, now); });
 }
 
 std::vector<std::string>

@@ -25,11 +25,11 @@ struct store_faults {
   std::string validate() const;
 };
 
-/// A decorator over a real store that fails or delays chosen writes (claim, apply, fail_over,
-/// record_receipts, admit_pushes, replay, release_leases, settle_events, deliver_to_inbox,
-/// update_user) — for tests, and for drills that load herald while its database misbehaves. Reads
-/// and event claims pass through. A failure is a store_error, as the real store throws; "lost
-/// answer" failures throw after the inner store committed.
+/// A decorator over a real store that fails or delays chosen writes (commit, fail_over, replay,
+/// release_leases, settle_events, deliver_to_inbox, update_user) — for tests, and for drills that
+/// load herald while its database misbehaves. Reads and event claims pass through. A failure is a
+/// store_error, as the real store throws; "lost answer" failures throw after the inner store
+/// committed.
 class faulty_task_store final : public task_store {
 public:
   enum class fault {
@@ -46,18 +46,9 @@ public:
   std::uint64_t writes() const;
   std::uint64_t failed_writes() const;
 
-  using task_store::claim;
-  std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans,
-                                  const claim_takes& takes) override;
-  std::vector<std::string> apply(const std::vector<state_change>& changes,
-                                 const std::vector<attempt_record>& attempts) override;
+  commit_outcome commit(const unit_of_work& work) override;
   failover_result fail_over(const state_change& change, const std::vector<attempt_record>& attempts,
                             const domain::delivery& failed, const fallback_routes& routes) override;
-  std::vector<receipt_outcome> record_receipts(const std::vector<receipt_input>& receipts,
-                                               const fallback_routes& failover,
-                                               domain::timestamp now) override;
-  std::vector<bool> admit_pushes(const std::vector<domain::push_seal>& seals,
-                                 domain::timestamp now) override;
   std::vector<std::string> deliver_to_inbox(const std::vector<std::string>& task_ids,
                                             domain::timestamp now) override;
   inbox_page list_inbox(const inbox_query& which) override;

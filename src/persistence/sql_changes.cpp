@@ -141,42 +141,37 @@ void sql_task_store::run_attempts(const apply_batch& batch,
   statements_->execute(insert_attempts, {rows.finish()});
 }
 
-std::vector<std::string> sql_task_store::apply(const std::vector<state_change>& changes,
-                                               const std::vector<attempt_record>& attempts) {
-  if (changes.empty() && attempts.empty())
-    return {};
-  const apply_batch batch(dialect_, changes, attempts);
-  std::vector<std::string> suppressed_in; // channels; the last (committed) try's
-  auto applied = in_transaction("apply", [&] {
-    suppressed_in = run_escalation_checks(changes);
-    auto applied_in = run_changes(batch);
-    run_attempts(batch, applied_in);
+std::vector<std::string> sql_task_store::change_step(const change_group& group,
+                                                     commit_outcome& done) {
+  const auto& changes = group.changes;
+  const apply_batch batch(dialect_, changes, group.attempts);
+  for (auto& channel : run_escalation_checks(changes))
+    done.suppressed_escalations.push_back(std::move(channel));
+  const auto applied_in = run_changes(batch);
+  run_attempts(batch, applied_in);
+  const auto applied = [&](std::size_t i) {
+    return applied_in[batch.round_of[i]].count(changes[i].task_id) != 0;
+  };
+  for (std::size_t i = 0; i < changes.size(); ++i)
+    if (changes[i].from != changes[i].to && applied(i))
+      note_entered(changes[i].task_id, changes[i].to, changes[i].at);
+  // After the changes' own events, so a task's task.sent comes before the task.delivered
+  // its early receipts make.
+  if (options_.takes_receipts && !changes.empty()) {
+    std::vector<std::string> now_sent;
+    auto latest = changes.front().at;
     for (std::size_t i = 0; i < changes.size(); ++i)
-      if (changes[i].from != changes[i].to &&
-          applied_in[batch.round_of[i]].count(changes[i].task_id) != 0)
-        note_entered(changes[i].task_id, changes[i].to, changes[i].at);
-    // After the changes' own events, so a task's task.sent comes before the task.delivered
-    // its early receipts make.
-    if (options_.takes_receipts) {
-      std::vector<std::string> now_sent;
-      auto latest = changes.front().at;
-      for (std::size_t i = 0; i < changes.size(); ++i)
-        if (changes[i].to == domain::task_state::sent &&
-            changes[i].from != domain::task_state::sent &&
-            applied_in[batch.round_of[i]].count(changes[i].task_id) != 0) {
-          now_sent.push_back(changes[i].task_id);
-          latest = std::max(latest, changes[i].at);
-        }
-      run_receipt_catch_up(now_sent, latest);
-    }
-    return applied_in;
-  });
-  if (options_.suppressed)
-    for (const auto& channel : suppressed_in)
-      options_.suppressed(channel, domain::policy_reason::read_before_escalation);
+      if (changes[i].to == domain::task_state::sent &&
+          changes[i].from != domain::task_state::sent && applied(i)) {
+        now_sent.push_back(changes[i].task_id);
+        latest = std::max(latest, changes[i].at);
+      }
+    for (auto& fallback : run_receipt_catch_up(now_sent, latest))
+      done.caught_up_fallbacks.push_back(std::move(fallback));
+  }
   std::vector<std::string> ids;
   for (std::size_t i = 0; i < changes.size(); ++i)
-    if (applied[batch.round_of[i]].count(changes[i].task_id) != 0)
+    if (applied(i))
       ids.push_back(changes[i].task_id);
   return ids;
 }

@@ -397,40 +397,29 @@ domain::admission sql_task_store::read_admission(const std::vector<domain::messa
   return admission;
 }
 
-std::vector<claim_result> sql_task_store::claim(const std::vector<domain::message_plan>& plans,
-                                                const claim_takes& takes) {
-  if (plans.empty())
-    return {};
+std::vector<claim_result> sql_task_store::claim_step(const std::vector<domain::message_plan>& plans,
+                                                     const claim_takes& takes) {
   if (!options_.policy) {
     const claim_batch batch(dialect_, plans);
-    auto [answers, stored] = in_transaction("claim", [&] {
-      auto claimed = run_claim(batch, nullptr, &takes);
-      auto as_stored = stored_messages(plans, claimed.new_messages);
-      return std::make_pair(std::move(claimed.answers), std::move(as_stored));
-    });
-    return claim_results(plans, batch, answers, stored);
+    auto claimed = run_claim(batch, nullptr, &takes);
+    return claim_results(plans, batch, claimed.answers,
+                         stored_messages(plans, claimed.new_messages));
   }
   // With policy, the plans as claimed are the users' contacts filled in: read, like the
   // counters, inside the transaction (and again if it reruns). Copied only when a user of the
   // batch has a stored profile.
+  auto policy = read_admission(plans);
   std::vector<domain::message_plan> addressed;
   const std::vector<domain::message_plan>* claimed_plans = &plans;
-  std::optional<claim_batch> batch;
-  auto [answers, stored] = in_transaction("claim", [&] {
-    auto policy = read_admission(plans);
-    batch.reset(); // it points into the claimed plans
-    claimed_plans = &plans;
-    if (policy.knows_users()) {
-      addressed = plans;
-      domain::fill_contacts(addressed, policy);
-      claimed_plans = &addressed;
-    }
-    batch.emplace(dialect_, *claimed_plans);
-    auto claimed = run_claim(*batch, &policy, &takes);
-    auto as_stored = stored_messages(*claimed_plans, claimed.new_messages);
-    return std::make_pair(std::move(claimed.answers), std::move(as_stored));
-  });
-  return claim_results(*claimed_plans, *batch, answers, stored);
+  if (policy.knows_users()) {
+    addressed = plans;
+    domain::fill_contacts(addressed, policy);
+    claimed_plans = &addressed;
+  }
+  const claim_batch batch(dialect_, *claimed_plans);
+  auto claimed = run_claim(batch, &policy, &takes);
+  return claim_results(*claimed_plans, batch, claimed.answers,
+                       stored_messages(*claimed_plans, claimed.new_messages));
 }
 
 namespace {
@@ -574,10 +563,10 @@ std::vector<std::vector<fallback_link>> sql_task_store::claim_fallback_chains(
 // channel has one (domain::fallback_plan: the same task that channel would have had if asked
 // directly), inside the open transaction. Returns the fallback tasks it created, by failed
 // task id (a fallback channel with a task of its own already gets nothing new to send).
-std::unordered_map<std::string, domain::delivery>
+std::unordered_map<std::string, created_fallback>
 sql_task_store::claim_fallbacks(const std::vector<std::string>& undelivered,
                                 const fallback_routes& failover, domain::timestamp now) {
-  std::unordered_map<std::string, domain::delivery> created;
+  std::unordered_map<std::string, created_fallback> created;
   if (undelivered.empty() || failover.fallback_of.empty())
     return created;
   const std::string query = "SELECT " + delivery_columns + " FROM " +
@@ -611,8 +600,10 @@ sql_task_store::claim_fallbacks(const std::vector<std::string>& undelivered,
   for (std::size_t i = 0; i < failed_ids.size(); ++i) {
     const auto& last = chains[i].back();
     if (const auto& outcome = last.claim.tasks.front(); outcome.created && !outcome.policy_reason)
-      created.emplace(failed_ids[i],
-                      domain::make_delivery(last.claim.message, last.plan.tasks.front()));
+      created.emplace(
+          failed_ids[i],
+          created_fallback{failed_channels[i],
+                           domain::make_delivery(last.claim.message, last.plan.tasks.front())});
   }
   return created;
 }

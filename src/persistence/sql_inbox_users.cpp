@@ -74,10 +74,8 @@ void add_seal(json_batch& rows, const domain::push_seal& seal) {
 
 } // namespace
 
-std::vector<bool> sql_task_store::admit_pushes(const std::vector<domain::push_seal>& seals,
-                                               domain::timestamp now) {
-  if (seals.empty())
-    return {};
+std::vector<bool> sql_task_store::seal_step(const std::vector<domain::push_seal>& seals,
+                                            domain::timestamp now, std::int64_t& pruned_at) {
   json_batch rows(dialect_, seal_columns);
   for (const auto& seal : seals)
     add_seal(rows, seal);
@@ -95,31 +93,27 @@ std::vector<bool> sql_task_store::admit_pushes(const std::vector<domain::push_se
                             " JOIN push_seals s ON s.channel = r.channel AND s.signed_at = "
                             "r.signed_at AND s.nonce = r.nonce";
   const auto now_s = domain::to_unix_micros(now) / 1000000;
-  const bool prune_now = now_s - seals_pruned_at_ >= seal_prune_interval_s;
-  auto admitted = in_transaction("admit_pushes", [&] {
-    if (prune_now)
-      statements_->execute(prune, {std::to_string(now_s)});
-    std::map<seal_key, std::string> stored; // -> the digest stored under the key
-    for (const auto& row : statements_->fetch(insert, {new_rows}, 4))
+  if (now_s - seals_pruned_at_ >= seal_prune_interval_s) {
+    statements_->execute(prune, {std::to_string(now_s)});
+    pruned_at = now_s;
+  }
+  std::map<seal_key, std::string> stored; // -> the digest stored under the key
+  for (const auto& row : statements_->fetch(insert, {new_rows}, 4))
+    stored.emplace(key_of(row), text_of(row[3]));
+  json_batch taken(dialect_, seal_columns);
+  for (const auto& seal : seals)
+    if (stored.count(key_of(seal)) == 0)
+      add_seal(taken, seal);
+  if (!taken.empty())
+    for (const auto& row : statements_->fetch(known, {taken.finish()}, 4))
       stored.emplace(key_of(row), text_of(row[3]));
-    json_batch taken(dialect_, seal_columns);
-    for (const auto& seal : seals)
-      if (stored.count(key_of(seal)) == 0)
-        add_seal(taken, seal);
-    if (!taken.empty())
-      for (const auto& row : statements_->fetch(known, {taken.finish()}, 4))
-        stored.emplace(key_of(row), text_of(row[3]));
-    std::vector<bool> verdicts;
-    verdicts.reserve(seals.size());
-    for (const auto& seal : seals) {
-      auto found = stored.find(key_of(seal));
-      verdicts.push_back(found != stored.end() && found->second == seal.digest);
-    }
-    return verdicts;
-  });
-  if (prune_now)
-    seals_pruned_at_ = now_s;
-  return admitted;
+  std::vector<bool> verdicts;
+  verdicts.reserve(seals.size());
+  for (const auto& seal : seals) {
+    auto found = stored.find(key_of(seal));
+    verdicts.push_back(found != stored.end() && found->second == seal.digest);
+  }
+  return verdicts;
 }
 
 std::vector<std::string> sql_task_store::deliver_to_inbox(const std::vector<std::string>& task_ids,

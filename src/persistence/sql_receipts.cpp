@@ -74,10 +74,8 @@ std::unordered_set<std::string> sql_task_store::run_moves(const receipt_moves& m
 }
 
 std::vector<receipt_outcome>
-sql_task_store::record_receipts(const std::vector<receipt_input>& receipts,
-                                const fallback_routes& failover, domain::timestamp now) {
-  if (receipts.empty())
-    return {};
+sql_task_store::receipt_step(const std::vector<receipt_input>& receipts,
+                             const fallback_routes& failover, domain::timestamp now) {
   // A receipt names its task by herald's request id, or else by the provider's message id.
   json_batch by_request(dialect_, receipt_lookup_columns);
   json_batch by_message(dialect_, receipt_lookup_columns);
@@ -110,79 +108,77 @@ sql_task_store::record_receipts(const std::vector<receipt_input>& receipts,
       dialect_.json_rows("rows", receipt_row_columns) +
       " WHERE true ON CONFLICT DO NOTHING RETURNING task_id, status";
 
-  return in_transaction("record_receipts", [&] {
-    std::vector<receipt_outcome> outcomes(receipts.size());
-    std::vector<domain::task_state> read_state(receipts.size());
-    std::set<std::size_t> ambiguous;
-    for (auto* lookup : {&by_request, &by_message, &by_task}) {
-      if (lookup->empty())
+  std::vector<receipt_outcome> outcomes(receipts.size());
+  std::vector<domain::task_state> read_state(receipts.size());
+  std::set<std::size_t> ambiguous;
+  for (auto* lookup : {&by_request, &by_message, &by_task}) {
+    if (lookup->empty())
+      continue;
+    const auto& query = lookup == &by_request   ? find_by_request
+                        : lookup == &by_message ? find_by_message
+                                                : find_by_task;
+    for (const auto& row : statements_->fetch(query, {lookup->finish()}, 3)) {
+      auto slot = static_cast<std::size_t>(to_int(row[0]));
+      if (slot >= outcomes.size())
         continue;
-      const auto& query = lookup == &by_request   ? find_by_request
-                          : lookup == &by_message ? find_by_message
-                                                  : find_by_task;
-      for (const auto& row : statements_->fetch(query, {lookup->finish()}, 3)) {
-        auto slot = static_cast<std::size_t>(to_int(row[0]));
-        if (slot >= outcomes.size())
-          continue;
-        if (!outcomes[slot].task_id.empty()) {
-          ambiguous.insert(slot); // a provider message id two tasks got: it names neither
-          continue;
-        }
-        outcomes[slot].task_id = text_of(row[1]);
-        read_state[slot] = state_of(row[2]);
+      if (!outcomes[slot].task_id.empty()) {
+        ambiguous.insert(slot); // a provider message id two tasks got: it names neither
+        continue;
       }
+      outcomes[slot].task_id = text_of(row[1]);
+      read_state[slot] = state_of(row[2]);
     }
-    for (auto slot : ambiguous)
-      outcomes[slot].task_id.clear();
-    json_batch rows(dialect_, receipt_row_columns);
-    receipt_moves moves;
-    std::vector<bool> moved_by(receipts.size(), false);
-    for (std::size_t i = 0; i < receipts.size(); ++i) {
-      if (outcomes[i].task_id.empty())
-        continue;
-      const auto& r = receipts[i].receipt;
-      rows.add_row();
-      rows.text(outcomes[i].task_id)
-          .text(domain::to_string(r.status))
-          .number(domain::to_unix_micros(r.occurred_at))
-          .number(domain::to_unix_micros(r.received_at))
-          .text(domain::to_string(r.source))
-          .text(domain::mask_free_text(r.detail));
-      moved_by[i] = moves.fold(outcomes[i].task_id, read_state[i], r.status);
+  }
+  for (auto slot : ambiguous)
+    outcomes[slot].task_id.clear();
+  json_batch rows(dialect_, receipt_row_columns);
+  receipt_moves moves;
+  std::vector<bool> moved_by(receipts.size(), false);
+  for (std::size_t i = 0; i < receipts.size(); ++i) {
+    if (outcomes[i].task_id.empty())
+      continue;
+    const auto& r = receipts[i].receipt;
+    rows.add_row();
+    rows.text(outcomes[i].task_id)
+        .text(domain::to_string(r.status))
+        .number(domain::to_unix_micros(r.occurred_at))
+        .number(domain::to_unix_micros(r.received_at))
+        .text(domain::to_string(r.source))
+        .text(domain::mask_free_text(r.detail));
+    moved_by[i] = moves.fold(outcomes[i].task_id, read_state[i], r.status);
+  }
+  std::set<std::pair<std::string, std::string>> inserted; // (task id, status)
+  if (!rows.empty())
+    for (const auto& row : statements_->fetch(insert_receipts, {rows.finish()}, 2))
+      inserted.emplace(text_of(row[0]), text_of(row[1]));
+  run_inbox_marks(receipts, outcomes);
+  const auto moved = run_moves(moves, now);
+  std::vector<std::string> undelivered;
+  for (std::size_t i = 0; i < receipts.size(); ++i) {
+    auto& outcome = outcomes[i];
+    if (outcome.task_id.empty())
+      continue;
+    // Of two copies of one receipt in a batch, the first is told it recorded it.
+    outcome.first_time =
+        inserted.erase(
+            {outcome.task_id, std::string(domain::to_string(receipts[i].receipt.status))}) != 0;
+    const auto& [from, to] = moves.by_task.at(outcome.task_id);
+    outcome.state = moved.count(outcome.task_id) != 0 ? to : from;
+    if (moved_by[i] && moved.count(outcome.task_id) != 0) {
+      outcome.result = receipt_outcome::outcome::applied;
+      if (outcome.state == domain::task_state::undelivered)
+        undelivered.push_back(outcome.task_id);
+    } else if (domain::is_terminal(outcome.state)) {
+      outcome.result = receipt_outcome::outcome::unchanged;
+    } else {
+      outcome.result = receipt_outcome::outcome::waiting;
     }
-    std::set<std::pair<std::string, std::string>> inserted; // (task id, status)
-    if (!rows.empty())
-      for (const auto& row : statements_->fetch(insert_receipts, {rows.finish()}, 2))
-        inserted.emplace(text_of(row[0]), text_of(row[1]));
-    run_inbox_marks(receipts, outcomes);
-    const auto moved = run_moves(moves, now);
-    std::vector<std::string> undelivered;
-    for (std::size_t i = 0; i < receipts.size(); ++i) {
-      auto& outcome = outcomes[i];
-      if (outcome.task_id.empty())
-        continue;
-      // Of two copies of one receipt in a batch, the first is told it recorded it.
-      outcome.first_time =
-          inserted.erase(
-              {outcome.task_id, std::string(domain::to_string(receipts[i].receipt.status))}) != 0;
-      const auto& [from, to] = moves.by_task.at(outcome.task_id);
-      outcome.state = moved.count(outcome.task_id) != 0 ? to : from;
-      if (moved_by[i] && moved.count(outcome.task_id) != 0) {
-        outcome.result = receipt_outcome::outcome::applied;
-        if (outcome.state == domain::task_state::undelivered)
-          undelivered.push_back(outcome.task_id);
-      } else if (domain::is_terminal(outcome.state)) {
-        outcome.result = receipt_outcome::outcome::unchanged;
-      } else {
-        outcome.result = receipt_outcome::outcome::waiting;
-      }
-    }
-    auto fallbacks = claim_fallbacks(undelivered, failover, now);
-    for (auto& outcome : outcomes)
-      if (auto it = fallbacks.find(outcome.task_id); it != fallbacks.end())
-        outcome.fallback = it->second;
-    return outcomes;
-  });
+  }
+  auto fallbacks = claim_fallbacks(undelivered, failover, now);
+  for (auto& outcome : outcomes)
+    if (auto it = fallbacks.find(outcome.task_id); it != fallbacks.end())
+      outcome.fallback = it->second.task;
+  return outcomes;
 }
 
 // Marks the inbox items of READ and CLICKED receipts from the inbox, in the open transaction:
@@ -225,11 +221,12 @@ void sql_task_store::run_inbox_marks(const std::vector<receipt_input>& receipts,
 // Receipts that came before their task's SENT commit (a fast provider) were recorded and
 // left the task where it was: the commit that makes `sent_ids` SENT applies them, in the same
 // transaction, in the order they came; an UNDELIVERED one claims the fallback's task there too
-// (left PENDING for the next sweep to dispatch: the channel committing SENT knows nothing of it).
-void sql_task_store::run_receipt_catch_up(const std::vector<std::string>& sent_ids,
-                                          domain::timestamp at) {
+// (answered in the commit's outcome, so the writer counts and dispatches it).
+std::vector<created_fallback>
+sql_task_store::run_receipt_catch_up(const std::vector<std::string>& sent_ids,
+                                     domain::timestamp at) {
   if (sent_ids.empty())
-    return;
+    return {};
   const std::string query = "SELECT r.task_id, c.status FROM " +
                             dialect_.json_rows("ids", id_columns) +
                             " JOIN receipts c ON c.task_id = r.task_id ORDER BY c.received_at";
@@ -241,11 +238,14 @@ void sql_task_store::run_receipt_catch_up(const std::vector<std::string>& sent_i
   for (const auto& id : run_moves(moves, at))
     if (moves.by_task.at(id).second == domain::task_state::undelivered)
       undelivered.push_back(id);
-  auto created = claim_fallbacks(undelivered, options_.fallbacks, at);
-  for (const auto& [failed, fallback] : created)
+  std::vector<created_fallback> created;
+  for (auto& [failed, fallback] : claim_fallbacks(undelivered, options_.fallbacks, at)) {
     log::info("store.undelivered_failed_over", {{"task_id", failed},
-                                                {"trace_id", fallback.trace_id},
-                                                {"fallback_task_id", fallback.task_id}});
+                                                {"trace_id", fallback.task.trace_id},
+                                                {"fallback_task_id", fallback.task.task_id}});
+    created.push_back(std::move(fallback));
+  }
+  return created;
 }
 
 // --- The reconciler's reads: SENT tasks past their receipt window ---------------------------

@@ -1,4 +1,4 @@
-// The store's connection: opening, reconnecting, pings and migrations.
+// The store's connection (opening, reconnecting, pings, migrations) and its unit of work.
 #include "persistence/sql_store_internal.hpp"
 
 namespace herald::persistence {
@@ -18,6 +18,28 @@ void sql_task_store::reconnect_if_lost() {
   statements_->clear(); // prepared on the lost connection
   sql_->reconnect();
   configure(*sql_, url_);
+}
+
+commit_outcome sql_task_store::commit(const unit_of_work& work) {
+  if (work.empty())
+    return {};
+  std::int64_t seals_pruned_at = 0; // the last try's: a rolled-back prune pruned nothing
+  auto outcome = in_transaction("commit", [&] {
+    commit_outcome done;
+    seals_pruned_at = 0;
+    if (!work.claims.empty())
+      done.claims = claim_step(work.claims, work.takes);
+    for (const auto& group : work.changes)
+      done.applied.push_back(change_step(group, done));
+    if (!work.seals.empty())
+      done.seals_admitted = seal_step(work.seals, work.now, seals_pruned_at);
+    if (!work.receipts.empty())
+      done.receipts = receipt_step(work.receipts, work.receipt_fallbacks, work.now);
+    return done;
+  });
+  if (seals_pruned_at != 0)
+    seals_pruned_at_ = seals_pruned_at;
+  return outcome;
 }
 
 void sql_task_store::ping() {

@@ -44,18 +44,9 @@ public:
   sql_task_store(database_url url, std::unique_ptr<soci::session> sql, store_options options = {});
   ~sql_task_store() override;
 
-  using task_store::claim;
-  std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans,
-                                  const claim_takes& takes) override;
-  std::vector<std::string> apply(const std::vector<state_change>& changes,
-                                 const std::vector<attempt_record>& attempts) override;
+  commit_outcome commit(const unit_of_work& work) override;
   failover_result fail_over(const state_change& change, const std::vector<attempt_record>& attempts,
                             const domain::delivery& failed, const fallback_routes& routes) override;
-  std::vector<receipt_outcome> record_receipts(const std::vector<receipt_input>& receipts,
-                                               const fallback_routes& failover,
-                                               domain::timestamp now) override;
-  std::vector<bool> admit_pushes(const std::vector<domain::push_seal>& seals,
-                                 domain::timestamp now) override;
   std::vector<std::string> deliver_to_inbox(const std::vector<std::string>& task_ids,
                                             domain::timestamp now) override;
   inbox_page list_inbox(const inbox_query& which) override;
@@ -102,6 +93,17 @@ private:
 
   // Steps run inside an open transaction (in_transaction); their batch types are in
   // sql_store_internal.hpp, sql_claims.cpp and sql_receipts.cpp.
+  // The commands of a unit of work (commit), one step each:
+  std::vector<claim_result> claim_step(const std::vector<domain::message_plan>& plans,
+                                       const claim_takes& takes);
+  /// Notes in `done` the escalation steps it suppressed and the fallbacks its SENT changes
+  /// created (applying early UNDELIVERED receipts).
+  std::vector<std::string> change_step(const change_group& group, commit_outcome& done);
+  /// Sets `pruned_at` (unix seconds) when it dropped the expired seals.
+  std::vector<bool> seal_step(const std::vector<domain::push_seal>& seals, domain::timestamp now,
+                              std::int64_t& pruned_at);
+  std::vector<receipt_outcome> receipt_step(const std::vector<receipt_input>& receipts,
+                                            const fallback_routes& failover, domain::timestamp now);
   /// Inserts the batch's messages and new tasks; with `policy`, decides each new task first
   /// and counts the admitted ones against their caps; with `takes`, inserts the new tasks that
   /// may go at once taken, as far as their channels have places.
@@ -122,12 +124,16 @@ private:
   std::vector<std::vector<fallback_link>> claim_fallback_chains(
       std::vector<domain::message_plan> plans, const std::vector<std::string>& failed_channels,
       const fallback_routes& routes, domain::admission* policy, domain::timestamp now, bool again);
-  std::unordered_map<std::string, domain::delivery>
+  /// Claims the fallbacks of UNDELIVERED tasks; answers those it created to be sent, by the
+  /// failed task's id.
+  std::unordered_map<std::string, created_fallback>
   claim_fallbacks(const std::vector<std::string>& undelivered, const fallback_routes& failover,
                   domain::timestamp now);
   void run_inbox_marks(const std::vector<receipt_input>& receipts,
                        const std::vector<receipt_outcome>& found);
-  void run_receipt_catch_up(const std::vector<std::string>& sent_ids, domain::timestamp at);
+  /// Answers the fallbacks it created (of tasks an early UNDELIVERED receipt ended).
+  std::vector<created_fallback> run_receipt_catch_up(const std::vector<std::string>& sent_ids,
+                                                     domain::timestamp at);
   /// Notes that a task entered `state` at `at` in the open transaction; in_transaction writes
   /// the events of what was noted just before it commits. Every step that moves a task notes
   /// it, in the order the states were entered.

@@ -9,7 +9,6 @@
 #include "domain/time.hpp"
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -398,11 +397,6 @@ struct store_options {
   /// What claims apply to the tasks they create (docs/policy.md); none: every task is sent as
   /// asked (no user look-up at all).
   std::shared_ptr<const claim_policy> policy;
-  /// Told, after the commit, of each task a state change suppressed in the store itself (an
-  /// escalation step whose message was READ first): the metrics count it with the tasks policy
-  /// suppressed at claim time. Empty: nobody is told.
-  std::function<void(const std::string& channel, domain::policy_reason)> suppressed;
-
   /// Options writing the events of `states` and nothing else beyond the defaults.
   static store_options writing_events(std::vector<domain::task_state> states) {
     store_options options;
@@ -437,6 +431,52 @@ struct unfinished_filter {
   partition_filter partitions;
 };
 
+/// State changes applied together, with the attempts they record: no task is changed twice in
+/// one group, so "this task's change applied" names one change.
+struct change_group {
+  std::vector<state_change> changes;
+  std::vector<attempt_record> attempts;
+};
+
+/// What one commit writes, run in this order in one transaction (task_store::commit): what a
+/// store writer collected while the previous commit ran (design.md §6). Later commands see
+/// what earlier ones wrote: a receipt finds the SENT its task's change group just made.
+struct unit_of_work {
+  std::vector<domain::message_plan> claims;
+  claim_takes takes; ///< places the claims may insert new tasks taken into
+  std::vector<change_group> changes;
+  std::vector<domain::push_seal> seals;
+  std::vector<receipt_input> receipts;
+  fallback_routes receipt_fallbacks; ///< where a receipt's UNDELIVERED task fails over to
+  domain::timestamp now;             ///< of the seals and receipts
+
+  bool empty() const {
+    return claims.empty() && changes.empty() && seals.empty() && receipts.empty();
+  }
+};
+
+/// A fallback task a commit created for a task a receipt made UNDELIVERED.
+struct created_fallback {
+  std::string failed_channel; ///< the UNDELIVERED task's
+  domain::delivery task;      ///< ready to dispatch
+};
+
+/// What one commit did: the answers to its commands, in their order, and what happened beside
+/// them that whoever commits follows up (counts, dispatch). Tasks the commit created are in
+/// `claims` (created) and in `receipts` (a fallback of an UNDELIVERED task).
+struct commit_outcome {
+  std::vector<claim_result> claims;
+  std::vector<std::vector<std::string>> applied; ///< per change group: ids whose change applied
+  std::vector<bool> seals_admitted;
+  std::vector<receipt_outcome> receipts;
+  /// The channel of each escalation step a change group suppressed in the store itself (its
+  /// message was READ first): policy's read_before_escalation, one entry per task.
+  std::vector<std::string> suppressed_escalations;
+  /// Fallbacks of tasks that a SENT change made UNDELIVERED at once, applying an UNDELIVERED
+  /// receipt that came before it (a fast provider).
+  std::vector<created_fallback> caught_up_fallbacks;
+};
+
 /// The database behind herald. Every call is one transaction and blocks: callers run it off
 /// the actor scheduler's threads (store actors are detached). One instance is one connection
 /// and is used by one thread at a time.
@@ -444,20 +484,22 @@ class task_store {
 public:
   virtual ~task_store() = default;
 
+  /// Runs the unit of work in ONE transaction, in its order (claims, change groups, push seals,
+  /// receipts), and answers what that commit did: each command's answers and what happened
+  /// beside them (commit_outcome). A failure throws store_error and commits nothing.
+  virtual commit_outcome commit(const unit_of_work& work) = 0;
+
   /// Inserts the messages and their tasks in one transaction; a task whose key exists is
   /// answered as "existing" with its current state, never as an error. Results in input order.
   /// The same key twice in one batch: the first is created, the later ones are duplicates.
   /// New tasks that may go at once are inserted taken as far as `takes` has places.
-  virtual std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans,
-                                          const claim_takes& takes) = 0;
-  std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans) {
-    return claim(plans, {});
-  }
+  std::vector<claim_result> claim(const std::vector<domain::message_plan>& plans,
+                                  const claim_takes& takes = {});
 
   /// Applies the changes and appends the attempts in one transaction. Returns the ids of the
   /// tasks whose change applied (the row was still in `from`); the others were left alone.
-  virtual std::vector<std::string> apply(const std::vector<state_change>& changes,
-                                         const std::vector<attempt_record>& attempts) = 0;
+  std::vector<std::string> apply(const std::vector<state_change>& changes,
+                                 const std::vector<attempt_record>& attempts);
 
   /// Failover in one transaction: applies the guarded `change` to the `failed` task (with its
   /// `attempts`) and claims its fallback along `routes` — the first channel of its chain the
@@ -478,17 +520,17 @@ public:
   /// Idempotent: the same receipt again writes nothing and answers where the task stands. A READ or
   /// CLICKED receipt from the inbox (source inbox) also marks the task's inbox item read (and
   /// clicked), once.
-  virtual std::vector<receipt_outcome> record_receipts(const std::vector<receipt_input>& receipts,
-                                                       const fallback_routes& failover,
-                                                       domain::timestamp now) = 0;
+  std::vector<receipt_outcome> record_receipts(const std::vector<receipt_input>& receipts,
+                                               const fallback_routes& failover,
+                                               domain::timestamp now);
 
   /// Admits signed pushes (domain::push_seal) in one transaction: a seal whose (channel,
   /// signed_at, nonce) is new is stored (insert-if-absent on the primary key, so of two nodes
   /// racing with different requests one wins) and admitted; a known one is admitted only if it
   /// names the same request. Answers in input order. Drops the seals whose kept_until passed by
   /// `now`, at most once a minute per connection.
-  virtual std::vector<bool> admit_pushes(const std::vector<domain::push_seal>& seals,
-                                         domain::timestamp now) = 0;
+  std::vector<bool> admit_pushes(const std::vector<domain::push_seal>& seals,
+                                 domain::timestamp now);
 
   /// Puts each task into its user's inbox (inapp channels) in one transaction: tenant, user (the
   /// task's recipient), channel, title and body come from the task and its message, created_at

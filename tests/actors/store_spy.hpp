@@ -17,33 +17,37 @@ class store_spy final : public persistence::task_store {
 public:
   explicit store_spy(std::unique_ptr<persistence::task_store> real) : real_(std::move(real)) {}
 
-  std::size_t claim_batches = 0; ///< claim() calls, i.e. claim transactions
+  std::size_t commits = 0;       ///< commit() calls, i.e. write transactions of batches
+  std::size_t claim_batches = 0; ///< commits with claims
   std::size_t claimed_plans = 0;
-  std::size_t apply_batches = 0;                  ///< apply() calls, i.e. apply transactions
+  std::size_t apply_batches = 0;                  ///< commits with state changes, and failovers
+  std::size_t change_groups = 0;                  ///< change groups of all commits
   std::vector<persistence::state_change> changes; ///< every change asked for, in order
   std::vector<std::string> recovery_reads;        ///< channel of each load_unfinished (empty: all)
   std::vector<std::vector<std::string>> id_reads; ///< task ids of each load_deliveries
   std::vector<std::string> awaiting_reads;        ///< channel of each load_awaiting_receipt
   std::vector<persistence::partition_filter> awaiting_partitions; ///< and its partitions
   std::vector<persistence::event_claim> event_claims;             ///< each claim_due_events
-  std::size_t receipt_batches = 0; ///< record_receipts() calls, i.e. receipt transactions
+  std::size_t receipt_batches = 0;                                ///< commits with receipts
   std::vector<persistence::receipt_input> receipts; ///< every receipt recorded, in order
-  std::size_t seal_batches = 0; ///< admit_pushes() calls, i.e. push seal transactions
+  std::size_t seal_batches = 0;                     ///< commits with push seals
 
-  using persistence::task_store::claim;
-  std::vector<persistence::claim_result> claim(const std::vector<domain::message_plan>& plans,
-                                               const persistence::claim_takes& takes) override {
-    ++claim_batches;
-    claimed_plans += plans.size();
-    return real_->claim(plans, takes);
-  }
-
-  std::vector<std::string>
-  apply(const std::vector<persistence::state_change>& changes_in,
-        const std::vector<persistence::attempt_record>& attempts) override {
-    ++apply_batches;
-    changes.insert(changes.end(), changes_in.begin(), changes_in.end());
-    return real_->apply(changes_in, attempts);
+  persistence::commit_outcome commit(const persistence::unit_of_work& work) override {
+    ++commits;
+    if (!work.claims.empty())
+      ++claim_batches;
+    claimed_plans += work.claims.size();
+    if (!work.changes.empty())
+      ++apply_batches;
+    change_groups += work.changes.size();
+    for (const auto& group : work.changes)
+      changes.insert(changes.end(), group.changes.begin(), group.changes.end());
+    if (!work.seals.empty())
+      ++seal_batches;
+    if (!work.receipts.empty())
+      ++receipt_batches;
+    receipts.insert(receipts.end(), work.receipts.begin(), work.receipts.end());
+    return real_->commit(work);
   }
 
   persistence::failover_result fail_over(const persistence::state_change& change,
@@ -53,12 +57,6 @@ public:
     ++apply_batches;
     changes.push_back(change);
     return real_->fail_over(change, attempts, failed, routes);
-  }
-
-  std::vector<bool> admit_pushes(const std::vector<domain::push_seal>& seals,
-                                 domain::timestamp now) override {
-    ++seal_batches;
-    return real_->admit_pushes(seals, now);
   }
 
   std::vector<std::string> deliver_to_inbox(const std::vector<std::string>& task_ids,
@@ -126,14 +124,6 @@ public:
 
   std::vector<persistence::state_count> count_by_state() override {
     return real_->count_by_state();
-  }
-
-  std::vector<persistence::receipt_outcome>
-  record_receipts(const std::vector<persistence::receipt_input>& receipts_in,
-                  const persistence::fallback_routes& failover, domain::timestamp now) override {
-    ++receipt_batches;
-    receipts.insert(receipts.end(), receipts_in.begin(), receipts_in.end());
-    return real_->record_receipts(receipts_in, failover, now);
   }
 
   persistence::stats_report stats(const persistence::stats_query& which) override {

@@ -317,7 +317,8 @@ BOOST_AUTO_TEST_CASE(the_same_guarded_change_twice_in_one_batch_applies_for_one_
   auto first = mark(askers[0]);
   auto second = mark(askers[1]);
   run();
-  BOOST_TEST(writer_store->apply_batches == 2u); // one task twice: split, so each is told apart
+  BOOST_TEST(writer_store->commits == 1u);
+  BOOST_TEST(writer_store->change_groups == 2u); // one task twice: split, so each is told apart
   std::size_t told_applied = 0;
   for (auto* pending : {&first, &second})
     pending->receive([&](actors::task_ids& applied) { told_applied += applied.size(); },
@@ -436,6 +437,81 @@ BOOST_AUTO_TEST_CASE(a_failed_receipt_batch_answers_every_requester_with_an_erro
       [&](caf::error& err) { failed = actors::has_code(err, actors::errc::store_unavailable); });
   BOOST_TEST(failed);
   BOOST_TEST(writer_store->receipt_batches == 0u); // nothing reached the database
+}
+
+// A flush is one unit of work: a claim, a state change and a receipt that wait together are
+// committed in ONE transaction, and each waiter gets its own answer from its outcome.
+BOOST_AUTO_TEST_CASE(claims_changes_and_receipts_of_one_flush_commit_together) {
+  auto writer = spawn_writer();
+  auto sent = plan("order-u1", {"sms"});
+  auto ids = seed({sent, plan("order-u2", {"sms"})});
+  move_task(ids[0], task_state::pending, task_state::sending);
+  move_task(ids[0], task_state::sending, task_state::sent, 1);
+  const auto commits_before = writer_store->commits;
+  persistence::receipt_input receipt;
+  receipt.channel = "sms";
+  receipt.provider_request_id = sent.tasks[0].provider_request_id;
+  receipt.receipt = {domain::receipt_status::delivered, domain::receipt_source::callback,
+                     clock->now(), clock->now(), ""};
+  requesters askers{sys, 3};
+  auto claimed = askers[0]->request(writer, caf::infinite, actors::claim_atom_v,
+                                    plan("order-u3", {"sms", "email"}));
+  auto changed = askers[1]->request(
+      writer, caf::infinite, actors::apply_atom_v,
+      actors::state_changes{change(ids[1], task_state::pending, task_state::sending)},
+      actors::attempt_records{});
+  auto recorded = askers[2]->request(writer, caf::infinite, actors::receipt_atom_v,
+                                     actors::receipt_inputs{receipt}, clock->now());
+  run();
+  BOOST_TEST(writer_store->commits - commits_before == 1u);
+  std::size_t answers = 0;
+  claimed.receive(
+      [&](persistence::claim_result& result) {
+        ++answers;
+        BOOST_REQUIRE_EQUAL(result.tasks.size(), 2u);
+        BOOST_TEST(result.tasks[0].created);
+      },
+      [&](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+  changed.receive(
+      [&](actors::task_ids& applied) {
+        ++answers;
+        BOOST_TEST(applied == actors::task_ids{ids[1]});
+      },
+      [&](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+  recorded.receive(
+      [&](actors::receipt_outcomes& outcomes) {
+        ++answers;
+        BOOST_REQUIRE_EQUAL(outcomes.size(), 1u);
+        BOOST_TEST(to_string(outcomes[0].state) == "DELIVERED");
+      },
+      [&](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+  BOOST_TEST(answers == 3u);
+  BOOST_TEST(to_string(task(ids[1]).state) == "SENDING");
+}
+
+// The flush's one transaction fails as a whole: every waiter, of every kind, hears the error,
+// and nothing of it is in the database.
+BOOST_AUTO_TEST_CASE(a_failed_commit_answers_every_waiter_of_its_flush_with_an_error) {
+  auto writer = spawn_writer();
+  auto ids = seed({plan("order-u4", {"sms"})});
+  faulty_store->script(1, persistence::faulty_task_store::fault::fail);
+  requesters askers{sys, 2};
+  auto claimed =
+      askers[0]->request(writer, caf::infinite, actors::claim_atom_v, plan("order-u5", {"sms"}));
+  auto changed = askers[1]->request(
+      writer, caf::infinite, actors::apply_atom_v,
+      actors::state_changes{change(ids[0], task_state::pending, task_state::sending)},
+      actors::attempt_records{});
+  run();
+  std::size_t failed = 0;
+  const auto unavailable = [&](caf::error& err) {
+    failed += actors::has_code(err, actors::errc::store_unavailable) ? 1 : 0;
+  };
+  claimed.receive([&](persistence::claim_result&) { BOOST_ERROR("claim answered"); }, unavailable);
+  changed.receive([&](actors::task_ids&) { BOOST_ERROR("change answered"); }, unavailable);
+  BOOST_TEST(failed == 2u);
+  BOOST_TEST(to_string(task(ids[0]).state) == "PENDING");
+  BOOST_TEST(tasks_in(task_state::pending) == 1u); // order-u5 was not claimed
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -338,7 +338,8 @@ inline void early_receipt_events_keep_task_order(store_backend& backend) {
 }
 
 // An UNDELIVERED receipt before the SENT commit is acknowledged, so it must not depend on
-// memory: that commit applies it and claims the fallback's task in the same transaction.
+// memory: that commit applies it and claims the fallback's task in the same transaction, and
+// answers the fallback in its outcome for the writer to count and dispatch.
 inline void an_early_undelivered_is_applied_by_the_sent_commit(store_backend& backend) {
   backend.open_store(); // migrates
   persistence::store_options options;
@@ -349,14 +350,22 @@ inline void an_early_undelivered_is_applied_by_the_sent_commit(store_backend& ba
   const auto& task = send_first(*store, plan, true);
   store->record_receipts({receipt(task, receipt_status::undelivered)}, options.fallbacks,
                          micros(t_receipt));
-  BOOST_TEST(store->apply({change(task.id, task_state::sending, task_state::sent, 1, t_sent)}, {})
-                 .size() == 1u);
+  persistence::unit_of_work sent;
+  sent.changes.push_back({{change(task.id, task_state::sending, task_state::sent, 1, t_sent)}, {}});
+  const auto outcome = store->commit(sent);
+  BOOST_TEST_REQUIRE(outcome.applied.size() == 1u);
+  BOOST_TEST(outcome.applied[0] == std::vector<std::string>{task.id});
+  BOOST_TEST_REQUIRE(outcome.caught_up_fallbacks.size() == 1u);
+  const auto& fallback = outcome.caught_up_fallbacks[0];
+  BOOST_TEST(fallback.failed_channel == "sms");
+  BOOST_TEST(fallback.task.channel == "email");
   auto view = store->find_message("", plan.message.id);
   BOOST_TEST_REQUIRE(view.has_value());
-  BOOST_TEST_REQUIRE(view->tasks.size() == 2u); // the fallback task, PENDING for the sweep
+  BOOST_TEST_REQUIRE(view->tasks.size() == 2u); // the fallback task, PENDING until dispatched
   for (const auto& t : view->tasks)
-    BOOST_TEST((t.channel == "email" ? t.state == task_state::pending
-                                     : t.state == task_state::undelivered));
+    BOOST_TEST((t.channel == "email"
+                    ? t.state == task_state::pending && t.task_id == fallback.task.task_id
+                    : t.state == task_state::undelivered));
 }
 
 // Two tasks whose provider gave the same message id: a receipt naming only that id cannot tell
