@@ -10,7 +10,9 @@
 #include <optional>
 #include <random>
 #include <string_view>
+#include <tuple>
 #include <unordered_set>
+#include <utility>
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -256,11 +258,20 @@ persistence::unit_of_work collect(store_writer_state& st, flushed& f) {
   return work;
 }
 
+// Whether the outcome answers every command of the unit (else a store broke its contract).
+bool answers_all(const persistence::commit_outcome& outcome,
+                 const persistence::unit_of_work& work) {
+  return outcome.claims.size() == work.claims.size() &&
+         outcome.applied.size() == work.changes.size() &&
+         outcome.seals_admitted.size() == work.seals.size() &&
+         outcome.receipts.size() == work.receipts.size();
+}
+
 // Counts and answers what the commit did, and keeps what it created for the dispatch.
 void follow_up(self_pointer self, flushed& f, const persistence::unit_of_work& work,
                persistence::commit_outcome& outcome, taken_places& taken) {
   auto& st = self->state;
-  for (std::size_t i = 0; i < outcome.claims.size() && i < work.claims.size(); ++i)
+  for (std::size_t i = 0; i < outcome.claims.size(); ++i)
     created_by_claim(st, outcome.claims[i], work.claims[i].tasks, &taken);
   auto next = std::make_move_iterator(outcome.claims.begin());
   for (auto& pending : f.claims)
@@ -271,7 +282,7 @@ void follow_up(self_pointer self, flushed& f, const persistence::unit_of_work& w
     next += size;
   }
   for (std::size_t a = 0; a < f.applies.size(); ++a) {
-    const auto& ids = outcome.applied.at(f.group_of[a]);
+    const auto& ids = outcome.applied[f.group_of[a]];
     const std::unordered_set<std::string_view> applied(ids.begin(), ids.end());
     task_ids mine;
     for (auto& change : f.applies[a].changes)
@@ -280,6 +291,9 @@ void follow_up(self_pointer self, flushed& f, const persistence::unit_of_work& w
     f.applies[a].promise.deliver(std::move(mine));
   }
   for (auto& fallback : outcome.caught_up_fallbacks) {
+    log::info("store.undelivered_failed_over", {{"task_id", fallback.failed_task_id},
+                                                {"trace_id", fallback.task.trace_id},
+                                                {"fallback_task_id", fallback.task.task_id}});
     st.metrics->failover(fallback.failed_channel, fallback.task.channel);
     st.metrics->task_created(fallback.task.channel);
     st.created.push_back(std::move(fallback.task));
@@ -288,7 +302,7 @@ void follow_up(self_pointer self, flushed& f, const persistence::unit_of_work& w
     st.metrics->task_suppressed(channel,
                                 domain::to_string(domain::policy_reason::read_before_escalation));
   for (std::size_t i = 0; i < f.seals.size(); ++i)
-    f.seals[i].promise.deliver(static_cast<bool>(outcome.seals_admitted.at(i)));
+    f.seals[i].promise.deliver(static_cast<bool>(outcome.seals_admitted[i]));
   created_by_receipts(st, work.receipts, outcome.receipts);
   std::size_t first = 0;
   for (auto& pending : f.receipts) {
@@ -300,8 +314,75 @@ void follow_up(self_pointer self, flushed& f, const persistence::unit_of_work& w
   }
 }
 
+// Commits `work`, then answers `f`'s waiters from the outcome and hands the tasks it created
+// taken to their channels. On failure nobody is answered yet and the reason is returned: the
+// commit may have happened all the same (a lost answer), so nothing taken is handed over.
+std::optional<std::string> commit_and_follow_up(self_pointer self, flushed& f,
+                                                const persistence::unit_of_work& work,
+                                                taken_places& taken) {
+  persistence::commit_outcome outcome;
+  try {
+    outcome = self->state.store->commit(work);
+  } catch (const std::exception& e) {
+    return std::string{e.what()};
+  }
+  if (!answers_all(outcome, work))
+    return std::string{"the store's outcome does not answer every command"};
+  follow_up(self, f, work, outcome, taken);
+  hand_over_taken(self, taken);
+  return std::nullopt;
+}
+
+void fail_all(flushed& f, const persistence::unit_of_work& work, const std::string& why) {
+  log::error("store.commit_failed", {{"messages", std::to_string(work.claims.size())},
+                                     {"change_groups", std::to_string(work.changes.size())},
+                                     {"seals", std::to_string(work.seals.size())},
+                                     {"receipts", std::to_string(work.receipts.size())},
+                                     {"error", domain::mask_free_text(why)}});
+  f.each_promise(
+      [&](auto& promise) { promise.deliver(caf::make_error(errc::store_unavailable, why)); });
+}
+
+// A failed unit split into one unit per kind of command, each with its own waiters, so a
+// command the database keeps refusing fails its own waiters only. Every command is idempotent
+// (keys, guards, take tokens), so committing one again after a lost answer is safe.
+std::vector<std::pair<flushed, persistence::unit_of_work>>
+split_by_kind(flushed& f, persistence::unit_of_work& work) {
+  std::vector<std::pair<flushed, persistence::unit_of_work>> parts;
+  const auto part = [&] {
+    auto& [mine, unit] = parts.emplace_back();
+    unit.receipt_fallbacks = work.receipt_fallbacks;
+    unit.now = work.now;
+    return std::tie(mine, unit);
+  };
+  if (!work.claims.empty()) {
+    auto [mine, unit] = part();
+    mine.claims = std::move(f.claims);
+    mine.claim_batches = std::move(f.claim_batches);
+    unit.claims = std::move(work.claims);
+  }
+  if (!work.changes.empty()) {
+    auto [mine, unit] = part();
+    mine.applies = std::move(f.applies);
+    mine.group_of = std::move(f.group_of);
+    unit.changes = std::move(work.changes);
+  }
+  if (!work.seals.empty()) {
+    auto [mine, unit] = part();
+    mine.seals = std::move(f.seals);
+    unit.seals = std::move(work.seals);
+  }
+  if (!work.receipts.empty()) {
+    auto [mine, unit] = part();
+    mine.receipts = std::move(f.receipts);
+    unit.receipts = std::move(work.receipts);
+  }
+  return parts;
+}
+
 // Commits everything collected since the last flush in ONE transaction, answers every waiter
-// from its outcome, and hands what it created on.
+// from its outcome, and hands what it created on. If that fails, what the claims took goes
+// back, and a unit of several kinds of command is committed again one kind at a time.
 void flush(self_pointer self) {
   auto& st = self->state;
   st.flush_queued = false;
@@ -310,22 +391,23 @@ void flush(self_pointer self) {
   if (!work.empty()) {
     auto taken = take_places(st, work.claims);
     work.takes = taken.takes;
-    try {
-      auto outcome = st.store->commit(work);
-      follow_up(self, f, work, outcome, taken);
-      hand_over_taken(self, taken);
-    } catch (const std::exception& e) {
-      log::error("store.commit_failed", {{"messages", std::to_string(work.claims.size())},
-                                         {"change_groups", std::to_string(work.changes.size())},
-                                         {"seals", std::to_string(work.seals.size())},
-                                         {"receipts", std::to_string(work.receipts.size())},
-                                         {"error", domain::mask_free_text(e.what())}});
-      f.each_promise([&](auto& promise) {
-        promise.deliver(caf::make_error(errc::store_unavailable, e.what()));
-      });
+    if (auto failure = commit_and_follow_up(self, f, work, taken)) {
       if (!work.takes.by_channel.empty()) {
         release_taken(st, work.claims, work.takes);
         hand_over_taken(self, taken); // every place back
+        work.takes = {};
+      }
+      auto parts = split_by_kind(f, work);
+      if (parts.size() == 1) {
+        fail_all(parts[0].first, parts[0].second, *failure);
+      } else {
+        log::warn("store.commit_split", {{"parts", std::to_string(parts.size())},
+                                         {"error", domain::mask_free_text(*failure)}});
+        for (auto& [mine, unit] : parts) {
+          taken_places none;
+          if (auto again = commit_and_follow_up(self, mine, unit, none))
+            fail_all(mine, unit, *again);
+        }
       }
     }
   }

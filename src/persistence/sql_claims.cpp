@@ -602,7 +602,7 @@ sql_task_store::claim_fallbacks(const std::vector<std::string>& undelivered,
     if (const auto& outcome = last.claim.tasks.front(); outcome.created && !outcome.policy_reason)
       created.emplace(
           failed_ids[i],
-          created_fallback{failed_channels[i],
+          created_fallback{failed_ids[i], failed_channels[i],
                            domain::make_delivery(last.claim.message, last.plan.tasks.front())});
   }
   return created;

@@ -239,12 +239,8 @@ sql_task_store::run_receipt_catch_up(const std::vector<std::string>& sent_ids,
     if (moves.by_task.at(id).second == domain::task_state::undelivered)
       undelivered.push_back(id);
   std::vector<created_fallback> created;
-  for (auto& [failed, fallback] : claim_fallbacks(undelivered, options_.fallbacks, at)) {
-    log::info("store.undelivered_failed_over", {{"task_id", failed},
-                                                {"trace_id", fallback.task.trace_id},
-                                                {"fallback_task_id", fallback.task.task_id}});
+  for (auto& [failed, fallback] : claim_fallbacks(undelivered, options_.fallbacks, at))
     created.push_back(std::move(fallback));
-  }
   return created;
 }
 

@@ -20,7 +20,7 @@ std::vector<std::string> task_store::apply(const std::vector<state_change>& chan
     return {};
   unit_of_work work;
   work.changes.push_back({changes, attempts});
-  return std::move(commit(work).applied.front());
+  return std::move(commit(work).applied.at(0));
 }
 
 std::vector<receipt_outcome> task_store::record_receipts(const std::vector<receipt_input>& receipts,

@@ -457,13 +457,15 @@ struct unit_of_work {
 
 /// A fallback task a commit created for a task a receipt made UNDELIVERED.
 struct created_fallback {
-  std::string failed_channel; ///< the UNDELIVERED task's
+  std::string failed_task_id; ///< the UNDELIVERED task
+  std::string failed_channel; ///< its channel
   domain::delivery task;      ///< ready to dispatch
 };
 
 /// What one commit did: the answers to its commands, in their order, and what happened beside
 /// them that whoever commits follows up (counts, dispatch). Tasks the commit created are in
-/// `claims` (created) and in `receipts` (a fallback of an UNDELIVERED task).
+/// `claims` (created), in `receipts` (a fallback of an UNDELIVERED task) and in
+/// `caught_up_fallbacks`.
 struct commit_outcome {
   std::vector<claim_result> claims;
   std::vector<std::vector<std::string>> applied; ///< per change group: ids whose change applied
@@ -486,7 +488,8 @@ public:
 
   /// Runs the unit of work in ONE transaction, in its order (claims, change groups, push seals,
   /// receipts), and answers what that commit did: each command's answers and what happened
-  /// beside them (commit_outcome). A failure throws store_error and commits nothing.
+  /// beside them (commit_outcome). A failure throws (store_error from the database); it
+  /// committed nothing, unless only the answer was lost after COMMIT.
   virtual commit_outcome commit(const unit_of_work& work) = 0;
 
   /// Inserts the messages and their tasks in one transaction; a task whose key exists is

@@ -311,8 +311,9 @@ BOOST_AUTO_TEST_CASE(a_failed_write_leaves_its_tasks_to_the_next_pass) {
   sms->answer_status_for(request_id[ids[0]], recording_provider::found(provider_status::clicked));
   spawn_reconciler();
   advance_both(window - interval);
-  // The next write: the pass's receipt and its UNCONFIRMED change, one commit.
-  faulty_store->script(1, faulty_task_store::fault::fail);
+  // The pass's receipt and its UNCONFIRMED change: their one commit, then each kind alone.
+  for (std::size_t nth = 1; nth <= 3; ++nth)
+    faulty_store->script(nth, faulty_task_store::fault::fail);
   advance_both(interval + std::chrono::milliseconds{1});
   BOOST_TEST(sms->queries.size() == 2u);
   BOOST_TEST(tasks_in(task_state::sent) == 2u);

@@ -489,15 +489,44 @@ BOOST_AUTO_TEST_CASE(claims_changes_and_receipts_of_one_flush_commit_together) {
   BOOST_TEST(to_string(task(ids[1]).state) == "SENDING");
 }
 
-// The flush's one transaction fails as a whole: every waiter, of every kind, hears the error,
-// and nothing of it is in the database.
-BOOST_AUTO_TEST_CASE(a_failed_commit_answers_every_waiter_of_its_flush_with_an_error) {
+// The flush's one transaction fails as a whole. Its commands are committed again one kind at a
+// time, so a kind the database keeps refusing fails its own waiters only.
+BOOST_AUTO_TEST_CASE(a_failed_commit_is_split_so_only_the_failing_kind_fails) {
   auto writer = spawn_writer();
   auto ids = seed({plan("order-u4", {"sms"})});
-  faulty_store->script(1, persistence::faulty_task_store::fault::fail);
+  faulty_store->script(1, persistence::faulty_task_store::fault::fail); // the flush's unit
+  faulty_store->script(2, persistence::faulty_task_store::fault::fail); // then its claims alone
   requesters askers{sys, 2};
   auto claimed =
       askers[0]->request(writer, caf::infinite, actors::claim_atom_v, plan("order-u5", {"sms"}));
+  auto changed = askers[1]->request(
+      writer, caf::infinite, actors::apply_atom_v,
+      actors::state_changes{change(ids[0], task_state::pending, task_state::sending)},
+      actors::attempt_records{});
+  run();
+  bool claim_failed = false;
+  claimed.receive([&](persistence::claim_result&) { BOOST_ERROR("claim answered"); },
+                  [&](caf::error& err) {
+                    claim_failed = actors::has_code(err, actors::errc::store_unavailable);
+                  });
+  BOOST_TEST(claim_failed);
+  changed.receive(
+      [&](actors::task_ids& applied) { BOOST_TEST(applied == actors::task_ids{ids[0]}); },
+      [&](caf::error& err) { BOOST_ERROR(actors::describe(err)); });
+  BOOST_TEST(to_string(task(ids[0]).state) == "SENDING");
+  BOOST_TEST(tasks_in(task_state::pending) == 0u); // order-u5 was not claimed
+}
+
+// When every try fails, every waiter of the flush, of every kind, hears the error, and nothing
+// of it is in the database.
+BOOST_AUTO_TEST_CASE(a_commit_that_keeps_failing_answers_every_waiter_with_an_error) {
+  auto writer = spawn_writer();
+  auto ids = seed({plan("order-u6", {"sms"})});
+  for (std::size_t nth = 1; nth <= 3; ++nth) // the unit, then each kind alone
+    faulty_store->script(nth, persistence::faulty_task_store::fault::fail);
+  requesters askers{sys, 2};
+  auto claimed =
+      askers[0]->request(writer, caf::infinite, actors::claim_atom_v, plan("order-u7", {"sms"}));
   auto changed = askers[1]->request(
       writer, caf::infinite, actors::apply_atom_v,
       actors::state_changes{change(ids[0], task_state::pending, task_state::sending)},
@@ -511,7 +540,7 @@ BOOST_AUTO_TEST_CASE(a_failed_commit_answers_every_waiter_of_its_flush_with_an_e
   changed.receive([&](actors::task_ids&) { BOOST_ERROR("change answered"); }, unavailable);
   BOOST_TEST(failed == 2u);
   BOOST_TEST(to_string(task(ids[0]).state) == "PENDING");
-  BOOST_TEST(tasks_in(task_state::pending) == 1u); // order-u5 was not claimed
+  BOOST_TEST(tasks_in(task_state::pending) == 1u); // order-u7 was not claimed
 }
 
 BOOST_AUTO_TEST_SUITE_END()
