@@ -482,11 +482,13 @@ int serve(const config& cfg) {
       writer_options.event_states = domain::event_states_for(cfg.events.types);
     writer_options.takes_receipts = takes_receipts(cfg);
     writer_options.fallbacks = fallback_routes_of(cfg, id_secret);
+    writer_options.plans_once = true; // batches keyed by ids: planned once, not at every run
     // Claims apply the policy (docs/policy.md) to the tasks they create.
     persistence::store_options claim_options;
     claim_options.event_states = writer_options.event_states; // task.suppressed by policy
     claim_options.policy = std::make_shared<const persistence::claim_policy>(
         persistence::claim_policy{cfg.policy, zones});
+    claim_options.plans_once = true;
     // SQLite takes one writer at a time: a second writing connection would only wait.
     if (url.backend == persistence::database_url::kind::postgresql)
       claims_store = persistence::open_task_store(url, false, claim_options);

@@ -50,17 +50,9 @@ struct statement_cache::entry {
   std::vector<std::vector<soci::indicator>> nulls;
 };
 
-statement_cache::statement_cache(soci::session& sql)
+statement_cache::statement_cache(soci::session& sql, bool plan_each_execution)
     : sql_(sql),
-      // SQLite parses and plans a statement once. On PostgreSQL a named prepared statement
-      // keeps, after five runs, one generic plan until the table is next analyzed: a plan made
-      // while `tasks` was nearly empty (a new database, before autovacuum's first ANALYZE)
-      // hash-joined every later batch with the whole table, ~90 ms per UPDATE at 60k rows and
-      // half of PostgreSQL's time in the standard benchmark (auto_explain). Sent unnamed with
-      // its parameters, each execution is planned against the tables' current size (a batch
-      // is still guessed at 100 rows); the foreign-key checks PostgreSQL runs inside it keep
-      // their cached plans.
-      plan_each_execution_(sql.get_backend_name() == "postgresql") {}
+      plan_each_execution_(plan_each_execution && sql.get_backend_name() == "postgresql") {}
 
 statement_cache::~statement_cache() = default;
 

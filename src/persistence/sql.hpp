@@ -36,7 +36,10 @@ void execute(soci::session& sql, const std::string& query, std::vector<std::stri
 /// come back in chunks of `into(vector)`.
 class statement_cache {
 public:
-  explicit statement_cache(soci::session& sql);
+  /// `plan_each_execution`: PostgreSQL plans every execution against the tables as they are now
+  /// (statements are sent unnamed); otherwise a statement is prepared once (named on
+  /// PostgreSQL) and keeps its plan. SQLite always keeps its plan.
+  statement_cache(soci::session& sql, bool plan_each_execution);
   statement_cache(const statement_cache&) = delete;
   statement_cache& operator=(const statement_cache&) = delete;
   ~statement_cache();

@@ -8,7 +8,18 @@ using namespace store_detail;
 sql_task_store::sql_task_store(database_url url, std::unique_ptr<soci::session> sql,
                                store_options options)
     : url_(std::move(url)), dialect_(url_.backend), options_(std::move(options)),
-      sql_(std::move(sql)), statements_(std::make_unique<statement_cache>(*sql_)) {}
+      sql_(std::move(sql)),
+      statements_(std::make_unique<statement_cache>(*sql_, !options_.plans_once)) {
+  configure_plans();
+}
+
+void sql_task_store::configure_plans() {
+  if (!options_.plans_once || url_.backend != database_url::kind::postgresql)
+    return;
+  *sql_ << "SET plan_cache_mode = force_generic_plan";
+  *sql_ << "SET enable_hashjoin = off";
+  *sql_ << "SET enable_mergejoin = off";
+}
 
 sql_task_store::~sql_task_store() = default;
 
@@ -18,6 +29,7 @@ void sql_task_store::reconnect_if_lost() {
   statements_->clear(); // prepared on the lost connection
   sql_->reconnect();
   configure(*sql_, url_);
+  configure_plans();
 }
 
 commit_outcome sql_task_store::commit(const unit_of_work& work) {

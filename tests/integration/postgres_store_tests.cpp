@@ -100,3 +100,13 @@ BOOST_AUTO_TEST_CASE(a_task_whose_racing_insert_rolled_back_is_created) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// The same contract on a connection the way the store writers open it: every statement
+// prepared once and kept with one generic plan (store_options::plans_once), so a statement run
+// again with other batches must answer for those batches, from an empty table on.
+BOOST_FIXTURE_TEST_SUITE(postgres_plans_once_store_tests, herald::test::postgres_plans_once_backend,
+                         *boost::unit_test::precondition(herald::test::postgres_tests_enabled))
+
+HERALD_TASK_STORE_CONTRACT()
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -30,13 +30,14 @@ public:
   /// Another empty database on the same backend, removed with the fixture.
   virtual persistence::database_url fresh_database() = 0;
 
-  /// A store on url(), migrated.
+  /// A store on url(), migrated, with the backend's options.
   std::unique_ptr<persistence::task_store> open_store() const {
-    return persistence::open_task_store(url_, true);
+    return persistence::open_task_store(url_, true, options_);
   }
 
 protected:
   persistence::database_url url_;
+  persistence::store_options options_;
 };
 
 class sqlite_backend : public store_backend {
@@ -91,6 +92,12 @@ private:
 
   std::string server_url_;
   std::vector<std::string> created_;
+};
+
+/// PostgreSQL as the store writers use it: statements planned once (store_options::plans_once).
+class postgres_plans_once_backend : public postgres_backend {
+public:
+  postgres_plans_once_backend() { options_.plans_once = true; }
 };
 
 } // namespace herald::test
