@@ -1,10 +1,13 @@
 #include "domain/keys.hpp"
 
 #include <array>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <openssl/sha.h>
 
 namespace herald::domain {
@@ -18,12 +21,59 @@ digest sha256(std::string_view data) {
   return out;
 }
 
+// HMAC-SHA256 with a context per thread that is keyed once. OpenSSL 3's one-shot HMAC()
+// fetches the algorithm and expands the key on every call: 3.7 % of herald's CPU under load,
+// at seven ids per three-channel message. Re-initialising a keyed context without a key
+// restarts it from the expanded key.
+class keyed_hmac {
+public:
+  keyed_hmac() : mac_(EVP_MAC_fetch(nullptr, "HMAC", nullptr)), ctx_(EVP_MAC_CTX_new(mac_)) {}
+  ~keyed_hmac() {
+    EVP_MAC_CTX_free(ctx_);
+    EVP_MAC_free(mac_);
+  }
+  keyed_hmac(const keyed_hmac&) = delete;
+  keyed_hmac& operator=(const keyed_hmac&) = delete;
+
+  digest operator()(const std::string& key, std::string_view data) {
+    if (ctx_ == nullptr)
+      throw std::runtime_error("OpenSSL has no HMAC");
+    const bool rekey = !keyed_ || key != key_;
+    if (rekey) {
+      char sha256[] = "SHA256";
+      const OSSL_PARAM params[] = {
+          OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, sha256, 0),
+          OSSL_PARAM_construct_end()};
+      keyed_ = false;
+      check(EVP_MAC_init(ctx_, reinterpret_cast<const unsigned char*>(key.data()), key.size(),
+                         params));
+      key_ = key;
+      keyed_ = true;
+    } else {
+      check(EVP_MAC_init(ctx_, nullptr, 0, nullptr));
+    }
+    check(EVP_MAC_update(ctx_, reinterpret_cast<const unsigned char*>(data.data()), data.size()));
+    digest out{};
+    std::size_t length = 0;
+    check(EVP_MAC_final(ctx_, out.data(), &length, out.size()));
+    return out;
+  }
+
+private:
+  static void check(int ok) {
+    if (ok != 1)
+      throw std::runtime_error("HMAC-SHA256 failed in OpenSSL");
+  }
+
+  EVP_MAC* mac_;
+  EVP_MAC_CTX* ctx_;
+  std::string key_;
+  bool keyed_ = false;
+};
+
 digest hmac_sha256(const id_secret& secret, std::string_view data) {
-  digest out{};
-  unsigned int length = 0;
-  HMAC(EVP_sha256(), secret.bytes.data(), static_cast<int>(secret.bytes.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data(), &length);
-  return out;
+  thread_local keyed_hmac hmac;
+  return hmac(secret.bytes, data);
 }
 
 // Lower-case hex of the first `chars` hex digits of `bytes`.

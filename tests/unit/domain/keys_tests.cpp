@@ -84,6 +84,18 @@ BOOST_AUTO_TEST_CASE(derivation_is_pinned) {
   BOOST_TEST(stable_hash("") == 0xe3b0c44298fc1c14ULL);
 }
 
+// The MAC context of a thread is keyed once and re-keyed when another secret comes (tests and
+// tools hold several installations in one process): each id is still its secret's own.
+BOOST_AUTO_TEST_CASE(alternating_secrets_on_one_thread_give_each_secrets_ids) {
+  const task_key key{order_key(), "sms"};
+  const id_secret other{"another-installation"};
+  const auto others = task_id_for(key, other);
+  BOOST_TEST(task_id_for(key, secret) == "tsk_74b3dbe7d33806766c6befb6");
+  BOOST_TEST(task_id_for(key, other) == others);
+  BOOST_TEST(message_id_for(order_key(), secret) == "msg_7c5fe38ef3f9cf512784d676");
+  BOOST_TEST(others != "tsk_74b3dbe7d33806766c6befb6");
+}
+
 BOOST_AUTO_TEST_CASE(ids_differ_per_channel_tenant_and_field) {
   const message_key base = order_key();
   std::set<std::string> ids;
