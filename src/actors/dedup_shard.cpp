@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include <caf/sec.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -48,14 +49,43 @@ void answer(self_pointer self, dedup_shard_state::waiter& waiter,
   waiter.promise.deliver(std::move(result));
 }
 
+// The claims of `message_id` if its front is still at the store under `request`: an answer
+// that comes after its deadline has passed (and maybe after a new request for the same key)
+// is not the answer that is awaited.
+dedup_shard_state::key_claims* awaiting(self_pointer self, const std::string& message_id,
+                                        std::uint64_t request) {
+  auto entry = self->state.waiting.find(message_id);
+  if (entry == self->state.waiting.end() || entry->second.at_store != request)
+    return nullptr;
+  return &entry->second;
+}
+
+// Forgets the deadlines at the front whose requests were answered, so the timer is armed for
+// a request still waiting.
+void forget_answered(self_pointer self) {
+  auto& deadlines = self->state.deadlines;
+  while (!deadlines.empty() &&
+         awaiting(self, deadlines.front().message_id, deadlines.front().request) == nullptr)
+    deadlines.pop_front();
+}
+
+void arm_timer(self_pointer self) {
+  auto& st = self->state;
+  if (st.timer_armed || st.deadlines.empty())
+    return;
+  st.timer_armed = true;
+  auto wait = st.deadlines.front().at - self->clock().now();
+  self->delayed_send(self, std::max<caf::timespan>(wait, caf::timespan{0}), tick_atom_v);
+}
+
 void claim_front(self_pointer self, const std::string& message_id);
 
-void on_claimed(self_pointer self, const std::string& message_id,
+void on_claimed(self_pointer self, const std::string& message_id, std::uint64_t request,
                 const persistence::claim_result& result) {
-  auto entry = self->state.waiting.find(message_id);
-  if (entry == self->state.waiting.end())
+  auto* claims = awaiting(self, message_id, request);
+  if (claims == nullptr)
     return;
-  auto& queue = entry->second;
+  auto& queue = claims->waiters;
   answer(self, queue.front(), result);
   queue.pop_front();
   // What the database just said also answers the resubmissions that arrived meanwhile.
@@ -67,29 +97,58 @@ void on_claimed(self_pointer self, const std::string& message_id,
     queue.pop_front();
   }
   if (queue.empty())
-    self->state.waiting.erase(entry);
+    self->state.waiting.erase(message_id);
   else
     claim_front(self, message_id); // it names a channel the first claim did not
+  forget_answered(self);
 }
 
-void on_failed(self_pointer self, const std::string& message_id, const caf::error& err) {
-  auto entry = self->state.waiting.find(message_id);
-  if (entry == self->state.waiting.end())
+void on_failed(self_pointer self, const std::string& message_id, std::uint64_t request,
+               const caf::error& err) {
+  auto* claims = awaiting(self, message_id, request);
+  if (claims == nullptr)
     return;
   // Every waiter of this key would hit the same failure: answer them all.
-  for (auto& waiter : entry->second)
+  for (auto& waiter : claims->waiters)
     waiter.promise.deliver(err);
-  self->state.waiting_claims -= entry->second.size();
-  self->state.waiting.erase(entry);
+  self->state.waiting_claims -= claims->waiters.size();
+  self->state.waiting.erase(message_id);
+  forget_answered(self);
 }
 
+// Sends the front claim of `message_id` to the store. Its plan moves into the request: once
+// sent, only the waiters behind it are compared with the answer.
 void claim_front(self_pointer self, const std::string& message_id) {
   auto& st = self->state;
-  auto& plan = st.waiting[message_id].front().plan;
-  self->request(st.store, st.config.claim_timeout, claim_atom_v, plan)
-      .then([self, message_id](
-                persistence::claim_result& result) { on_claimed(self, message_id, result); },
-            [self, message_id](caf::error& err) { on_failed(self, message_id, err); });
+  auto& claims = st.waiting[message_id];
+  auto request = ++st.requests_made;
+  claims.at_store = request;
+  st.deadlines.push_back({self->clock().now() + st.config.claim_timeout, message_id, request});
+  arm_timer(self);
+  // No timeout of its own: the deadline above (one timer for all) bounds the wait.
+  self->request(st.store, caf::infinite, claim_atom_v, std::move(claims.waiters.front().plan))
+      .then(
+          [self, message_id, request](persistence::claim_result& result) {
+            on_claimed(self, message_id, request, result);
+          },
+          [self, message_id, request](caf::error& err) {
+            on_failed(self, message_id, request, err);
+          });
+}
+
+// Answers the requests whose deadline passed as timed out, then re-arms for the next one.
+void expire(self_pointer self) {
+  auto& st = self->state;
+  st.timer_armed = false;
+  const auto now = self->clock().now();
+  while (!st.deadlines.empty() && st.deadlines.front().at <= now) {
+    auto expired = std::move(st.deadlines.front());
+    st.deadlines.pop_front();
+    on_failed(self, expired.message_id, expired.request,
+              caf::make_error(caf::sec::request_timeout));
+  }
+  forget_answered(self);
+  arm_timer(self);
 }
 
 } // namespace
@@ -112,12 +171,13 @@ dedup_shard(dedup_shard_actor::stateful_pointer<dedup_shard_state> self, store_w
         auto promise = self->make_response_promise<persistence::claim_result>();
         auto message_id = plan.message.id;
         ++st.waiting_claims;
-        auto& queue = st.waiting[message_id];
+        auto& queue = st.waiting[message_id].waiters;
         queue.push_back({std::move(plan), promise});
         if (queue.size() == 1)
           claim_front(self, message_id);
         return promise;
       },
+      [self](tick_atom) { expire(self); },
   };
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include <caf/actor_clock.hpp>
 #include <caf/typed_response_promise.hpp>
 
 namespace herald::actors {
@@ -39,11 +40,29 @@ struct dedup_shard_state {
     caf::typed_response_promise<persistence::claim_result> promise;
   };
 
+  /// The claims of one message id: the front one is at the store, the rest wait behind it.
+  struct key_claims {
+    std::deque<waiter> waiters;
+    std::uint64_t at_store = 0; ///< the number of the front's store request
+  };
+
+  /// When a store request times out. Requests are numbered and stamped in the order they are
+  /// made with one timeout, so deadlines are in order too: one timer, armed for the front,
+  /// serves them all instead of a timer (two clock-thread wake-ups) per request.
+  struct deadline {
+    caf::actor_clock::time_point at;
+    std::string message_id;
+    std::uint64_t request = 0;
+  };
+
   store_writer_actor store;
   std::shared_ptr<herald::metrics> metrics; ///< counts the duplicates answered here
   dedup_shard_config config;
-  std::unordered_map<std::string, std::deque<waiter>> waiting; ///< by message id; front in flight
-  std::size_t waiting_claims = 0;                              ///< over all message ids
+  std::unordered_map<std::string, key_claims> waiting; ///< by message id
+  std::size_t waiting_claims = 0;                      ///< over all message ids
+  std::deque<deadline> deadlines;                      ///< of the store requests made
+  std::uint64_t requests_made = 0;
+  bool timer_armed = false;
 };
 
 dedup_shard_actor::behavior_type

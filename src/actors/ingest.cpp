@@ -51,7 +51,10 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
         auto& shard = st.shards[domain::shard_of(plan.message.key, st.shards.size())];
         auto trace_id = plan.message.trace_id;
         ++st.in_flight;
-        self->request(shard, st.config.claim_timeout, claim_atom_v, std::move(plan))
+        // No timeout of its own: the shard answers every claim within dedup.claim_timeout,
+        // which is shorter than ingest's (config validation). A shard that died with claims
+        // (a bug; /readyz names it) leaves them to the HTTP layer's answer timeout.
+        self->request(shard, caf::infinite, claim_atom_v, std::move(plan))
             .then(
                 [self, answer](persistence::claim_result& result) mutable {
                   --self->state.in_flight;

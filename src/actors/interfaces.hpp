@@ -67,7 +67,10 @@ using template_registry_actor = caf::typed_actor<
 /// Serialises all claims of one message key (and so of each of its task keys).
 using dedup_shard_actor = caf::typed_actor<
     /// Claims a message; concurrent claims of the same key share one database round trip.
-    caf::replies_to<claim_atom, domain::message_plan>::with<persistence::claim_result>>;
+    caf::replies_to<claim_atom, domain::message_plan>::with<persistence::claim_result>,
+    /// Answers the claims whose store did not answer within the claim timeout (sent to itself
+    /// at the earliest such deadline).
+    caf::reacts_to<tick_atom>>;
 
 /// Holds tasks until they are due — retries at next_attempt_at, future sends at send_at — in
 /// one priority queue behind one re-arming timer, and hands their ids to the dispatcher.

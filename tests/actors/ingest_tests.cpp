@@ -78,6 +78,7 @@ struct ingest_fixture : test::actor_fixture {
   actors::ingest_actor spawn_ingest_before_a_hung_store(actors::ingest_config config,
                                                         actors::dedup_shard_config shard_config) {
     auto silent = spawn(test::silent_writer, held);
+    writer_of_held = silent;
     std::vector<actors::dedup_shard_actor> one_shard{
         spawn(actors::dedup_shard, silent, metrics, shard_config)};
     return spawn(actors::ingest, one_shard,
@@ -104,6 +105,7 @@ struct ingest_fixture : test::actor_fixture {
   std::vector<submit_answer> answers;
   std::vector<batch_answer> batch_answers;
   std::shared_ptr<test::held_claims> held = std::make_shared<test::held_claims>();
+  actors::store_writer_actor writer_of_held; ///< the silent writer holding `held`
 };
 
 } // namespace
@@ -234,6 +236,60 @@ BOOST_AUTO_TEST_CASE(the_shards_claim_timeout_answers_before_ingests) {
   run();
   BOOST_TEST(held->size() == 2u);
   BOOST_TEST(answers.size() == 1u);
+}
+
+// One timer serves all of a shard's claims at the store: it is re-armed for each deadline in
+// turn, so a claim made later times out at its own deadline, not at the first one's.
+BOOST_AUTO_TEST_CASE(each_claim_at_the_store_times_out_at_its_own_deadline) {
+  actors::dedup_shard_config shard_config;
+  shard_config.claim_timeout = std::chrono::seconds{4};
+  auto ingest = spawn_ingest_before_a_hung_store({}, shard_config);
+  submit(ingest, plan("order-1", {"sms"}));
+  run();
+  advance(std::chrono::seconds{1});
+  submit(ingest, plan("order-2", {"sms"}));
+  run();
+  advance(std::chrono::seconds{3});
+  BOOST_REQUIRE_EQUAL(answers.size(), 1u); // order-1's deadline only
+  advance(std::chrono::milliseconds{999});
+  BOOST_TEST(answers.size() == 1u);
+  advance(std::chrono::milliseconds{1});
+  BOOST_REQUIRE_EQUAL(answers.size(), 2u);
+  BOOST_TEST(error_of(1)->code == "unavailable");
+}
+
+// The store may still answer a claim the shard already gave up on. By then a resubmission of
+// the same key may be at the store: the late answer is not its answer.
+BOOST_AUTO_TEST_CASE(a_store_answer_after_the_deadline_does_not_answer_a_later_claim) {
+  actors::dedup_shard_config shard_config;
+  shard_config.claim_timeout = std::chrono::seconds{4};
+  auto ingest = spawn_ingest_before_a_hung_store({}, shard_config);
+  auto message = plan("order-1", {"sms"});
+  submit(ingest, message);
+  run();
+  advance(std::chrono::seconds{4});
+  BOOST_REQUIRE_EQUAL(answers.size(), 1u);
+  submit(ingest, message);
+  run();
+  BOOST_REQUIRE_EQUAL(held->size(), 2u);
+  held->late_answers.emplace_back(0, persistence::claim_result{message.message.id, {}, {}});
+  caf::anon_send(writer_of_held, actors::flush_atom_v);
+  run();
+  BOOST_TEST(answers.size() == 1u);
+  persistence::claim_result current{message.message.id, {}, {}};
+  persistence::claim_outcome created;
+  created.task_id = message.tasks[0].id;
+  created.channel = "sms";
+  created.created = true;
+  current.tasks.push_back(created);
+  held->late_answers.emplace_back(1, std::move(current));
+  caf::anon_send(writer_of_held, actors::flush_atom_v);
+  run();
+  BOOST_REQUIRE_EQUAL(answers.size(), 2u);
+  auto* answered = std::get_if<persistence::claim_result>(&answers[1]);
+  BOOST_REQUIRE(answered != nullptr);
+  BOOST_REQUIRE_EQUAL(answered->tasks.size(), 1u);
+  BOOST_TEST(answered->tasks[0].created);
 }
 
 // The HTTP layer's answers come as replies, never through a callback in a message: an

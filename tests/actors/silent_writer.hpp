@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include <caf/typed_event_based_actor.hpp>
@@ -14,8 +15,15 @@
 
 namespace herald::test {
 
-/// The claims a silent writer is sitting on (kept, so none is answered by being dropped).
-using held_claims = std::vector<caf::typed_response_promise<persistence::claim_result>>;
+/// The claims a silent writer is sitting on (kept, so none is answered by being dropped), and
+/// the answers a test has it give late — the hung database coming back. A response promise
+/// must be delivered in its actor's context, so the writer gives them on its next `flush`.
+struct held_claims {
+  std::vector<caf::typed_response_promise<persistence::claim_result>> promises;
+  std::vector<std::pair<std::size_t, persistence::claim_result>> late_answers; ///< by index
+
+  std::size_t size() const { return promises.size(); }
+};
 
 inline actors::store_writer_actor::behavior_type
 silent_writer(actors::store_writer_actor::pointer self, std::shared_ptr<held_claims> held) {
@@ -30,8 +38,8 @@ silent_writer(actors::store_writer_actor::pointer self, std::shared_ptr<held_cla
       },
       [self, held](actors::claim_atom,
                    domain::message_plan&) -> caf::result<persistence::claim_result> {
-        held->push_back(self->make_response_promise<persistence::claim_result>());
-        return held->back();
+        held->promises.push_back(self->make_response_promise<persistence::claim_result>());
+        return held->promises.back();
       },
       [](actors::apply_atom, actors::state_changes&, actors::attempt_records&) {
         return actors::task_ids{};
@@ -49,7 +57,11 @@ silent_writer(actors::store_writer_actor::pointer self, std::shared_ptr<held_cla
         return domain::user_profile{};
       },
       [](actors::attach_atom, const actors::dispatcher_actor&) {},
-      [](actors::flush_atom) {},
+      [held](actors::flush_atom) {
+        for (auto& [index, answer] : held->late_answers)
+          held->promises.at(index).deliver(std::move(answer));
+        held->late_answers.clear();
+      },
   };
 }
 
