@@ -10,6 +10,7 @@
 #include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>
 #include <caf/send.hpp>
+#include <caf/system_messages.hpp>
 
 namespace herald::app {
 
@@ -37,6 +38,27 @@ actor_service::actor_service(caf::actor_system& system, caf::timespan answer_tim
       receipts_(std::move(receipts)), rules_(std::move(rules)), id_secret_(std::move(id_secret)),
       zones_(std::move(zones)), templates_(std::move(templates)), catalog_(std::move(catalog)),
       clock_(std::move(clock)), cluster_(std::move(cluster)), asks_(std::make_shared<open_asks>()) {
+  // Armed by the first ask after none was pending (a `tick` from the asker), then by itself
+  // for the oldest open ask; a tick while armed changes nothing, as that deadline is earlier.
+  deadline_keeper_ = system_.spawn([asks = asks_](caf::event_based_actor* self) {
+    auto armed = std::make_shared<bool>(false);
+    auto expire_and_rearm = [self, asks, armed] {
+      if (auto next = asks->expire(self->clock().now())) {
+        *armed = true;
+        self->delayed_send(self, *next - self->clock().now(), actors::deadline_atom_v);
+      }
+    };
+    return caf::behavior{
+        [armed, expire_and_rearm](actors::tick_atom) {
+          if (!*armed)
+            expire_and_rearm();
+        },
+        [armed, expire_and_rearm](actors::deadline_atom) {
+          *armed = false;
+          expire_and_rearm();
+        },
+    };
+  });
 }
 
 actor_service::~actor_service() {
@@ -45,19 +67,48 @@ actor_service::~actor_service() {
 
 void actor_service::close() {
   asks_->close();
+  caf::anon_send_exit(deadline_keeper_, caf::exit_reason::user_shutdown);
 }
 
-bool actor_service::open_asks::enter(const caf::actor& asker) {
+actor_service::open_asks::entry
+actor_service::open_asks::enter(const caf::actor& asker, caf::actor_clock::time_point deadline) {
   std::unique_lock lock{mutex_};
   if (closed_)
-    return false;
+    return entry::refused;
   askers_.emplace(asker.id(), asker);
-  return true;
+  const bool first = deadlines_.empty();
+  deadlines_.emplace_back(deadline, asker.id());
+  return first ? entry::entered_first : entry::entered;
 }
 
 void actor_service::open_asks::leave(caf::actor_id asker) {
   std::unique_lock lock{mutex_};
   askers_.erase(asker);
+  forget_answered();
+}
+
+void actor_service::open_asks::forget_answered() {
+  while (!deadlines_.empty() && askers_.count(deadlines_.front().second) == 0)
+    deadlines_.pop_front();
+}
+
+std::optional<caf::actor_clock::time_point>
+actor_service::open_asks::expire(caf::actor_clock::time_point now) {
+  std::unique_lock lock{mutex_};
+  while (!deadlines_.empty() && deadlines_.front().first <= now) {
+    auto asker = askers_.find(deadlines_.front().second);
+    if (asker != askers_.end()) {
+      // Answered by the asker itself, which stays open until then (leave forgets it).
+      caf::anon_send<caf::message_priority::high>(
+          asker->second,
+          caf::exit_msg{asker->second.address(), caf::make_error(caf::sec::request_timeout)});
+    }
+    deadlines_.pop_front();
+  }
+  forget_answered();
+  if (deadlines_.empty())
+    return std::nullopt;
+  return deadlines_.front().first;
 }
 
 void actor_service::open_asks::close() {
@@ -66,6 +117,7 @@ void actor_service::open_asks::close() {
   for (auto& [id, asker] : askers_)
     caf::anon_send_exit(asker, caf::exit_reason::user_shutdown);
   askers_.clear();
+  deadlines_.clear();
 }
 
 /// Asks `target` and calls `done` with its answer, or with the service error its failure
@@ -75,24 +127,39 @@ void actor_service::open_asks::close() {
 /// nothing is called back (the HTTP layer may be gone) and the asker ends at once.
 template <class... Answer, class Handle, class Done, class... Args>
 void actor_service::ask(const char* what, Handle target, Done done, Args... args) const {
-  system_.spawn([asks = asks_, timeout = answer_timeout_, what, target, done = std::move(done),
+  system_.spawn([asks = asks_, keeper = deadline_keeper_, timeout = answer_timeout_, what, target,
+                 done = std::move(done),
                  args = std::make_tuple(std::move(args)...)](caf::event_based_actor* self) mutable {
-    if (!asks->enter(caf::actor_cast<caf::actor>(self))) {
+    const auto entry =
+        asks->enter(caf::actor_cast<caf::actor>(self), self->clock().now() + timeout);
+    if (entry == open_asks::entry::refused) {
       self->quit();
       return;
     }
+    if (entry == open_asks::entry::entered_first)
+      self->send(keeper, actors::tick_atom_v);
     auto answered = [asks, id = self->id(), done](auto&&... answer) {
       asks->leave(id);
       asks->unless_closed([&] { done(std::forward<decltype(answer)>(answer)...); });
     };
+    // The deadline keeper ends an ask past its deadline with request_timeout; the service's
+    // close ends the rest, answering nobody.
+    self->set_exit_handler([answered, what](caf::scheduled_actor* asker, caf::exit_msg& msg) {
+      if (msg.reason == caf::sec::request_timeout) {
+        log::warn("service.request_failed",
+                  {{"request", what}, {"error", actors::describe(msg.reason)}});
+        answered(to_service_error(msg.reason));
+      }
+      asker->quit(msg.reason);
+    });
     std::apply(
         [&](auto&... xs) {
-          self->request(target, timeout, std::move(xs)...)
+          // No request timeout: the deadline above bounds the wait (open_asks).
+          self->request(target, caf::infinite, std::move(xs)...)
               .then([answered](Answer&... answer) { answered(std::move(answer)...); },
                     [answered, what](caf::error& err) {
-                      // The callee logged the errors it gave; only its silence is news here.
-                      if (err == caf::sec::request_timeout ||
-                          err == caf::sec::request_receiver_down)
+                      // The callee logged the errors it gave; only its absence is news here.
+                      if (err == caf::sec::request_receiver_down)
                         log::warn("service.request_failed",
                                   {{"request", what}, {"error", actors::describe(err)}});
                       answered(to_service_error(err));

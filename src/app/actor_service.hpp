@@ -6,11 +6,15 @@
 #include "api/service.hpp"
 #include "persistence/zoneinfo.hpp"
 
+#include <deque>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <unordered_map>
+#include <utility>
 
 #include <caf/actor.hpp>
+#include <caf/actor_clock.hpp>
 #include <caf/fwd.hpp>
 #include <caf/timespan.hpp>
 
@@ -126,12 +130,20 @@ public:
   void readiness(std::function<void(bool ready, std::string reason)> done) override;
 
 private:
-  /// The one-shot actors asking on the service's behalf, until it closes.
+  /// The one-shot actors asking on the service's behalf, until it closes, and when each is
+  /// due. Every ask has the same timeout, so deadlines come in the order asks enter: one
+  /// timer (the deadline keeper's, armed for the oldest open ask) serves them all, where a
+  /// request timeout per ask cost two wake-ups of CAF's clock thread per HTTP request.
   class open_asks {
   public:
-    /// Registers a new asker; false once closed (the asker should end).
-    bool enter(const caf::actor& asker);
+    enum class entry { refused, entered, entered_first };
+    /// Registers a new asker due by `deadline`: refused once closed (the asker should end);
+    /// entered_first when no deadline was pending, so the keeper must be armed.
+    entry enter(const caf::actor& asker, caf::actor_clock::time_point deadline);
     void leave(caf::actor_id asker);
+    /// Ends the askers whose deadline is past with `caf::sec::request_timeout` (they answer
+    /// it); the deadline of the oldest ask still open, if any.
+    std::optional<caf::actor_clock::time_point> expire(caf::actor_clock::time_point now);
     /// Ends every asker still waiting; from then on unless_closed calls nothing.
     void close();
     /// Calls `f` unless closed; close() waits for calls under way (so `f` must not close the
@@ -143,9 +155,13 @@ private:
     }
 
   private:
+    // Answered asks at the front are dropped at once, so it holds about the asks in flight.
+    void forget_answered();
+
     std::shared_mutex mutex_;
     bool closed_ = false;
     std::unordered_map<caf::actor_id, caf::actor> askers_;
+    std::deque<std::pair<caf::actor_clock::time_point, caf::actor_id>> deadlines_;
   };
 
   template <class... Answer, class Handle, class Done, class... Args>
@@ -166,6 +182,7 @@ private:
   std::shared_ptr<const domain::clock> clock_;
   node_cluster cluster_;
   std::shared_ptr<open_asks> asks_;
+  caf::actor deadline_keeper_; ///< ends the asks past their deadline (open_asks::expire)
 };
 
 } // namespace herald::app

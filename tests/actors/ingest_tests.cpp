@@ -323,6 +323,33 @@ BOOST_AUTO_TEST_CASE(a_request_ingest_never_answers_is_answered_after_the_answer
   BOOST_TEST(error_of(0)->code == "unavailable");
 }
 
+// The service's asks share one deadline timer, re-armed for each open ask in turn: a later ask
+// is answered at its own deadline, and one answered in time is not answered again.
+BOOST_AUTO_TEST_CASE(each_unanswered_ask_times_out_at_its_own_deadline) {
+  actors::ingest_config config;
+  config.claim_timeout = std::chrono::hours{1};
+  actors::dedup_shard_config shard_config;
+  shard_config.claim_timeout = std::chrono::minutes{50};
+  auto ingest = spawn_ingest_before_a_hung_store(config, shard_config);
+  std::optional<std::pair<bool, std::string>> probe;
+  submit(ingest, plan("order-1", {"sms"}));
+  run();
+  advance(std::chrono::seconds{5});
+  submit(ingest, plan("order-2", {"sms"}));
+  service_of(ingest).readiness([&](bool ok, std::string why) { probe.emplace(ok, why); });
+  run();
+  BOOST_TEST(probe.has_value()); // answered at once, long before its deadline
+  advance(answer_timeout - std::chrono::seconds{5});
+  BOOST_REQUIRE_EQUAL(answers.size(), 1u);
+  advance(std::chrono::seconds{5} - std::chrono::milliseconds{1});
+  BOOST_TEST(answers.size() == 1u);
+  advance(std::chrono::milliseconds{1});
+  BOOST_REQUIRE_EQUAL(answers.size(), 2u);
+  BOOST_TEST(error_of(1)->code == "unavailable");
+  advance(answer_timeout);
+  BOOST_TEST(answers.size() == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(find_returns_the_committed_message) {
   auto ingest = spawn_ingest();
   auto message = plan("order-1", {"sms"});
