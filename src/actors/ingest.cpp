@@ -51,9 +51,11 @@ ingest_actor::behavior_type ingest(ingest_actor::stateful_pointer<ingest_state> 
         auto& shard = st.shards[domain::shard_of(plan.message.key, st.shards.size())];
         auto trace_id = plan.message.trace_id;
         ++st.in_flight;
-        // No timeout of its own: the shard answers every claim within dedup.claim_timeout,
-        // which is shorter than ingest's (config validation). A shard that died with claims
-        // (a bug; /readyz names it) leaves them to the HTTP layer's answer timeout.
+        // No timeout of its own: the shard bounds each store request by dedup.claim_timeout
+        // (shorter than ingest's). A claim queued behind others of its key (a resubmission
+        // naming another channel) waits for them first, and a shard that died holding claims
+        // (a bug; /readyz names it, and their in_flight places stay taken until the node
+        // restarts) never answers: the HTTP layer's answer timeout bounds both.
         self->request(shard, caf::infinite, claim_atom_v, std::move(plan))
             .then(
                 [self, answer](persistence::claim_result& result) mutable {

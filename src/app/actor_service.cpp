@@ -1,5 +1,6 @@
 #include "app/actor_service.hpp"
 
+#include "actors/logging_handlers.hpp"
 #include "observability/log.hpp"
 
 #include <mutex>
@@ -41,6 +42,7 @@ actor_service::actor_service(caf::actor_system& system, caf::timespan answer_tim
   // Armed by the first ask after none was pending (a `tick` from the asker), then by itself
   // for the oldest open ask; a tick while armed changes nothing, as that deadline is earlier.
   deadline_keeper_ = system_.spawn([asks = asks_](caf::event_based_actor* self) {
+    actors::install_logging_handlers(self);
     auto armed = std::make_shared<bool>(false);
     auto expire_and_rearm = [self, asks, armed] {
       if (auto next = asks->expire(self->clock().now())) {
@@ -70,14 +72,15 @@ void actor_service::close() {
   caf::anon_send_exit(deadline_keeper_, caf::exit_reason::user_shutdown);
 }
 
-actor_service::open_asks::entry
-actor_service::open_asks::enter(const caf::actor& asker, caf::actor_clock::time_point deadline) {
+actor_service::open_asks::entry actor_service::open_asks::enter(const caf::actor& asker,
+                                                                caf::actor_clock& clock,
+                                                                caf::timespan timeout) {
   std::unique_lock lock{mutex_};
   if (closed_)
     return entry::refused;
   askers_.emplace(asker.id(), asker);
   const bool first = deadlines_.empty();
-  deadlines_.emplace_back(deadline, asker.id());
+  deadlines_.emplace_back(clock.now() + timeout, asker.id());
   return first ? entry::entered_first : entry::entered;
 }
 
@@ -130,8 +133,7 @@ void actor_service::ask(const char* what, Handle target, Done done, Args... args
   system_.spawn([asks = asks_, keeper = deadline_keeper_, timeout = answer_timeout_, what, target,
                  done = std::move(done),
                  args = std::make_tuple(std::move(args)...)](caf::event_based_actor* self) mutable {
-    const auto entry =
-        asks->enter(caf::actor_cast<caf::actor>(self), self->clock().now() + timeout);
+    const auto entry = asks->enter(caf::actor_cast<caf::actor>(self), self->clock(), timeout);
     if (entry == open_asks::entry::refused) {
       self->quit();
       return;

@@ -137,9 +137,10 @@ private:
   class open_asks {
   public:
     enum class entry { refused, entered, entered_first };
-    /// Registers a new asker due by `deadline`: refused once closed (the asker should end);
-    /// entered_first when no deadline was pending, so the keeper must be armed.
-    entry enter(const caf::actor& asker, caf::actor_clock::time_point deadline);
+    /// Registers a new asker, due `timeout` from now on `clock` (read under the lock, so
+    /// deadlines enter in order): refused once closed (the asker should end); entered_first
+    /// when no deadline was pending, so the keeper must be armed.
+    entry enter(const caf::actor& asker, caf::actor_clock& clock, caf::timespan timeout);
     void leave(caf::actor_id asker);
     /// Ends the askers whose deadline is past with `caf::sec::request_timeout` (they answer
     /// it); the deadline of the oldest ask still open, if any.
