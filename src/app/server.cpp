@@ -27,7 +27,6 @@
 #include "persistence/installation.hpp"
 #include "persistence/node_lock.hpp"
 #include "persistence/task_store.hpp"
-#include "persistence/wal_checkpointer.hpp"
 #include "persistence/zoneinfo.hpp"
 #include "providers/webhook_signature.hpp"
 
@@ -463,8 +462,7 @@ int serve(const config& cfg) {
   std::shared_ptr<persistence::task_store> writer_store;
   std::shared_ptr<persistence::task_store> claims_store; // none: the writer claims too
   std::shared_ptr<persistence::task_store> reader_store;
-  std::unique_ptr<persistence::wal_checkpointer> checkpointer; // SQLite only
-  std::shared_ptr<persistence::task_store> events_store;       // none: no events url
+  std::shared_ptr<persistence::task_store> events_store; // none: no events url
   std::shared_ptr<persistence::template_store> template_store;
   auto published_templates = std::make_shared<actors::published_templates>();
   inbox_stores inboxes;
@@ -485,7 +483,6 @@ int serve(const config& cfg) {
     writer_options.takes_receipts = takes_receipts(cfg);
     writer_options.fallbacks = fallback_routes_of(cfg, id_secret);
     writer_options.plans_once = true; // batches keyed by ids: planned once, not at every run
-    writer_options.checkpoints_elsewhere = true; // SQLite: by the wal_checkpointer below
     // Claims apply the policy (docs/policy.md) to the tasks they create.
     persistence::store_options claim_options;
     claim_options.event_states = writer_options.event_states; // task.suppressed by policy
@@ -506,11 +503,6 @@ int serve(const config& cfg) {
         claims_store =
             std::make_shared<persistence::faulty_task_store>(claims_store, cfg.store_faults);
     }
-    if (url.backend == persistence::database_url::kind::sqlite)
-      checkpointer = std::make_unique<persistence::wal_checkpointer>(
-          url, std::chrono::milliseconds{200}, [](const std::string& error) {
-            log::warn("store.wal_checkpoint_failed", {{"error", domain::mask_free_text(error)}});
-          });
     reader_store = persistence::open_task_store(url, false);
     if (!cfg.events.url.empty())
       events_store = persistence::open_task_store(url, false);

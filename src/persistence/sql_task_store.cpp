@@ -10,12 +10,10 @@ sql_task_store::sql_task_store(database_url url, std::unique_ptr<soci::session> 
     : url_(std::move(url)), dialect_(url_.backend), options_(std::move(options)),
       sql_(std::move(sql)),
       statements_(std::make_unique<statement_cache>(*sql_, !options_.plans_once)) {
-  configure_session();
+  configure_plans();
 }
 
-void sql_task_store::configure_session() {
-  if (options_.checkpoints_elsewhere && url_.backend == database_url::kind::sqlite)
-    *sql_ << "PRAGMA wal_autocheckpoint = 0";
+void sql_task_store::configure_plans() {
   if (!options_.plans_once || url_.backend != database_url::kind::postgresql)
     return;
   *sql_ << "SET plan_cache_mode = force_generic_plan";
@@ -31,7 +29,7 @@ void sql_task_store::reconnect_if_lost() {
   statements_->clear(); // prepared on the lost connection
   sql_->reconnect();
   configure(*sql_, url_);
-  configure_session();
+  configure_plans();
 }
 
 commit_outcome sql_task_store::commit(const unit_of_work& work) {

@@ -86,8 +86,8 @@ private:
   template <class Body> auto in_transaction(const char* what, Body&& body);
   template <class Body> auto outside_transaction(const char* what, Body&& body);
   void reconnect_if_lost();
-  /// Sets this session up for store_options::plans_once and checkpoints_elsewhere.
-  void configure_session();
+  /// Sets this session up for store_options::plans_once.
+  void configure_plans();
   void fill_histories(const std::vector<task_view*>& tasks);
   std::unordered_map<std::string, domain::message_record>
   stored_messages(const std::vector<domain::message_plan>& plans,

@@ -406,10 +406,6 @@ struct store_options {
   /// UPDATE at 60k rows. false: every execution is planned against the tables as they are now,
   /// for connections whose reads need the planner's judgement (stats, pages, recovery).
   bool plans_once = false;
-  /// SQLite: whether this connection leaves checkpoints of the write-ahead log to another
-  /// (persistence::wal_checkpointer) instead of running one in the commit that crosses 1,000
-  /// log pages. For the store writer, on whose thread SQLite serialises every write.
-  bool checkpoints_elsewhere = false;
   /// Options writing the events of `states` and nothing else beyond the defaults.
   static store_options writing_events(std::vector<domain::task_state> states) {
     store_options options;
