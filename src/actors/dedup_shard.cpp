@@ -63,19 +63,19 @@ dedup_shard_state::key_claims* awaiting(self_pointer self, const std::string& me
 // Forgets the deadlines at the front whose requests were answered, so the timer is armed for
 // a request still waiting.
 void forget_answered(self_pointer self) {
-  auto& deadlines = self->state.deadlines;
-  while (!deadlines.empty() &&
-         awaiting(self, deadlines.front().message_id, deadlines.front().request) == nullptr)
-    deadlines.pop_front();
+  self->state.deadlines.forget_front([self](const dedup_shard_state::store_request& request) {
+    return awaiting(self, request.message_id, request.number) == nullptr;
+  });
 }
 
 void arm_timer(self_pointer self) {
   auto& st = self->state;
-  if (st.timer_armed || st.deadlines.empty())
+  auto next = st.deadlines.next();
+  if (st.timer_armed || !next)
     return;
   st.timer_armed = true;
-  auto wait = st.deadlines.front().at - self->clock().now();
-  self->delayed_send(self, std::max<caf::timespan>(wait, caf::timespan{0}), tick_atom_v);
+  self->delayed_send(self, std::max<caf::timespan>(*next - self->clock().now(), caf::timespan{0}),
+                     tick_atom_v);
 }
 
 void claim_front(self_pointer self, const std::string& message_id);
@@ -123,7 +123,7 @@ void claim_front(self_pointer self, const std::string& message_id) {
   auto& claims = st.waiting[message_id];
   auto request = ++st.requests_made;
   claims.at_store = request;
-  st.deadlines.push_back({self->clock().now() + st.config.claim_timeout, message_id, request});
+  st.deadlines.push(self->clock().now() + st.config.claim_timeout, {message_id, request});
   arm_timer(self);
   // No timeout of its own: the deadline above (one timer for all) bounds the wait.
   self->request(st.store, caf::infinite, claim_atom_v, std::move(claims.waiters.front().plan))
@@ -140,13 +140,9 @@ void claim_front(self_pointer self, const std::string& message_id) {
 void expire(self_pointer self) {
   auto& st = self->state;
   st.timer_armed = false;
-  const auto now = self->clock().now();
-  while (!st.deadlines.empty() && st.deadlines.front().at <= now) {
-    auto expired = std::move(st.deadlines.front());
-    st.deadlines.pop_front();
-    on_failed(self, expired.message_id, expired.request,
-              caf::make_error(caf::sec::request_timeout));
-  }
+  st.deadlines.expire(self->clock().now(), [self](const dedup_shard_state::store_request& request) {
+    on_failed(self, request.message_id, request.number, caf::make_error(caf::sec::request_timeout));
+  });
   forget_answered(self);
   arm_timer(self);
 }

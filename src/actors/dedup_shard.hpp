@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/interfaces.hpp"
+#include "domain/deadline_queue.hpp"
 #include "observability/metrics.hpp"
 
 #include <chrono>
@@ -46,13 +47,10 @@ struct dedup_shard_state {
     std::uint64_t at_store = 0; ///< the number of the front's store request
   };
 
-  /// When a store request times out. Requests are numbered and stamped in the order they are
-  /// made with one timeout, so deadlines are in order too: one timer, armed for the front,
-  /// serves them all instead of a timer (two clock-thread wake-ups) per request.
-  struct deadline {
-    caf::actor_clock::time_point at;
+  /// A store request: the message id whose front claim it carries, and its number.
+  struct store_request {
     std::string message_id;
-    std::uint64_t request = 0;
+    std::uint64_t number = 0;
   };
 
   store_writer_actor store;
@@ -60,7 +58,9 @@ struct dedup_shard_state {
   dedup_shard_config config;
   std::unordered_map<std::string, key_claims> waiting; ///< by message id
   std::size_t waiting_claims = 0;                      ///< over all message ids
-  std::deque<deadline> deadlines;                      ///< of the store requests made
+  /// Of the store requests made: numbered and stamped in order with one timeout, so one timer
+  /// armed for the front serves them all.
+  domain::deadline_queue<caf::actor_clock::time_point, store_request> deadlines;
   std::uint64_t requests_made = 0;
   bool timer_armed = false;
 };

@@ -80,7 +80,7 @@ actor_service::open_asks::entry actor_service::open_asks::enter(const caf::actor
     return entry::refused;
   askers_.emplace(asker.id(), asker);
   const bool first = deadlines_.empty();
-  deadlines_.emplace_back(clock.now() + timeout, asker.id());
+  deadlines_.push(clock.now() + timeout, asker.id());
   return first ? entry::entered_first : entry::entered;
 }
 
@@ -91,27 +91,23 @@ void actor_service::open_asks::leave(caf::actor_id asker) {
 }
 
 void actor_service::open_asks::forget_answered() {
-  while (!deadlines_.empty() && askers_.count(deadlines_.front().second) == 0)
-    deadlines_.pop_front();
+  deadlines_.forget_front([this](caf::actor_id asker) { return askers_.count(asker) == 0; });
 }
 
 std::optional<caf::actor_clock::time_point>
 actor_service::open_asks::expire(caf::actor_clock::time_point now) {
   std::unique_lock lock{mutex_};
-  while (!deadlines_.empty() && deadlines_.front().first <= now) {
-    auto asker = askers_.find(deadlines_.front().second);
+  deadlines_.expire(now, [this](caf::actor_id id) {
+    auto asker = askers_.find(id);
     if (asker != askers_.end()) {
       // Answered by the asker itself, which stays open until then (leave forgets it).
       caf::anon_send<caf::message_priority::high>(
           asker->second,
           caf::exit_msg{asker->second.address(), caf::make_error(caf::sec::request_timeout)});
     }
-    deadlines_.pop_front();
-  }
+  });
   forget_answered();
-  if (deadlines_.empty())
-    return std::nullopt;
-  return deadlines_.front().first;
+  return deadlines_.next();
 }
 
 void actor_service::open_asks::close() {

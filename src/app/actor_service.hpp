@@ -4,9 +4,9 @@
 #include "actors/interfaces.hpp"
 #include "actors/template_registry.hpp"
 #include "api/service.hpp"
+#include "domain/deadline_queue.hpp"
 #include "persistence/zoneinfo.hpp"
 
-#include <deque>
 #include <memory>
 #include <optional>
 #include <shared_mutex>
@@ -162,7 +162,7 @@ private:
     std::shared_mutex mutex_;
     bool closed_ = false;
     std::unordered_map<caf::actor_id, caf::actor> askers_;
-    std::deque<std::pair<caf::actor_clock::time_point, caf::actor_id>> deadlines_;
+    domain::deadline_queue<caf::actor_clock::time_point, caf::actor_id> deadlines_;
   };
 
   template <class... Answer, class Handle, class Done, class... Args>
