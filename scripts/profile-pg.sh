@@ -6,9 +6,10 @@
 # Starts a throwaway durable PostgreSQL 15 (fsync and synchronous_commit on) with
 # pg_stat_statements, `herald serve` on a fresh database with the embedded default channels, and
 # `herald load` (N events x sms,wechat,app, 30 % resubmissions, 32 connections). Prints the CPU
-# that herald and the PostgreSQL backends used from the first submission to the last provider
-# call (per 1,000 tasks), and the statements by total execution time up to then; the load's own
-# checks run after that and are not counted.
+# that herald, the PostgreSQL backends and the load generator used from the first submission to
+# the last provider call (per 1,000 tasks), the whole machine's busy and idle time over the same
+# span (so what the three share is visible), and the statements by total execution time up to
+# then; the load's own checks run after that and are not counted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,55 +50,92 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
-cpu_of() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system, in clock ticks
-backends_cpu() {
-  local total=0
-  for p in $(pgrep -f "postgres: .*herald_profile" || true); do
-    total=$((total + $(cpu_of "$p" 2>/dev/null || echo 0)))
-  done
-  echo "$total"
-}
-provider_calls() {
-  curl -s "127.0.0.1:$port/metrics" | awk '/^herald_provider_calls_total/ {s += $2} END {printf "%d\n", s}'
-}
-
 psql "$url" -qc "SELECT pg_stat_statements_reset()" >/dev/null
-herald_start=$(cpu_of "$herald_pid")
-pg_start=$(backends_cpu)
 expected=$((events * 3))
-# Samples the CPU when the last task has had its provider call, before the load's checks. The
-# poll is curl and awk only: a python3 start (a pyenv shim here) five times a second took a
-# sixth of the machine's CPU away from herald and PostgreSQL.
-(
-  while [ "$(provider_calls)" -lt "$expected" ]; do
-    [ -e "$work/load-ended" ] && exit 0 # the load gave up before every task was called
-    sleep 0.2
-  done
-  echo "$(cpu_of "$herald_pid") $(backends_cpu)" >"$work/cpu-at-end"
+# One long-lived watcher samples the CPU before the load and again at the last provider call,
+# before the load's checks, polling /metrics over one keep-alive connection: a poll that started
+# curl and awk five times a second took a tenth of the machine from what it measured.
+python3 - "$work" "$port" "$herald_pid" "$expected" <<'PY' &
+import http.client, os, sys, time
+work, port, herald_pid, expected = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+
+def ticks(pid):  # user + system
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+def ended(pid):  # a zombie, as the script reaps the load only after this watcher
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+def backends():
+    total = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read()
+            if cmdline.startswith(b"postgres:") and b"herald_profile" in cmdline:
+                total += ticks(pid)
+        except OSError:
+            pass
+    return total
+
+def machine():  # busy (user, nice, system, irq, softirq), idle (idle, iowait)
+    f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return f[0] + f[1] + f[2] + f[5] + f[6], f[3] + f[4]
+
+def calls(conn):
+    conn.request("GET", "/metrics")
+    body = conn.getresponse().read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
+               if line.startswith("herald_provider_calls_total"))
+
+start = (ticks(herald_pid), backends(), *machine())
+open(f"{work}/ready", "w").close()
+while not os.path.exists(f"{work}/load-pid"):
+    time.sleep(0.01)
+load_pid = open(f"{work}/load-pid").read().strip()
+conn = http.client.HTTPConnection("127.0.0.1", port)
+while calls(conn) < expected:
+    if ended(load_pid):
+        sys.exit(0)  # the load gave up before every task was called
+    time.sleep(0.05)
+end = (ticks(herald_pid), backends(), *machine())
+load = ticks(load_pid)
+deltas = [e - s for s, e in zip(start, end)]
+open(f"{work}/cpu-at-end", "w").write(f"{deltas[0]} {deltas[1]} {load} {deltas[2]} {deltas[3]}\n")
+PY
+watcher=$!
+while [ ! -e "$work/ready" ]; do sleep 0.01; done
+"$herald" load --target "127.0.0.1:$port" --events "$events" --channels sms,wechat,app \
+  --duplicate-ratio 0.3 --late-duplicates 0 --concurrency 32 --json >"$work/load.json" \
+  2>"$work/load.log" &
+load_pid=$!
+echo "$load_pid" >"$work/load-pid"
+wait "$watcher" || true
+if [ -s "$work/cpu-at-end" ]; then
   psql "$url" -Atc "SELECT calls, rows, round(total_exec_time::numeric, 1),
       left(regexp_replace(query, '\s+', ' ', 'g'), 100)
     FROM pg_stat_statements
     WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'herald_profile')
     ORDER BY total_exec_time DESC LIMIT 12" >"$work/statements"
-) &
-watcher=$!
-"$herald" load --target "127.0.0.1:$port" --events "$events" --channels sms,wechat,app \
-  --duplicate-ratio 0.3 --late-duplicates 0 --concurrency 32 --json >"$work/load.json" \
-  2>"$work/load.log" || true
-touch "$work/load-ended"
-wait "$watcher"
+fi
+wait "$load_pid" || true
 [ -s "$work/cpu-at-end" ] || { echo "profile-pg: not every task was called; the load said:" >&2
   cat "$work/load.log" >&2; exit 1; }
-read -r herald_end pg_end <"$work/cpu-at-end"
+read -r herald_cpu pg_cpu load_cpu busy idle <"$work/cpu-at-end"
 ticks=$(getconf CLK_TCK)
-python3 - "$work/load.json" "$expected" "$ticks" "$((herald_end - herald_start))" \
-  "$((pg_end - pg_start))" <<'PY'
+python3 - "$work/load.json" "$expected" "$ticks" "$herald_cpu" "$pg_cpu" "$load_cpu" "$busy" \
+  "$idle" <<'PY'
 import json, sys
 load = json.load(open(sys.argv[1]))
-tasks, ticks, herald, pg = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+tasks, ticks = int(sys.argv[2]), int(sys.argv[3])
+herald, pg, loader, busy, idle = (int(a) for a in sys.argv[4:9])
 per_k = lambda t: t / ticks / tasks * 1000
 print(f"{tasks} tasks, delivered {load['delivery']['delivered_per_s']:,.0f}/s end to end")
-print(f"CPU per 1,000 tasks: herald {per_k(herald):.3f} s, PostgreSQL backends {per_k(pg):.3f} s")
+print(f"CPU per 1,000 tasks: herald {per_k(herald):.3f} s, PostgreSQL backends {per_k(pg):.3f} s, "
+      f"load generator {per_k(loader):.3f} s; whole machine {per_k(busy):.3f} s busy, "
+      f"{per_k(idle):.3f} s idle")
 PY
 echo "calls | rows | total ms | statement (up to the last provider call)"
 cat "$work/statements"
