@@ -7,6 +7,7 @@
 #include "persistence/zoneinfo.hpp"
 #include "providers/webhook_signature.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
@@ -14,6 +15,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/json.hpp>
@@ -613,6 +615,20 @@ auth_config read_auth(const json::value& value) {
 }
 
 } // namespace
+
+thread_counts thread_counts_for(unsigned cores) {
+  return {std::max(1u, cores / 2), std::max(1u, cores / 4)};
+}
+
+thread_counts machine_thread_counts() {
+  return thread_counts_for(std::thread::hardware_concurrency());
+}
+
+api::http_options machine_http_options() {
+  api::http_options options;
+  options.io_threads = machine_thread_counts().http_io;
+  return options;
+}
 
 config_error::config_error(const std::string& what) : std::runtime_error(one_line(what)) {}
 
