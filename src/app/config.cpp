@@ -13,6 +13,7 @@
 #include <iomanip>
 #include <limits>
 #include <map>
+#include <sched.h>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -617,11 +618,41 @@ auth_config read_auth(const json::value& value) {
 } // namespace
 
 thread_counts thread_counts_for(unsigned cores) {
-  return {std::max(1u, cores / 2), std::max(1u, cores / 4)};
+  return {std::clamp(cores / 2, 1u, 64u), std::clamp(cores / 4, 1u, 64u)};
+}
+
+unsigned cores_within_quota(unsigned cores, std::string_view cpu_max) {
+  unsigned long long quota = 0;
+  unsigned long long period = 0;
+  std::istringstream in{std::string{cpu_max}};
+  if (!(in >> quota >> period) || quota == 0 || period == 0) // "max …": no quota
+    return cores;
+  const auto allowed = static_cast<unsigned>(std::max(1ull, (quota + period - 1) / period));
+  return cores == 0 ? allowed : std::min(cores, allowed);
+}
+
+unsigned usable_cores() {
+  unsigned cores = 0;
+  cpu_set_t affinity;
+  if (sched_getaffinity(0, sizeof affinity, &affinity) == 0)
+    cores = static_cast<unsigned>(CPU_COUNT(&affinity));
+  if (cores == 0)
+    cores = std::thread::hardware_concurrency();
+  // cgroup v2: "0::/path" in /proc/self/cgroup names the group whose cpu.max bounds us.
+  std::ifstream groups{"/proc/self/cgroup"};
+  for (std::string line; std::getline(groups, line);) {
+    if (line.rfind("0::", 0) != 0)
+      continue;
+    std::ifstream limit{"/sys/fs/cgroup" + line.substr(3) + "/cpu.max"};
+    std::string cpu_max;
+    if (std::getline(limit, cpu_max))
+      cores = cores_within_quota(cores, cpu_max);
+  }
+  return cores;
 }
 
 thread_counts machine_thread_counts() {
-  return thread_counts_for(std::thread::hardware_concurrency());
+  return thread_counts_for(usable_cores());
 }
 
 api::http_options machine_http_options() {

@@ -629,7 +629,9 @@ int serve(const config& cfg) {
                  {"database", url.text},
                  {"auth", cfg.auth.mode == auth_config::auth_mode::api_keys ? "api_keys" : "none"},
                  {"metrics_listen", metrics_server ? cfg.metrics_listen : "api"},
-                 {"channels", std::to_string(cfg.channels.size())}});
+                 {"channels", std::to_string(cfg.channels.size())},
+                 {"scheduler_threads", std::to_string(cfg.scheduler_threads)},
+                 {"http_io_threads", std::to_string(cfg.http.io_threads)}});
       // Keys keep tenants apart, but /metrics needs none: on the API listener it shows any
       // caller every tenant's provider calls (the figures GET /v1/channels keeps to `ops`).
       if (cfg.auth.mode == auth_config::auth_mode::api_keys && !metrics_server)

@@ -136,6 +136,15 @@ BOOST_AUTO_TEST_CASE(thread_counts_follow_the_machine_unless_set) {
   BOOST_TEST(app::thread_counts_for(2).http_io == 1u);
   BOOST_TEST(app::thread_counts_for(8).scheduler == 4u);
   BOOST_TEST(app::thread_counts_for(8).http_io == 2u);
+  BOOST_TEST(app::thread_counts_for(1024).scheduler == 64u); // the bound a config is held to
+  // A container's CPU quota bounds the cores it sees, rounded up.
+  BOOST_TEST(app::cores_within_quota(64, "max 100000") == 64u);
+  BOOST_TEST(app::cores_within_quota(64, "150000 100000") == 2u);
+  BOOST_TEST(app::cores_within_quota(64, "50000 100000") == 1u);
+  BOOST_TEST(app::cores_within_quota(1, "400000 100000") == 1u);
+  BOOST_TEST(app::cores_within_quota(0, "400000 100000") == 4u);
+  BOOST_TEST(app::cores_within_quota(8, "") == 8u);
+  BOOST_TEST(app::usable_cores() >= 1u);
   // The embedded default sets neither, so a node gets its machine's counts.
   const auto machine = app::machine_thread_counts();
   const auto embedded = app::parse_config(app::embedded_config_text());
