@@ -22,6 +22,24 @@
 extern char** environ;
 
 namespace herald::test {
+
+long status_kib(pid_t pid, const std::string& field) {
+  std::ifstream status{"/proc/" + std::to_string(pid) + "/status"};
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind(field + ":", 0) == 0)
+      return std::stol(line.substr(field.size() + 1)); // "VmRSS:   12345 kB"
+  return -1;
+}
+
+bool rss_measures_herald(pid_t pid) {
+  std::ifstream maps{"/proc/" + std::to_string(pid) + "/maps"};
+  std::string line;
+  while (std::getline(maps, line))
+    if (line.find("/libasan.so") != std::string::npos)
+      return false;
+  return true;
+}
 namespace {
 
 [[noreturn]] void fail(const std::string& what, int error = errno) {

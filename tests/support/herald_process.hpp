@@ -49,6 +49,17 @@ struct run_result {
 run_result run_herald(const std::vector<std::string>& args,
                       std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+/// A figure of process `pid`'s /proc status in KiB: "VmRSS" (resident now) or "VmHWM" (the
+/// most it was resident since it started, so a spike that is freed again still shows); -1 when
+/// unreadable.
+long status_kib(pid_t pid, const std::string& field);
+
+/// Whether process `pid`'s resident memory measures herald's own: not when it runs with
+/// AddressSanitizer (libasan mapped, as a -DHERALD_SANITIZE=ON binary has), whose shadow memory
+/// and quarantine take hundreds of MiB and still grow for seconds after the start. Memory
+/// bounds are checked only where it does.
+bool rss_measures_herald(pid_t pid);
+
 /// Limits a herald_process starts under.
 struct process_limits {
   /// RLIMIT_NOFILE, soft and hard, as `ulimit -n` sets it; nullopt: inherited.
