@@ -7,16 +7,13 @@
 #include "persistence/zoneinfo.hpp"
 #include "providers/webhook_signature.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <limits>
 #include <map>
-#include <sched.h>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/json.hpp>
@@ -616,50 +613,6 @@ auth_config read_auth(const json::value& value) {
 }
 
 } // namespace
-
-thread_counts thread_counts_for(unsigned cores) {
-  return {std::clamp(cores / 2, 1u, 64u), std::clamp(cores / 4, 1u, 64u)};
-}
-
-unsigned cores_within_quota(unsigned cores, std::string_view cpu_max) {
-  unsigned long long quota = 0;
-  unsigned long long period = 0;
-  std::istringstream in{std::string{cpu_max}};
-  if (!(in >> quota >> period) || quota == 0 || period == 0) // "max …": no quota
-    return cores;
-  const auto allowed = static_cast<unsigned>(std::max(1ull, (quota + period - 1) / period));
-  return cores == 0 ? allowed : std::min(cores, allowed);
-}
-
-unsigned usable_cores() {
-  unsigned cores = 0;
-  cpu_set_t affinity;
-  if (sched_getaffinity(0, sizeof affinity, &affinity) == 0)
-    cores = static_cast<unsigned>(CPU_COUNT(&affinity));
-  if (cores == 0)
-    cores = std::thread::hardware_concurrency();
-  // cgroup v2: "0::/path" in /proc/self/cgroup names the group whose cpu.max bounds us.
-  std::ifstream groups{"/proc/self/cgroup"};
-  for (std::string line; std::getline(groups, line);) {
-    if (line.rfind("0::", 0) != 0)
-      continue;
-    std::ifstream limit{"/sys/fs/cgroup" + line.substr(3) + "/cpu.max"};
-    std::string cpu_max;
-    if (std::getline(limit, cpu_max))
-      cores = cores_within_quota(cores, cpu_max);
-  }
-  return cores;
-}
-
-thread_counts machine_thread_counts() {
-  return thread_counts_for(usable_cores());
-}
-
-api::http_options machine_http_options() {
-  api::http_options options;
-  options.io_threads = machine_thread_counts().http_io;
-  return options;
-}
 
 config_error::config_error(const std::string& what) : std::runtime_error(one_line(what)) {}
 

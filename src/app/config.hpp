@@ -26,7 +26,6 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace herald::app {
@@ -83,31 +82,10 @@ struct events_config {
   domain::retry_policy retry = domain::default_retry_policy(); ///< then an event dead letter
 };
 
-/// Thread counts for the settings a config leaves out, on a machine of `cores` usable cores (0
-/// when unknown): half of them for CAF's scheduler and a quarter for HTTP I/O, at least one
-/// and at most 64 each. herald's store writers and clock have threads of their own, and its
-/// database often shares the machine: on 2 cores, 1 + 1 delivered more than 2 + 2 with less
-/// CPU per task (docs/benchmarks.md, "Issue 28: threads sized to the machine").
-struct thread_counts {
-  unsigned scheduler = 1;
-  unsigned http_io = 1;
-};
-thread_counts thread_counts_for(unsigned cores);
-/// `cores` bounded by a cgroup v2 `cpu.max` text ("max 100000", or "150000 100000": a quota of
-/// 1.5 CPUs, rounded up to 2); `cores` itself when the text says no quota or does not parse.
-unsigned cores_within_quota(unsigned cores, std::string_view cpu_max);
-/// The cores this process may use: its CPU affinity, bounded by its cgroup's CPU quota (a
-/// container's limit), or std::thread::hardware_concurrency when the affinity is unknown.
-unsigned usable_cores();
-/// thread_counts_for usable_cores().
-thread_counts machine_thread_counts();
-/// api::http_options with machine_thread_counts' HTTP I/O threads.
-api::http_options machine_http_options();
-
 /// Everything `herald serve` runs with. Read from JSON (comments allowed), then checked as a
 /// whole by validate() before anything starts.
 struct config {
-  api::http_options http = machine_http_options();
+  api::http_options http;
   /// HOST:PORT of a listener serving only /metrics; empty: /metrics on the API listener.
   std::string metrics_listen;
   auth_config auth;
@@ -117,7 +95,7 @@ struct config {
       persistence::database_url::sqlite_sync::full;
   log::level log_level = log::level::info;
   std::size_t shards = 8;
-  unsigned scheduler_threads = machine_thread_counts().scheduler;
+  unsigned scheduler_threads = 2;
   std::chrono::milliseconds drain_timeout{15000};
   /// Lease owner name; empty: "<host>:<port>" at start. Stable across restarts, so a
   /// restarted node finds the leases it held and resumes those tasks at once.

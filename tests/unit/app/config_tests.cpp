@@ -129,32 +129,6 @@ BOOST_AUTO_TEST_CASE(embedded_default_parses_and_validates) {
   BOOST_TEST(cfg.channels.back().type == "inapp");
 }
 
-BOOST_AUTO_TEST_CASE(thread_counts_follow_the_machine_unless_set) {
-  BOOST_TEST(app::thread_counts_for(0).scheduler == 1u); // cores unknown
-  BOOST_TEST(app::thread_counts_for(0).http_io == 1u);
-  BOOST_TEST(app::thread_counts_for(2).scheduler == 1u);
-  BOOST_TEST(app::thread_counts_for(2).http_io == 1u);
-  BOOST_TEST(app::thread_counts_for(8).scheduler == 4u);
-  BOOST_TEST(app::thread_counts_for(8).http_io == 2u);
-  BOOST_TEST(app::thread_counts_for(1024).scheduler == 64u); // the bound a config is held to
-  // A container's CPU quota bounds the cores it sees, rounded up.
-  BOOST_TEST(app::cores_within_quota(64, "max 100000") == 64u);
-  BOOST_TEST(app::cores_within_quota(64, "150000 100000") == 2u);
-  BOOST_TEST(app::cores_within_quota(64, "50000 100000") == 1u);
-  BOOST_TEST(app::cores_within_quota(1, "400000 100000") == 1u);
-  BOOST_TEST(app::cores_within_quota(0, "400000 100000") == 4u);
-  BOOST_TEST(app::cores_within_quota(8, "") == 8u);
-  BOOST_TEST(app::usable_cores() >= 1u);
-  // The embedded default sets neither, so a node gets its machine's counts.
-  const auto machine = app::machine_thread_counts();
-  const auto embedded = app::parse_config(app::embedded_config_text());
-  BOOST_TEST(embedded.scheduler_threads == machine.scheduler);
-  BOOST_TEST(embedded.http.io_threads == machine.http_io);
-  const auto set = app::parse_config(with_top(R"("scheduler_threads":3,"http":{"io_threads":5})"));
-  BOOST_TEST(set.scheduler_threads == 3u);
-  BOOST_TEST(set.http.io_threads == 5u);
-}
-
 BOOST_AUTO_TEST_CASE(sqlite_is_durable_on_power_loss_unless_told_otherwise) {
   using sync = persistence::database_url::sqlite_sync;
   BOOST_TEST(
